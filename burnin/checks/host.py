@@ -1,0 +1,174 @@
+"""Topology and host configuration checks (TOP): NUMA, affinity, PCIe paths, ACS, IOMMU."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from burnin.checks.base import bad, check, judge, ok, parse_cpulist, unknown
+from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
+from burnin.facts import Facts
+from burnin.topology.model import Topology
+
+
+def _devices_in_topology(topology: Topology) -> list[tuple[str, str, int]]:
+    """(subject, bus id, expected NUMA node) for every GPU and HCA of the topology."""
+    items = [(f"gpu{d.index}", d.bus_id, d.numa_node) for d in topology.gpus.devices]
+    items += [(h.name, h.bus_id, h.numa_node) for h in topology.hcas]
+    return items
+
+
+@check("TOP-01", "NUMA node of every GPU and HCA")
+def numa_nodes(facts: Facts, topology: Topology) -> Verdict:
+    devices = facts.pci_devices()
+    findings: list[Finding] = []
+    online = facts.numa().get("online") or ""
+    count = len(parse_cpulist(online)) if online else 0
+    findings.append(judge("node", count == topology.numa.nodes, f"{count} NUMA nodes online",
+                          f"{topology.numa.nodes} NUMA nodes"))
+    for subject, bus_id, want in _devices_in_topology(topology):
+        device = devices.get(bus_id)
+        if device is None:
+            findings.append(unknown(subject, f"PCI device {bus_id} not present"))
+            continue
+        numa = device.get("numa_node")
+        if numa is None:
+            findings.append(unknown(subject, f"{bus_id}/numa_node unreadable"))
+        elif numa == -1:
+            findings.append(bad(subject, "NUMA -1 (firmware published no proximity)", f"NUMA {want}"))
+        else:
+            findings.append(judge(subject, numa == want, f"NUMA {numa}", f"NUMA {want}"))
+    return roll_up("TOP-01", facts.node, findings, expected="NUMA layout as in the topology",
+                   healthy="NUMA layout as in the topology")
+
+
+@check("TOP-02", "GPU CPU affinity is its NUMA node's CPUs")
+def cpu_affinity(facts: Facts, topology: Topology) -> Verdict:
+    devices = facts.pci_devices()
+    findings: list[Finding] = []
+    for gpu in topology.gpus.devices:
+        subject = f"gpu{gpu.index}"
+        want_text = topology.numa.cpulists.get(gpu.numa_node, "")
+        want = parse_cpulist(want_text)
+        device = devices.get(gpu.bus_id)
+        if device is None or device.get("local_cpulist") is None:
+            findings.append(unknown(subject, f"{gpu.bus_id}/local_cpulist unreadable"))
+            continue
+        have = parse_cpulist(str(device["local_cpulist"]))
+        findings.append(judge(subject, have == want, f"CPUs {device['local_cpulist']}",
+                              f"CPUs {want_text} (NUMA {gpu.numa_node})"))
+    return roll_up("TOP-02", facts.node, findings, expected="each GPU's local CPUs = its NUMA node's CPUs",
+                   healthy="GPU CPU affinity matches NUMA layout")
+
+
+def _ancestors(devices: dict[str, dict[str, Any]], bus_id: str) -> list[str]:
+    """PCI addresses from the device up to its root port (nearest first)."""
+    path = devices.get(bus_id, {}).get("path")
+    if not path:
+        raise Unmeasurable(f"PCI path of {bus_id} unknown")
+    parts = [p for p in path.split(os.sep) if p.count(":") == 2]
+    return list(reversed(parts[:-1]))
+
+
+def pcie_relation(devices: dict[str, dict[str, Any]], a: str, b: str) -> str:
+    """nvidia-smi-style relation of two devices from their sysfs paths.
+
+    PIX: their upstream ports hang off one switch; PXB: several bridges, no
+    host bridge; PHB/NODE: only the host bridge or the CPU in common; SYS:
+    different NUMA nodes.
+    """
+    up_a, up_b = _ancestors(devices, a), _ancestors(devices, b)
+    common = [p for p in up_a if p in up_b]
+    if common:
+        hops = up_a.index(common[0]) + up_b.index(common[0])
+        return "PIX" if hops <= 2 else "PXB"
+    numa_a = devices.get(a, {}).get("numa_node")
+    numa_b = devices.get(b, {}).get("numa_node")
+    root_a = devices.get(a, {}).get("path", "").split(os.sep)[3:4]
+    root_b = devices.get(b, {}).get("path", "").split(os.sep)[3:4]
+    if root_a == root_b:
+        return "PHB"
+    return "NODE" if numa_a == numa_b and numa_a not in (None, -1) else "SYS"
+
+
+@check("TOP-03", "Each GPU shares a PCIe switch with its compute HCA (PIX)")
+def gpu_nic_pairing(facts: Facts, topology: Topology) -> Verdict:
+    devices = facts.pci_devices()
+    hcas = {h.name: h for h in topology.hcas}
+    findings: list[Finding] = []
+    for gpu in topology.gpus.devices:
+        if gpu.hca is None:
+            continue
+        subject = f"gpu{gpu.index}"
+        hca = hcas[gpu.hca]
+        if gpu.bus_id not in devices or hca.bus_id not in devices:
+            missing = gpu.bus_id if gpu.bus_id not in devices else hca.bus_id
+            findings.append(unknown(subject, f"PCI device {missing} not present"))
+            continue
+        try:
+            relation = pcie_relation(devices, gpu.bus_id, hca.bus_id)
+        except Unmeasurable as exc:
+            findings.append(unknown(subject, exc.reason))
+            continue
+        findings.append(judge(subject, relation == "PIX", f"{relation} to {hca.name}", f"PIX to {hca.name}"))
+    return roll_up("TOP-03", facts.node, findings, expected="every GPU PIX to its compute HCA",
+                   healthy="every GPU PIX to its compute HCA")
+
+
+@check("TOP-04", "ACS disabled on PCIe switch ports in GPU/HCA paths")
+def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
+    from burnin.errors import ParseError
+    from burnin.parsers.lspci import parse_lspci
+
+    expected = "ACSCtl all '-' (SrcValid- ReqRedir- CmpltRedir- ...)"
+    if not topology.host.acs_disabled:
+        return roll_up("TOP-04", facts.node, [ok("node", "not required", "n/a")], expected="not required")
+    devices = facts.pci_devices()
+    try:
+        report = parse_lspci(facts.command("lspci"))
+    except ParseError as exc:
+        raise Unmeasurable(f"lspci output unreadable: {exc}") from None
+    in_paths: set[str] = set()
+    for _, bus_id, _ in _devices_in_topology(topology):
+        if bus_id in devices:
+            in_paths.update(_ancestors(devices, bus_id))
+    findings: list[Finding] = []
+    for device in report.devices:
+        if device.address not in in_paths or device.acs_ctl is None:
+            continue
+        enabled = sorted(name for name, on in device.acs_ctl.items() if on)
+        text = f"ACSCtl {' '.join(n + '+' for n in enabled)}" if enabled else "ACS off"
+        findings.append(judge(device.address, not enabled, text, "ACS off"))
+    if not findings:
+        findings.append(ok("node", "no ACS-capable port in GPU/HCA paths", expected))
+    return roll_up("TOP-04", facts.node, findings, expected=expected,
+                   healthy="ACS off on every switch port in GPU/HCA paths")
+
+
+@check("TOP-05", "IOMMU off or in passthrough for GPU/HCA DMA")
+def iommu_mode(facts: Facts, topology: Topology) -> Verdict:
+    want = topology.host.iommu
+    kernel = facts.kernel()
+    groups: dict[str, int] = kernel.get("iommu_group_types") or {}
+    translated = {kind: n for kind, n in groups.items() if kind.startswith("DMA")}
+    if want == "any":
+        finding = ok("node", "any IOMMU mode allowed", "any")
+    elif not groups:
+        finding = ok("node", "IOMMU off (no groups)", "off or passthrough")
+    elif translated and want in ("passthrough", "off"):
+        text = ", ".join(f"{n} groups {kind}" for kind, n in sorted(translated.items()))
+        finding = bad("node", f"IOMMU translating: {text}", "passthrough (identity)")
+    else:
+        finding = ok("node", "IOMMU passthrough (identity)", "passthrough")
+    return roll_up("TOP-05", facts.node, [finding], expected=f"IOMMU {want}")
+
+
+@check("TOP-08", "Automatic NUMA balancing off")
+def numa_balancing(facts: Facts, topology: Topology) -> Verdict:
+    ref = topology.ref("numa_balancing")
+    value = facts.kernel().get("numa_balancing")
+    if value is None:
+        raise Unmeasurable("/proc/sys/kernel/numa_balancing unreadable")
+    admitted = ref.admits(value) if ref is not None else value == 0
+    finding = judge("node", admitted, f"kernel.numa_balancing={value}", "kernel.numa_balancing=0")
+    return roll_up("TOP-08", facts.node, [finding], expected="kernel.numa_balancing=0")

@@ -1,0 +1,98 @@
+"""InfiniBand compute-fabric checks (IB): port state, rate, link layer, error counters."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from burnin.checks.base import bad, check, judge, ok, per_hca
+from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
+from burnin.facts import Facts
+from burnin.topology.model import Hca, Topology
+
+FATAL_COUNTERS = (
+    "link_downed", "excessive_buffer_overrun_errors", "local_link_integrity_errors",
+    "port_rcv_remote_physical_errors",
+)
+ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "port_rcv_errors")
+
+
+def _port(data: dict[str, Any]) -> dict[str, Any]:
+    ports = data.get("ports") or {}
+    if "1" not in ports:
+        raise Unmeasurable("port 1 not present")
+    port: dict[str, Any] = ports["1"]
+    return port
+
+
+@check("IB-01", "Compute HCA ports Active / LinkUp")
+def port_state(facts: Facts, topology: Topology) -> Verdict:
+    expected = "4: ACTIVE / 5: LinkUp"
+
+    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
+        port = _port(data)
+        state, phys = port.get("state"), port.get("phys_state")
+        if state is None or phys is None:
+            raise Unmeasurable("state/phys_state unreadable")
+        healthy = state.endswith("ACTIVE") and phys.endswith("LinkUp")
+        return judge(hca.name, healthy, f"{state} / {phys}", expected)
+
+    return roll_up("IB-01", facts.node, per_hca(facts, topology.compute_hcas, judge_hca), expected=expected,
+                   healthy="all compute ports ACTIVE/LinkUp")
+
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+
+
+@check("IB-02", "Compute HCA port rate")
+def port_rate(facts: Facts, topology: Topology) -> Verdict:
+    ref = topology.ref("ib_rate_gbps")
+    if ref is None:
+        raise Unmeasurable(f"topology {topology.name} defines no ib_rate_gbps")
+
+    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
+        rate_text = _port(data).get("rate")
+        match = _RATE.match(rate_text or "")
+        if match is None:
+            raise Unmeasurable(f"rate unreadable: {rate_text!r}")
+        return judge(hca.name, ref.admits(float(match.group(1))), str(rate_text), ref.describe())
+
+    return roll_up("IB-02", facts.node, per_hca(facts, topology.compute_hcas, judge_hca),
+                   expected=ref.describe())
+
+
+@check("IB-03", "Link layer per HCA role (compute InfiniBand, storage Ethernet)")
+def link_layer(facts: Facts, topology: Topology) -> Verdict:
+    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
+        layer = _port(data).get("link_layer")
+        if layer is None:
+            raise Unmeasurable("link_layer unreadable")
+        return judge(hca.name, layer == hca.link_layer, f"{hca.role} {layer}", f"{hca.role} {hca.link_layer}")
+
+    return roll_up("IB-03", facts.node, per_hca(facts, topology.hcas, judge_hca),
+                   expected="compute InfiniBand, storage Ethernet",
+                   healthy="compute InfiniBand, storage Ethernet")
+
+
+@check("IB-04", "InfiniBand error counters within limits")
+def error_counters(facts: Facts, topology: Topology) -> Verdict:
+    fatal_ref = topology.ref("ib_fatal_counter")
+    error_ref = topology.ref("ib_error_counter")
+    if fatal_ref is None or error_ref is None:
+        raise Unmeasurable(f"topology {topology.name} defines no ib_fatal_counter/ib_error_counter")
+    expected = f"{'/'.join(FATAL_COUNTERS[:2])}... {fatal_ref.describe()}; {', '.join(ERROR_COUNTERS)} {error_ref.describe()}"
+
+    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
+        counters: dict[str, int] = _port(data).get("counters") or {}
+        if not counters:
+            raise Unmeasurable("no counters readable")
+        over = [f"{name}={counters[name]}" for name in FATAL_COUNTERS
+                if name in counters and not fatal_ref.admits(counters[name])]
+        over += [f"{name}={counters[name]}" for name in ERROR_COUNTERS
+                 if name in counters and not error_ref.admits(counters[name])]
+        if over:
+            return bad(hca.name, ", ".join(over), expected)
+        return ok(hca.name, "counters within limits", expected)
+
+    return roll_up("IB-04", facts.node, per_hca(facts, topology.compute_hcas, judge_hca), expected=expected,
+                   healthy="error counters within limits")

@@ -1,0 +1,150 @@
+"""Inventory and configuration checks (INV): what is installed and how it is set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from burnin.checks.base import bad, check, gpu_field, judge, ok, per_gpu, unknown
+from burnin.evaluate.verdict import Finding, Verdict, roll_up
+from burnin.facts import Facts
+from burnin.topology.model import Topology
+
+FABRIC_STATE_COMPLETED = 3
+NVML_SUCCESS = 0
+MIG_DISABLED = 0
+
+
+@check("INV-01", "GPU count, model and memory")
+def gpu_inventory(facts: Facts, topology: Topology) -> Verdict:
+    spec = topology.gpus
+    expected = f"{spec.count} x {spec.model}"
+    nvml = facts.nvml()
+    findings: list[Finding] = []
+    count = int(nvml.get("device_count", 0))
+    seen_bus = {g.get("bus_id") for g in nvml.get("gpus", []) if g.get("bus_id")}
+    missing = [d for d in spec.devices if d.bus_id not in seen_bus]
+    if count != spec.count:
+        where = ", ".join(f"gpu{d.index} ({d.bus_id})" for d in missing[: spec.count - count])
+        findings.append(bad("node", f"{count} GPUs" + (f", missing {where}" if where else ""),
+                            f"{spec.count} GPUs"))
+    memory_ref = topology.ref("gpu_memory_mib")
+    for gpu in nvml.get("gpus", []):
+        subject = f"gpu{gpu.get('index')}"
+        if gpu.get("lost"):
+            findings.append(bad(subject, "lost (NVML_ERROR_GPU_IS_LOST)", "present and answering"))
+            continue
+        name = gpu.get("name")
+        if name != spec.model:
+            findings.append(bad(subject, f"model {name!r}", spec.model))
+            continue
+        memory = gpu.get("memory_total_mib")
+        if memory is None:
+            findings.append(unknown(subject, f"memory: {gpu.get('errors', {}).get('memory', 'not reported')}"))
+        elif memory_ref is not None and not memory_ref.admits(memory):
+            findings.append(bad(subject, f"memory {memory} MiB", memory_ref.describe()))
+        else:
+            findings.append(ok(subject, f"{name}", spec.model))
+    if count == spec.count and not findings:
+        findings.append(unknown("node", "NVML listed no GPU details"))
+    if all(f.status.value == "pass" for f in findings):
+        return roll_up("INV-01", facts.node, findings, expected=expected,
+                       healthy=f"{count} x {spec.model}")
+    return roll_up("INV-01", facts.node, findings, expected=expected)
+
+
+@check("INV-03", "Driver version consistent (NVML, kernel module, topology)")
+def driver_version(facts: Facts, topology: Topology) -> Verdict:
+    want = topology.host.driver_version
+    nvml_version = facts.nvml().get("driver_version")
+    kernel = facts.kernel()
+    module_version = kernel.get("nvidia_module_version")
+    findings = [judge("nvml", nvml_version == want, f"NVML driver {nvml_version}", want)]
+    if module_version is None:
+        findings.append(unknown("kernel-module", "/sys/module/nvidia/version not readable", want))
+    else:
+        findings.append(judge("kernel-module", module_version == nvml_version,
+                              f"kernel module {module_version} vs NVML {nvml_version}", want))
+    return roll_up("INV-03", facts.node, findings, expected=f"driver {want} everywhere",
+                   healthy=f"driver {want}")
+
+
+@check("INV-04", "Fabric Manager running and NVSwitch fabric registered")
+def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
+    expected = "nvidia-fabricmanager active, fabric state Completed/Success on every GPU"
+    if not topology.host.fabric_manager:
+        return roll_up("INV-04", facts.node, [ok("node", "not required by topology", "n/a")],
+                       expected="not required")
+    findings: list[Finding] = []
+    record = facts.command_record("fabricmanager")
+    if record is None or record.get("error"):
+        reason = (record or {}).get("error") or "systemctl is-active was not collected"
+        findings.append(unknown("fabricmanager", str(reason)))
+    else:
+        state = (record.get("stdout") or "").strip() or f"exit {record.get('exit_status')}"
+        findings.append(judge("fabricmanager", state == "active", f"service {state}", "active"))
+
+    def fabric(subject: str, gpu: dict[str, Any]) -> Finding:
+        state = gpu_field(gpu, "fabric", "state")
+        status = gpu_field(gpu, "fabric", "status")
+        healthy = state == FABRIC_STATE_COMPLETED and status == NVML_SUCCESS
+        names = {0: "NotSupported", 1: "NotStarted", 2: "InProgress", 3: "Completed"}
+        return judge(subject, healthy, f"fabric {names.get(state, state)}/status {status}", "Completed/0")
+
+    findings += per_gpu(facts, fabric)
+    return roll_up("INV-04", facts.node, findings, expected=expected,
+                   healthy="fabric manager active, fabric Completed on all GPUs")
+
+
+@check("INV-05", "GPUDirect RDMA peer-memory module loaded")
+def peermem(facts: Facts, topology: Topology) -> Verdict:
+    if not topology.host.peermem:
+        return roll_up("INV-05", facts.node, [ok("node", "not required", "n/a")], expected="not required")
+    modules = facts.kernel().get("modules", {})
+    loaded = bool(modules.get("nvidia_peermem") or modules.get("nv_peer_mem"))
+    finding = judge("node", loaded, "nvidia_peermem loaded" if loaded else "nvidia_peermem not loaded",
+                    "nvidia_peermem loaded")
+    return roll_up("INV-05", facts.node, [finding], expected="nvidia_peermem loaded")
+
+
+@check("INV-06", "Persistence mode on")
+def persistence(facts: Facts, topology: Topology) -> Verdict:
+    want = topology.host.persistence
+    text = "on" if want else "off"
+
+    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
+        mode = gpu_field(gpu, "persistence_mode")
+        return judge(subject, mode == want, f"persistence {'on' if mode else 'off'}", text)
+
+    return roll_up("INV-06", facts.node, per_gpu(facts, judge_gpu), expected=f"persistence {text}",
+                   healthy=f"persistence {text} on all GPUs")
+
+
+@check("INV-07", "MIG disabled (current and pending)")
+def mig(facts: Facts, topology: Topology) -> Verdict:
+    want = 1 if topology.host.mig else MIG_DISABLED
+    want_text = "enabled" if want else "disabled"
+
+    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
+        current = gpu_field(gpu, "mig_mode", "current")
+        pending = gpu_field(gpu, "mig_mode", "pending")
+        names = {0: "disabled", 1: "enabled"}
+        text = f"MIG {names.get(current, current)}/pending {names.get(pending, pending)}"
+        return judge(subject, current == want and pending == want, text, f"MIG {want_text}")
+
+    return roll_up("INV-07", facts.node, per_gpu(facts, judge_gpu), expected=f"MIG {want_text}",
+                   healthy=f"MIG {want_text} on all GPUs")
+
+
+@check("INV-08", "ECC enabled (current and pending)")
+def ecc_mode(facts: Facts, topology: Topology) -> Verdict:
+    want = topology.host.ecc
+    want_text = "on" if want else "off"
+
+    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
+        current = gpu_field(gpu, "ecc_mode", "current")
+        pending = gpu_field(gpu, "ecc_mode", "pending")
+        text = f"ECC {'on' if current else 'off'}/pending {'on' if pending else 'off'}"
+        return judge(subject, current == want and pending == want, text, f"ECC {want_text}")
+
+    return roll_up("INV-08", facts.node, per_gpu(facts, judge_gpu), expected=f"ECC {want_text}",
+                   healthy=f"ECC {want_text} on all GPUs")

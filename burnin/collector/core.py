@@ -1,0 +1,115 @@
+"""Run the collector's sources, each bounded by a timeout, into one facts document."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from burnin.collector import commands, nvml, sysfs
+
+SCHEMA_VERSION = 1
+
+Source = Callable[[str, float], Any]
+
+SOURCES: dict[str, tuple[str, Source]] = {
+    # name: (facts key, function(root, timeout) -> value)
+    "nvml": ("nvml", lambda root, timeout: nvml.collect_nvml()),
+    "pci": ("pci", lambda root, timeout: sysfs.collect_pci(root)),
+    "infiniband": ("infiniband", lambda root, timeout: sysfs.collect_infiniband(root)),
+    "numa": ("numa", lambda root, timeout: sysfs.collect_numa(root)),
+    "kernel": ("kernel", lambda root, timeout: sysfs.collect_kernel(root)),
+    "nvidia-smi-topo": ("commands", commands.nvidia_smi_topo),
+    "ibstat": ("commands", commands.ibstat),
+    "dmesg": ("commands", commands.dmesg),
+    "lspci": ("commands", commands.lspci),
+    "fabricmanager": ("commands", commands.fabricmanager),
+}
+
+ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
+# Read-only and cheap: what the health probe gathers every few minutes.
+FAST_SOURCES: tuple[str, ...] = (
+    "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager",
+)
+
+
+def _run_bounded(func: Source, root: str, timeout: float) -> tuple[Any, str | None]:
+    """Run ``func`` in a daemon thread; give up after ``timeout`` seconds.
+
+    A hung driver call (a GPU that fell off the bus) cannot be interrupted, but
+    it can be abandoned: the thread is a daemon and the collector goes on.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = func(root, timeout)
+        except Exception as exc:  # noqa: BLE001 - a source must never crash the collector
+            box["error"] = f"{type(exc).__name__}: {exc}"
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        return None, f"timed out after {timeout:g} s"
+    return box.get("value"), box.get("error")
+
+
+def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: float = 20.0) -> dict[str, Any]:
+    """Gather the named sources below ``root`` into a facts document."""
+    started = time.monotonic()
+    facts: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "hostname": os.environ.get("BURNIN_SIM_NODE") or socket.gethostname(),
+        "root": root,
+        "collected_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sources": {},
+        "commands": {},
+    }
+    for name in sources:
+        if name not in SOURCES:
+            facts["sources"][name] = {"ok": False, "error": "unknown source", "duration_s": 0.0}
+            continue
+        key, func = SOURCES[name]
+        t0 = time.monotonic()
+        value, error = _run_bounded(func, root, timeout)
+        if key == "commands":
+            if value is not None:
+                facts["commands"][name] = value
+                if value.get("error"):
+                    error = error or value["error"]
+        elif value is not None:
+            facts[key] = value
+        facts["sources"][name] = {
+            "ok": error is None,
+            "error": error,
+            "duration_s": round(time.monotonic() - t0, 4),
+        }
+    facts["duration_s"] = round(time.monotonic() - started, 4)
+    return facts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="burnin-collect", description=__doc__)
+    parser.add_argument("--root", default=os.environ.get("BURNIN_ROOT", "/"),
+                        help="read sysfs/procfs below this directory (default: $BURNIN_ROOT or /)")
+    parser.add_argument("--timeout", type=float, default=20.0, help="per-source timeout in seconds")
+    parser.add_argument("--sources", default="all", help="comma-separated sources, 'all' or 'fast'")
+    args = parser.parse_args(argv)
+    if args.sources == "all":
+        sources = ALL_SOURCES
+    elif args.sources == "fast":
+        sources = FAST_SOURCES
+    else:
+        sources = tuple(s for s in args.sources.split(",") if s)
+    facts = collect(args.root, sources, args.timeout)
+    json.dump(facts, sys.stdout, separators=(",", ":"))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    return 0

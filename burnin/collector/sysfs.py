@@ -1,0 +1,153 @@
+"""sysfs and procfs facts, read below a root directory (``/`` on real nodes)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+# PCI vendors whose devices (and the bridges above them) matter to GPU nodes.
+NVIDIA = "0x10de"
+MELLANOX = "0x15b3"
+_PCI_FILES = (
+    "vendor", "device", "class", "numa_node", "current_link_speed", "current_link_width",
+    "max_link_speed", "max_link_width", "local_cpulist",
+)
+_IB_COUNTERS = (
+    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+    "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+    "port_xmit_constraint_errors", "port_rcv_constraint_errors", "port_rcv_contraint_errors",
+    "local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped",
+)
+
+
+def _path(root: str, *parts: str) -> str:
+    return os.path.join(root, *(p.lstrip("/") for p in parts))
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _read_int(path: str) -> int | None:
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _relative_to_root(root: str, path: str) -> str:
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real_root != "/" and real.startswith(real_root):
+        real = real[len(real_root):] or "/"
+    return real
+
+
+def _pci_device(root: str, dev_dir: str) -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    for name in _PCI_FILES:
+        value = read_text(os.path.join(dev_dir, name))
+        info[name] = value
+    numa = info.get("numa_node")
+    info["numa_node"] = int(numa) if numa not in (None, "") and numa.lstrip("-").isdigit() else None
+    width = info.get("current_link_width")
+    info["current_link_width"] = int(width) if width and width.isdigit() else None
+    width = info.get("max_link_width")
+    info["max_link_width"] = int(width) if width and width.isdigit() else None
+    info["path"] = _relative_to_root(root, dev_dir)
+    return info
+
+
+def collect_pci(root: str) -> dict[str, Any]:
+    """NVIDIA and Mellanox PCI functions plus every bridge above them."""
+    bus_dir = _path(root, "sys/bus/pci/devices")
+    devices: dict[str, Any] = {}
+    names = sorted(os.listdir(bus_dir))
+    for bdf in names:
+        dev_dir = os.path.join(bus_dir, bdf)
+        vendor = read_text(os.path.join(dev_dir, "vendor"))
+        if vendor not in (NVIDIA, MELLANOX):
+            continue
+        devices[bdf] = _pci_device(root, dev_dir)
+        # Walk up the hierarchy so switch ports and root ports are known too.
+        parent = os.path.dirname(os.path.realpath(dev_dir))
+        while os.path.basename(parent).count(":") == 2 and os.path.basename(parent) not in devices:
+            devices[os.path.basename(parent)] = _pci_device(root, parent)
+            parent = os.path.dirname(parent)
+    return {"devices": devices}
+
+
+def collect_infiniband(root: str) -> dict[str, Any]:
+    """Every RDMA device with its firmware, PCI address and per-port state and counters."""
+    class_dir = _path(root, "sys/class/infiniband")
+    if not os.path.isdir(class_dir):
+        return {"hcas": {}, "present": False}
+    hcas: dict[str, Any] = {}
+    for hca in sorted(os.listdir(class_dir)):
+        hca_dir = os.path.join(class_dir, hca)
+        device_link = os.path.join(hca_dir, "device")
+        pci = os.path.basename(os.path.realpath(device_link)) if os.path.exists(device_link) else None
+        ports: dict[str, Any] = {}
+        ports_dir = os.path.join(hca_dir, "ports")
+        for port in sorted(os.listdir(ports_dir)) if os.path.isdir(ports_dir) else []:
+            port_dir = os.path.join(ports_dir, port)
+            counters: dict[str, int] = {}
+            for counter in _IB_COUNTERS:
+                value = _read_int(os.path.join(port_dir, "counters", counter))
+                if value is not None:
+                    counters[counter] = value
+            ports[port] = {
+                "state": read_text(os.path.join(port_dir, "state")),
+                "phys_state": read_text(os.path.join(port_dir, "phys_state")),
+                "rate": read_text(os.path.join(port_dir, "rate")),
+                "link_layer": read_text(os.path.join(port_dir, "link_layer")),
+                "lid": read_text(os.path.join(port_dir, "lid")),
+                "sm_lid": read_text(os.path.join(port_dir, "sm_lid")),
+                "counters": counters,
+            }
+        hcas[hca] = {
+            "fw_ver": read_text(os.path.join(hca_dir, "fw_ver")),
+            "board_id": read_text(os.path.join(hca_dir, "board_id")),
+            "hca_type": read_text(os.path.join(hca_dir, "hca_type")),
+            "node_guid": read_text(os.path.join(hca_dir, "node_guid")),
+            "pci": pci,
+            "ports": ports,
+        }
+    return {"hcas": hcas, "present": True}
+
+
+def collect_numa(root: str) -> dict[str, Any]:
+    node_dir = _path(root, "sys/devices/system/node")
+    nodes: dict[str, Any] = {}
+    if os.path.isdir(node_dir):
+        for name in sorted(os.listdir(node_dir)):
+            if name.startswith("node") and name[4:].isdigit():
+                nodes[name[4:]] = {"cpulist": read_text(os.path.join(node_dir, name, "cpulist"))}
+    return {"online": read_text(os.path.join(node_dir, "online")), "nodes": nodes}
+
+
+def collect_kernel(root: str) -> dict[str, Any]:
+    groups_dir = _path(root, "sys/kernel/iommu_groups")
+    group_types: dict[str, int] = {}
+    if os.path.isdir(groups_dir):
+        for group in os.listdir(groups_dir):
+            kind = read_text(os.path.join(groups_dir, group, "type")) or "unknown"
+            group_types[kind] = group_types.get(kind, 0) + 1
+    return {
+        "numa_balancing": _read_int(_path(root, "proc/sys/kernel/numa_balancing")),
+        "cmdline": read_text(_path(root, "proc/cmdline")),
+        "nvidia_module_version": read_text(_path(root, "sys/module/nvidia/version")),
+        "proc_driver_version": read_text(_path(root, "proc/driver/nvidia/version")),
+        "modules": {
+            name: os.path.isdir(_path(root, "sys/module", name))
+            for name in ("nvidia", "nvidia_peermem", "nv_peer_mem", "nvidia_uvm")
+        },
+        "iommu_group_types": group_types,
+    }

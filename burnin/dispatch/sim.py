@@ -1,0 +1,54 @@
+"""Dispatch to simulated nodes: the local transport with each node's environment.
+
+The collector runs as a real process with the node's shim PATH, NVML library
+and sysfs root, exactly the code path of a real node.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from burnin.facts import Facts
+from burnin.runner import gather
+from burnin.sim import SimNode, build_rack, parse_fault_spec
+from burnin.topology.model import Topology
+from burnin.transport.local import LocalTransport
+
+COLLECTOR_ARGV = (sys.executable, "-m", "burnin.collector")
+
+
+def parse_fault_args(values: list[str], names: list[str]) -> dict[str, list[object]]:
+    """``["sim03:nvlink-down", "sim06:ib-rate-200@mlx5_1"]`` → faults per node."""
+    from burnin.errors import UsageError
+
+    faults: dict[str, list[object]] = {}
+    for value in values:
+        node, sep, spec = value.partition(":")
+        if not sep or not spec:
+            raise UsageError(f"--fault {value!r}: expected NODE:FAULT, e.g. sim03:nvlink-down")
+        if node not in names:
+            raise UsageError(f"--fault {value!r}: no simulated node {node!r} (nodes: {names[0]}..{names[-1]})")
+        faults.setdefault(node, []).append(parse_fault_spec(spec))
+    return faults
+
+
+class SimDispatcher:
+    """N simulated nodes built under ``state_dir`` from a topology and faults."""
+
+    def __init__(self, state_dir: Path, topology: Topology, names: list[str],
+                 faults: Mapping[str, list[object]]) -> None:
+        self.nodes = names
+        self.topology_by_node: dict[str, str] = {}
+        rack = build_rack(state_dir, topology, names, dict(faults))  # type: ignore[arg-type]
+        self._sim: dict[str, SimNode] = {node.name: node for node in rack}
+        self._transport = LocalTransport(node_env=lambda name: self._sim[name].environment())
+
+    def gather(self, *, sources: str = "all", timeout: float = 60.0,
+               on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
+        argv = [*COLLECTOR_ARGV, "--sources", sources, "--timeout", str(max(1.0, timeout / 2))]
+        return gather(self._transport, self.nodes, argv, timeout=timeout, fanout=8, on_done=on_done)
+
+    def close(self) -> None:
+        self._transport.close()

@@ -1,0 +1,101 @@
+"""Verdicts: pass, fail, or incomplete, each with measured, expected and a reason."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    INCOMPLETE = "incomplete"
+
+
+class Unmeasurable(Exception):
+    """A value could not be measured (source failed, tool missing, output unreadable)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One subject's result inside a check (a GPU, an HCA, a PCIe port...)."""
+
+    subject: str
+    status: Status
+    measured: str
+    expected: str
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of one check on one node."""
+
+    check_id: str
+    node: str
+    status: Status
+    measured: str
+    expected: str
+    reason: str
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASS
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "check": self.check_id,
+            "node": self.node,
+            "status": self.status.value,
+            "measured": self.measured,
+            "expected": self.expected,
+            "reason": self.reason,
+        }
+
+
+def _join(items: Iterable[str], limit: int = 4) -> str:
+    items = list(items)
+    shown = "; ".join(items[:limit])
+    if len(items) > limit:
+        shown += f"; +{len(items) - limit} more"
+    return shown
+
+
+def roll_up(check_id: str, node: str, findings: list[Finding], *, expected: str,
+            healthy: str = "") -> Verdict:
+    """Combine per-subject findings into the node's verdict for one check.
+
+    Any failing subject fails the check (even if others could not be measured:
+    a known fault is the more useful statement); otherwise any unmeasured
+    subject makes it incomplete; otherwise it passes.
+    """
+    failed = [f for f in findings if f.status is Status.FAIL]
+    missing = [f for f in findings if f.status is Status.INCOMPLETE]
+    if failed:
+        measured = _join(f"{f.subject} {f.measured}" for f in failed)
+        reason = f"{check_id} {measured} (expected {expected})"
+        if missing:
+            not_measured = _join((f"{f.subject} {f.note}" for f in missing), 2)
+            reason += f"; not measured: {not_measured}"
+        return Verdict(check_id, node, Status.FAIL, measured, expected, reason, tuple(findings))
+    if missing:
+        note = _join(f"{f.subject}: {f.note}" for f in missing)
+        return Verdict(check_id, node, Status.INCOMPLETE, "not measured", expected,
+                       f"{check_id} could not be measured: {note}", tuple(findings))
+    if not findings:
+        return Verdict(check_id, node, Status.INCOMPLETE, "nothing measured", expected,
+                       f"{check_id} found nothing to measure", ())
+    measured = healthy or _join(sorted({f.measured for f in findings}))
+    return Verdict(check_id, node, Status.PASS, measured, expected,
+                   f"{check_id} ok: {measured}", tuple(findings))
+
+
+def incomplete(check_id: str, node: str, reason: str, expected: str = "") -> Verdict:
+    return Verdict(check_id, node, Status.INCOMPLETE, "not measured", expected,
+                   f"{check_id} could not be measured: {reason}")

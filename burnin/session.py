@@ -1,0 +1,109 @@
+"""One acceptance run: gather facts, run the suites under pytest, write the gate.
+
+This is the single run path for simulated, SSH and Slurm nodes; only the
+dispatcher differs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from burnin.dispatch.base import Dispatcher
+from burnin.errors import BurninError, UsageError
+from burnin.facts import Facts
+from burnin.gate.decide import NodeDecision
+from burnin.plugin import RUN_FILE
+from burnin.resources import suites_dir
+
+KNOWN_SUITES = ("node",)
+
+
+class SuiteError(BurninError):
+    """pytest could not run the suites (usage or internal error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    out_dir: Path
+    decisions: dict[str, NodeDecision]
+    gate: dict[str, object]
+    pytest_exit: int
+
+
+def write_facts(out_dir: Path, facts: dict[str, Facts], topology: str,
+                topology_by_node: dict[str, str]) -> Path:
+    facts_dir = out_dir / "facts"
+    facts_dir.mkdir(parents=True, exist_ok=True)
+    for node, node_facts in facts.items():
+        (facts_dir / f"{node}.json").write_text(json.dumps(node_facts.data, indent=1), encoding="utf-8")
+    run = {"nodes": list(facts), "topology": topology, "topology_by_node": topology_by_node}
+    (facts_dir / RUN_FILE).write_text(json.dumps(run, indent=1), encoding="utf-8")
+    return facts_dir
+
+
+def suite_paths(suites: Sequence[str]) -> list[str]:
+    paths = []
+    for suite in suites:
+        path = suites_dir() / suite
+        if not path.is_dir():
+            known = ", ".join(sorted(p.name for p in suites_dir().iterdir() if p.is_dir()))
+            raise UsageError(f"unknown suite {suite!r} (known: {known})")
+        paths.append(str(path))
+    return paths
+
+
+def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
+               keyword: str | None = None, extra_args: Sequence[str] = (),
+               on_test: Callable[[], None] | None = None) -> int:
+    """Run pytest in-process on the suites against gathered facts; returns pytest's exit code."""
+    import pytest
+
+    args = [
+        *suite_paths(suites),
+        "--rootdir", str(suites_dir()),
+        "-c", str(suites_dir() / "pytest.ini"),
+        "--burnin-facts", str(facts_dir),
+        "--burnin-topology", topology,
+        "--burnin-out", str(out_dir),
+        "--junitxml", str(out_dir / "junit.xml"),
+        "-o", "junit_family=xunit1",
+        "-o", "junit_suite_name=burnin",
+        "-p", "no:cacheprovider",
+        "-q", "--no-header", "--no-summary", "-p", "no:terminal",
+        *extra_args,
+    ]
+    if keyword:
+        args += ["-k", keyword]
+
+    class _Progress:
+        def pytest_runtest_logfinish(self) -> None:
+            if on_test is not None:
+                on_test()
+
+    return int(pytest.main(args, plugins=[_Progress()]))
+
+
+def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Sequence[str] = ("node",),
+            keyword: str | None = None, timeout: float = 120.0,
+            on_gathered: Callable[[str], None] | None = None,
+            on_test: Callable[[], None] | None = None) -> RunResult:
+    from burnin.gate.decide import NodeDecision as _Decision
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    facts = dispatcher.gather(sources="all", timeout=timeout, on_done=on_gathered)
+    facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
+    code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test)
+    gate_file = out_dir / "gate.json"
+    if code not in (0, 1) or not gate_file.exists():
+        if code == 5:
+            raise UsageError(f"no test matched (-k {keyword!r})" if keyword else "the suites hold no test")
+        raise SuiteError(f"pytest could not run the suites (exit {code}); see {out_dir}")
+    gate = json.loads(gate_file.read_text(encoding="utf-8"))
+    decisions = {
+        node: _Decision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]))
+        for node, d in gate["nodes"].items()
+    }
+    return RunResult(out_dir, decisions, gate, code)

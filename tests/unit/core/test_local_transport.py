@@ -1,0 +1,33 @@
+"""The local transport: argv only, timeouts kill the whole process group."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from burnin.transport.local import LocalTransport
+
+
+def test_runs_argv_and_captures_output() -> None:
+    result = LocalTransport().run("n1", [sys.executable, "-c", "print('hi; echo no-shell')"], timeout=10)
+    assert result.ok and result.stdout.strip() == "hi; echo no-shell"
+
+
+def test_timeout_is_reported_and_bounded() -> None:
+    started = time.monotonic()
+    result = LocalTransport().run("n1", ["sh", "-c", "sleep 30 & sleep 30"], timeout=0.5)
+    assert result.timed_out and not result.ok and result.exit_status is None
+    assert time.monotonic() - started < 10
+    assert "timed out" in result.describe_failure()
+
+
+def test_missing_program_is_an_error_not_an_exception() -> None:
+    result = LocalTransport().run("n1", ["/nonexistent/tool"], timeout=5)
+    assert not result.ok and result.error is not None and "cannot start" in result.error
+
+
+def test_node_environment_is_applied() -> None:
+    transport = LocalTransport(node_env=lambda node: {"BURNIN_SIM_NODE": node})
+    result = transport.run("sim07", [sys.executable, "-c", "import os; print(os.environ['BURNIN_SIM_NODE'])"],
+                           timeout=10)
+    assert result.stdout.strip() == "sim07"

@@ -1,0 +1,108 @@
+"""Topology files: the shipped one loads; every mistake names file, key path and line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from burnin.errors import ConfigError, UsageError
+from burnin.resources import topologies_dir
+from burnin.topology import find_topology, list_topologies, load_topology
+
+
+def test_shipped_h100_topology_matches_the_hardware() -> None:
+    topo = find_topology("hgx-h100-8gpu")
+    assert topo.gpus.count == 8
+    assert topo.gpus.model == "NVIDIA H100 80GB HBM3"
+    assert topo.gpus.nvlink is not None and topo.gpus.nvlink.links_per_gpu == 18
+    assert [d.numa_node for d in topo.gpus.devices] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert len(topo.compute_hcas) == 8 and {h.link_layer for h in topo.compute_hcas} == {"InfiniBand"}
+    assert len(topo.storage_hcas) == 2 and {h.link_layer for h in topo.storage_hcas} == {"Ethernet"}
+    assert topo.ref("power_limit_w") is not None and topo.ref("power_limit_w").value == 700  # type: ignore[union-attr]
+    assert all(ref.source for ref in topo.references.values())
+
+
+def test_every_shipped_topology_validates() -> None:
+    found = list_topologies()
+    assert "hgx-h100-8gpu" in found
+    for path in found.values():
+        load_topology(path)
+
+
+def _broken(tmp_path: Path, old: str, new: str) -> Path:
+    text = (topologies_dir() / "hgx-h100-8gpu.yaml").read_text()
+    assert old in text
+    path = tmp_path / "broken.yaml"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(needle)
+
+
+def test_wrong_type_names_file_key_and_line(tmp_path: Path) -> None:
+    path = _broken(tmp_path, "count: 8", "count: eight")
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    assert info.value.key == "gpus.count"
+    assert info.value.line == _line_of(path, "count: eight")
+    assert str(path) in str(info.value)
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    path = _broken(tmp_path, "  fabric_manager: true", "  fabric_manger: true")
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    assert info.value.key == "host.fabric_manger"
+    assert "unknown key" in str(info.value)
+    assert info.value.line == _line_of(path, "fabric_manger")
+
+
+def test_nested_list_item_error_has_index(tmp_path: Path) -> None:
+    path = _broken(tmp_path, 'bus_id: "0000:52:00.0", numa_node: 0', 'bus_id: "0000:52:00.0", numa_node: -4')
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    assert info.value.key == "gpus.devices[2].numa_node"
+    assert info.value.line == _line_of(path, "numa_node: -4")
+
+
+def test_reference_bounds_are_checked(tmp_path: Path) -> None:
+    path = _broken(tmp_path, "{value: 400, lower: 400,", "{value: 400, lower: 500, upper: 100,")
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    assert info.value.key == "references.ib_rate_gbps"
+    assert "lower bound" in str(info.value)
+
+
+def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\ngpus: [1, 2\nnuma: {}\n")
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    assert info.value.line is not None and info.value.line >= 2
+    assert "invalid YAML" in str(info.value)
+
+
+def test_unknown_topology_name_lists_known() -> None:
+    with pytest.raises(UsageError, match="hgx-h100-8gpu"):
+        find_topology("dgx-b200-nonexistent")
+
+
+def test_cli_bad_topology_exits_2_without_traceback(tmp_path: Path) -> None:
+    path = _broken(tmp_path, "count: 8", "count: eight")
+    proc = subprocess.run(
+        [sys.executable, "-m", "burnin.cli.main", "run", "--sim", "2", "--topology", str(path),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"{path}:" in proc.stderr and "gpus.count" in proc.stderr
+    assert not (tmp_path / "out").exists()
