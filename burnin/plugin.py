@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from burnin.errors import BurninError
-from burnin.evaluate.verdict import Status, Verdict
+from burnin.evaluate.verdict import Status, Unmeasurable, Verdict
 from burnin.facts import Facts
 from burnin.gate.decide import CheckOutcome, decide, gate_document
 from burnin.suite import CheckIncomplete
@@ -34,6 +34,7 @@ class _PluginState:
         self.node_topology: dict[str, str] = {}
         self.nodes: list[str] = []
         self.outcomes: list[CheckOutcome] = []
+        self.missing_nodes = False
         self._facts: dict[str, Facts] = {}
         self._topologies: dict[str, Topology] = {}
         if facts_dir is not None:
@@ -63,7 +64,7 @@ class _PluginState:
         return self._facts[node]
 
     def topology(self, node: str) -> Topology:
-        from burnin.topology import find_topology
+        from burnin.topology.load import find_topology
 
         name = self.node_topology.get(node, self.default_topology)
         if name not in self._topologies:
@@ -98,8 +99,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     state = metafunc.config.stash[_STATE]
     if state.facts_dir is None:
-        raise pytest.UsageError("burnin: suites need nodes: pass --burnin-facts DIR (see `burnin run`)")
+        state.missing_nodes = True
     metafunc.parametrize("node", state.nodes, ids=state.nodes)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.stash[_STATE].missing_nodes:
+        raise pytest.UsageError("burnin: suites need nodes: pass --burnin-facts DIR (see `burnin run`)")
 
 
 def _check_id(item: pytest.Item) -> str:
@@ -171,6 +177,8 @@ def outcome_from_report(report: pytest.TestReport) -> CheckOutcome | None:
         status = "incomplete"
     elif report.when == "call":
         status = "pass" if report.passed else "fail" if report.failed else None
+        if status == "fail" and props.get("verdict") == "incomplete":
+            status = "incomplete"
     if status is None:
         return None
     reason = str(props.get("reason") or "")
@@ -179,6 +187,21 @@ def outcome_from_report(report: pytest.TestReport) -> CheckOutcome | None:
     return CheckOutcome(str(node), str(check), status, reason,
                         str(props.get("measured", "")), str(props.get("expected", "")))
 
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A test that hit an unmeasurable fact (or CheckIncomplete) is incomplete, not failed."""
+    report = yield
+    excinfo = call.excinfo
+    if excinfo is not None and isinstance(excinfo.value, Unmeasurable | CheckIncomplete):
+        reason = excinfo.value.reason if isinstance(excinfo.value, Unmeasurable) else str(excinfo.value)
+        props = dict(report.user_properties)
+        if props.get("verdict") != "incomplete":
+            report.user_properties.append(("verdict", "incomplete"))
+        if not props.get("reason"):
+            report.user_properties.append(("reason", f"{props.get('check', '')} could not be measured: {reason}"))
+    return report
 
 
 def _crash_line(report: pytest.TestReport) -> str:

@@ -7,6 +7,7 @@ dispatcher differs.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ def write_facts(out_dir: Path, facts: dict[str, Facts], topology: str,
 def suite_paths(suites: Sequence[str]) -> list[str]:
     paths = []
     for suite in suites:
-        path = suites_dir() / suite
+        path = Path(suite) if (os.sep in suite or Path(suite).is_dir()) else suites_dir() / suite
         if not path.is_dir():
             known = ", ".join(sorted(p.name for p in suites_dir().iterdir() if p.is_dir()))
             raise UsageError(f"unknown suite {suite!r} (known: {known})")

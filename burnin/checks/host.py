@@ -115,7 +115,7 @@ def gpu_nic_pairing(facts: Facts, topology: Topology) -> Verdict:
                    healthy="every GPU PIX to its compute HCA")
 
 
-@check("TOP-04", "ACS disabled on PCIe switch ports in GPU/HCA paths")
+@check("TOP-04", "ACS disabled on PCIe switch ports in GPU/HCA paths", fast=False)
 def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
     from burnin.errors import ParseError
     from burnin.parsers.lspci import parse_lspci

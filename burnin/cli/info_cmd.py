@@ -10,7 +10,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burnin.topology import find_topology, list_topologies
+    from burnin.topology.load import find_topology, list_topologies
 
     if args.check:
         topo = find_topology(args.check)

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 # verb -> (module with add_arguments/run, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("burnin.cli.run_cmd", "run the suites on nodes and gate them into the pool"),
+    "probe": ("burnin.cli.probe_cmd", "health probe: fast read-only checks on this node, one line out"),
     "parse": ("burnin.cli.parse_cmd", "parse a tool's output into JSON"),
     "topologies": ("burnin.cli.info_cmd", "list the known node types"),
     "faults": ("burnin.cli.faults_cmd", "list the simulator's faults and the check that catches each"),
+    "sim": ("burnin.cli.sim_cmd", "start, stop or fault simulated racks behind real sshd or Slurm"),
 }
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3

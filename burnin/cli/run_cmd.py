@@ -16,6 +16,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run on N simulated nodes sim01..simNN (default 8)")
     target.add_argument("--fault", action="append", default=[], metavar="NODE:FAULT",
                         help="inject a simulator fault, e.g. sim03:nvlink-down (repeatable; see `burnin faults`)")
+    target.add_argument("--via", choices=("ssh", "slurm"), default=None,
+                        help="dispatch to real nodes over SSH or through Slurm")
+    target.add_argument("--hosts", metavar="NODESET", help="ssh: nodes to run on, e.g. rack12-n[01-32]")
+    target.add_argument("--inventory", type=Path, metavar="FILE", help="ssh: inventory YAML (nodes, groups)")
+    target.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh: ssh_config to honour (default ~/.ssh/config)")
+    target.add_argument("--accept-new-host-keys", action="store_true",
+                        help="ssh: accept and record unknown host keys (like OpenSSH accept-new); changed keys still fail")
+    target.add_argument("--fanout", type=int, default=64, metavar="N", help="ssh: nodes in flight at once (default 64)")
+    target.add_argument("--nodes", metavar="NODESET", help="slurm: nodes to run on (default: $SLURM_JOB_NODELIST)")
+    target.add_argument("--partition", metavar="P", help="slurm: partition")
+    target.add_argument("--reservation", metavar="R", help="slurm: reservation")
+    target.add_argument("--collector", metavar="PATH",
+                        help="slurm: collector zipapp already on the nodes (default: ship it with sbcast)")
+    gate = parser.add_argument_group("gate")
+    gate.add_argument("--gate", choices=("none", "slurm"), default="none",
+                      help="act on the verdicts: slurm drains rejected nodes and resumes burnin-drained healthy ones")
+    gate.add_argument("--dry-run", action="store_true", help="print the scontrol commands instead of running them")
     parser.add_argument("--topology", default="hgx-h100-8gpu", metavar="NAME|FILE",
                         help="node type to judge against (see `burnin topologies`)")
     parser.add_argument("--suite", action="append", default=None, metavar="NAME",
@@ -38,21 +55,29 @@ def _dispatcher(args: argparse.Namespace, topology_name: str, out_dir: Path) -> 
     if args.sim is not None:
         from burnin.dispatch.sim import SimDispatcher, parse_fault_args
         from burnin.nodes import sim_names
-        from burnin.topology import find_topology
+        from burnin.topology.load import find_topology
 
         names = sim_names(args.sim)
         faults = parse_fault_args(args.fault, names)
         return SimDispatcher(out_dir / "sim", find_topology(topology_name), names, faults)
     if args.fault:
         raise UsageError("--fault needs --sim (faults are injected into simulated nodes)")
-    raise UsageError("no nodes: pass --sim [N]")
+    if args.via == "ssh":
+        from burnin.dispatch.ssh import SshDispatcher
+
+        return SshDispatcher.from_args(args, topology_name)
+    if args.via == "slurm":
+        from burnin.dispatch.slurm import SlurmDispatcher
+
+        return SlurmDispatcher.from_args(args, topology_name, out_dir)
+    raise UsageError("no nodes: pass --sim [N], --via ssh --hosts/--inventory, or --via slurm")
 
 
 def run(args: argparse.Namespace) -> int:
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary
     from burnin.session import SuiteError, execute
-    from burnin.topology import find_topology
+    from burnin.topology.load import find_topology
 
     topology = find_topology(args.topology)  # validate before touching any node
     topology_ref = args.topology
@@ -74,4 +99,8 @@ def run(args: argparse.Namespace) -> int:
         finally:
             dispatcher.close()  # type: ignore[attr-defined]
     print_summary(result, topology.name, time.monotonic() - started)
+    if args.gate == "slurm":
+        from burnin.gate.slurm import apply_gate
+
+        apply_gate(result.decisions, dry_run=args.dry_run)
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED

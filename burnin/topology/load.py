@@ -6,17 +6,19 @@ path (``gpus.devices[3].numa_node``) and the line.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from burnin.errors import ConfigError, UsageError
-from burnin.resources import topologies_dir
+from burnin.errors import ConfigError
+from burnin.topology.catalog import list_topologies, resolve
 from burnin.topology.model import Topology
+
+__all__ = ["find_topology", "list_topologies", "load_topology"]
 
 Path_ = tuple[str | int, ...]
 
@@ -79,10 +81,12 @@ def validation_to_config_error(path: Path, exc: ValidationError, lines: dict[Pat
     err = exc.errors()[0]
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     msg = err["msg"]
-    if err["type"] == "extra_forbidden":
+    if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         msg = "unknown key"
-    elif err["type"] == "missing":
+    elif err["type"] in ("missing", "missing_argument"):
         msg = "required key is missing"
+    elif msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
     more = len(exc.errors()) - 1
     if more:
         msg += f" (and {more} more error{'s' if more > 1 else ''})"
@@ -96,36 +100,16 @@ def load_topology(path: str | Path) -> Topology:
     if not isinstance(data, dict):
         raise ConfigError(str(file), "a topology must be a YAML mapping", line=1)
     try:
-        return Topology.model_validate(data)
+        return _adapter().validate_python(data)
     except ValidationError as exc:
         raise validation_to_config_error(file, exc, lines) from None
 
 
-def _search_dirs() -> list[Path]:
-    dirs = [Path(p) for p in os.environ.get("BURNIN_TOPOLOGY_PATH", "").split(os.pathsep) if p]
-    dirs.append(topologies_dir())
-    return dirs
-
-
-def list_topologies() -> dict[str, Path]:
-    """Known topology names (file stems) and their files; site dirs shadow built-ins."""
-    found: dict[str, Path] = {}
-    for directory in reversed(_search_dirs()):
-        if directory.is_dir():
-            for file in sorted(directory.glob("*.yaml")):
-                found[file.stem] = file
-    return dict(sorted(found.items()))
+@lru_cache(maxsize=1)
+def _adapter() -> TypeAdapter[Topology]:
+    return TypeAdapter(Topology)
 
 
 def find_topology(name_or_file: str) -> Topology:
     """Load a topology by name (``hgx-h100-8gpu``) or by path to a YAML file."""
-    candidate = Path(name_or_file)
-    if candidate.suffix in (".yaml", ".yml") or os.sep in name_or_file:
-        if not candidate.exists():
-            raise UsageError(f"topology file not found: {name_or_file}")
-        return load_topology(candidate)
-    known = list_topologies()
-    if name_or_file not in known:
-        names = ", ".join(known) or "none"
-        raise UsageError(f"unknown topology {name_or_file!r} (known: {names})")
-    return load_topology(known[name_or_file])
+    return load_topology(resolve(name_or_file))

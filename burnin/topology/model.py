@@ -7,29 +7,40 @@ measured against references; they never hard-code numbers.
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import annotated_types as at
+
+# Plain frozen dataclasses, so the health probe can use them without importing
+# pydantic; burnin.topology.load validates files into them with pydantic.
+_FORBID: Any = {"extra": "forbid"}
+_BUS_ID = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+NonNegative = Annotated[int, at.Ge(0)]
+Positive = Annotated[int, at.Ge(1)]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+def _check_bus_id(value: str) -> None:
+    if not _BUS_ID.match(value):
+        raise ValueError(f"bus id {value!r} must look like 0000:1b:00.0 (lower-case hex)")
 
 
-class Reference(_Frozen):
+@dataclass(frozen=True, slots=True)
+class Reference:
     """An expected value with bounds (``lower <= measured <= upper``), unit and source."""
 
     value: float
+    source: str
     lower: float | None = None
     upper: float | None = None
     unit: str = ""
-    source: str
 
-    @model_validator(mode="after")
-    def _bounds_ordered(self) -> Reference:
+    __pydantic_config__ = _FORBID
+
+    def __post_init__(self) -> None:
         if self.lower is not None and self.upper is not None and self.lower > self.upper:
             raise ValueError(f"lower bound {self.lower} is above upper bound {self.upper}")
-        return self
 
     def admits(self, measured: float) -> bool:
         """True when ``measured`` lies within the bounds (inclusive)."""
@@ -55,51 +66,69 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-class GpuDevice(_Frozen):
-    index: int = Field(ge=0)
-    bus_id: str = Field(pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-    numa_node: int = Field(ge=0)
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    __pydantic_config__ = _FORBID
+    index: NonNegative
+    bus_id: str
+    numa_node: NonNegative
     hca: str | None = None
     """Compute HCA on the same PCIe switch (PIX), if the design pairs one."""
 
+    def __post_init__(self) -> None:
+        _check_bus_id(self.bus_id)
 
-class NvlinkSpec(_Frozen):
-    links_per_gpu: int = Field(ge=0)
+
+@dataclass(frozen=True, slots=True)
+class NvlinkSpec:
+    __pydantic_config__ = _FORBID
+    links_per_gpu: NonNegative
     pair_link: str
     """What ``nvidia-smi topo -m`` shows between two GPUs, e.g. ``NV18``."""
 
 
-class GpuSpec(_Frozen):
-    count: int = Field(ge=1)
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    __pydantic_config__ = _FORBID
+    count: Positive
     model: str
     devices: tuple[GpuDevice, ...]
     nvlink: NvlinkSpec | None = None
 
-    @model_validator(mode="after")
-    def _devices_match_count(self) -> GpuSpec:
+    def __post_init__(self) -> None:
         if len(self.devices) != self.count:
             raise ValueError(f"count is {self.count} but {len(self.devices)} devices are listed")
         indexes = sorted(d.index for d in self.devices)
         if indexes != list(range(self.count)):
             raise ValueError(f"device indexes must be 0..{self.count - 1}, got {indexes}")
-        return self
 
 
-class Hca(_Frozen):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    bus_id: str = Field(pattern=r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-    numa_node: int = Field(ge=0)
+@dataclass(frozen=True, slots=True)
+class Hca:
+    __pydantic_config__ = _FORBID
+    name: str
+    bus_id: str
+    numa_node: NonNegative
     link_layer: Literal["InfiniBand", "Ethernet"]
     role: Literal["compute", "storage"]
     netdev: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_bus_id(self.bus_id)
+        if not re.match(r"^[A-Za-z0-9_.-]+$", self.name):
+            raise ValueError(f"HCA name {self.name!r} has characters other than letters, digits, '_', '.', '-'")
 
-class NumaSpec(_Frozen):
-    nodes: int = Field(ge=1)
+
+@dataclass(frozen=True, slots=True)
+class NumaSpec:
+    __pydantic_config__ = _FORBID
+    nodes: Positive
     cpulists: dict[int, str]
 
 
-class HostSpec(_Frozen):
+@dataclass(frozen=True, slots=True)
+class HostSpec:
+    __pydantic_config__ = _FORBID
     driver_version: str
     fabric_manager: bool = True
     peermem: bool = True
@@ -110,26 +139,26 @@ class HostSpec(_Frozen):
     iommu: Literal["off", "passthrough", "any"] = "passthrough"
 
 
-class Topology(_Frozen):
+@dataclass(frozen=True, slots=True)
+class Topology:
     """A node type: its devices, layout, host settings and every threshold."""
 
+    __pydantic_config__ = _FORBID
     name: str
-    description: str = ""
     gpus: GpuSpec
-    hcas: tuple[Hca, ...] = ()
     numa: NumaSpec
     host: HostSpec
     references: dict[str, Reference]
+    description: str = ""
+    hcas: tuple[Hca, ...] = field(default=())
 
-    @model_validator(mode="after")
-    def _cross_refs(self) -> Topology:
+    def __post_init__(self) -> None:
         names = {h.name for h in self.hcas}
         for dev in self.gpus.devices:
             if dev.hca is not None and dev.hca not in names:
                 raise ValueError(f"gpu {dev.index} names hca {dev.hca!r}, which is not in hcas")
             if dev.numa_node >= self.numa.nodes:
                 raise ValueError(f"gpu {dev.index} is on NUMA {dev.numa_node}, topology has {self.numa.nodes}")
-        return self
 
     @property
     def compute_hcas(self) -> tuple[Hca, ...]:

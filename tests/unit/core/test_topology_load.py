@@ -10,7 +10,7 @@ import pytest
 
 from burnin.errors import ConfigError, UsageError
 from burnin.resources import topologies_dir
-from burnin.topology import find_topology, list_topologies, load_topology
+from burnin.topology.load import find_topology, list_topologies, load_topology
 
 
 def test_shipped_h100_topology_matches_the_hardware() -> None:

@@ -1,0 +1,79 @@
+"""``burnin sim up|down|fault``: simulated racks behind real sshd or real Slurm daemons."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+LAB_FILE = "lab.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="sim_command", metavar="ACTION", required=True)
+    up = sub.add_parser("up", help="start simulated nodes")
+    kind = up.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--ssh", type=int, metavar="N", help="N nodes, each behind its own sshd on 127.0.1.x")
+    kind.add_argument("--slurm", type=int, metavar="N", help="N nodes under a real slurmctld/slurmd cluster")
+    up.add_argument("--fault", action="append", default=[], metavar="NODE:FAULT", help="inject a fault")
+    up.add_argument("--state", type=Path, required=True, metavar="DIR", help="folder for all state")
+    up.add_argument("--topology", default="hgx-h100-8gpu", metavar="NAME|FILE")
+    up.add_argument("--health-interval", type=int, default=30, metavar="S",
+                    help="slurm: HealthCheckInterval in seconds (default 30)")
+    down = sub.add_parser("down", help="stop exactly what `sim up` started")
+    down.add_argument("--state", type=Path, required=True, metavar="DIR")
+    fault = sub.add_parser("fault", help="inject a fault into a running simulated node")
+    fault.add_argument("--state", type=Path, required=True, metavar="DIR")
+    fault.add_argument("node")
+    fault.add_argument("fault", metavar="FAULT", help="fault name, e.g. xid:79 or nvlink-down@gpu2; 'clear' heals")
+
+
+def _lab_kind(state: Path) -> str:
+    from burnin.errors import UsageError
+
+    lab_file = state / LAB_FILE
+    if not lab_file.exists():
+        raise UsageError(f"{state} holds no simulated rack (no {LAB_FILE}); start one with `burnin sim up`")
+    kind = json.loads(lab_file.read_text(encoding="utf-8")).get("kind")
+    if kind not in ("ssh", "slurm"):
+        raise UsageError(f"{lab_file}: unknown kind {kind!r}")
+    return str(kind)
+
+
+def run(args: argparse.Namespace) -> int:
+    from burnin.dispatch.sim import parse_fault_args
+    from burnin.nodes import sim_names
+    from burnin.topology.load import find_topology
+
+    if args.sim_command == "up":
+        count = args.ssh if args.ssh is not None else args.slurm
+        names = sim_names(count)
+        faults = parse_fault_args(args.fault, names)
+        topology = find_topology(args.topology)
+        if args.ssh is not None:
+            from burnin.lab import ssh as lab_ssh
+
+            lab_ssh.up(args.state, topology, names, faults)
+        else:
+            from burnin.lab import slurm as lab_slurm
+
+            lab_slurm.up(args.state, topology, names, faults, health_interval=args.health_interval)
+        print(f"burnin sim: {count} nodes up in {args.state} ({'ssh' if args.ssh is not None else 'slurm'})")
+        return 0
+    kind = _lab_kind(args.state)
+    if args.sim_command == "down":
+        if kind == "ssh":
+            from burnin.lab import ssh as lab_ssh
+
+            lab_ssh.down(args.state)
+        else:
+            from burnin.lab import slurm as lab_slurm
+
+            lab_slurm.down(args.state)
+        print(f"burnin sim: {args.state} stopped")
+        return 0
+    from burnin.lab.common import inject_fault
+
+    inject_fault(args.state, args.node, args.fault)
+    print(f"burnin sim: {args.fault} injected into {args.node}")
+    return 0

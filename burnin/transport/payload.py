@@ -1,0 +1,81 @@
+"""The collector as a self-contained payload for nodes that have only python3.
+
+``collector_zipapp()`` is a zip of ``burnin.collector`` plus pynvml (pure
+Python) with a ``__main__``: Slurm ships it as a file with sbcast and runs
+``python3 FILE``. Over SSH nothing is written on the node: ``stdin_command()``
+is a ``python3 -c`` bootstrap that reads the zip from stdin and imports from
+memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shlex
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+
+import burnin
+
+_MAIN = "from burnin.collector.core import main\nimport sys\nsys.exit(main())\n"
+
+# Runs on the node: import the collector from a zip held in memory, then run it.
+BOOTSTRAP = """\
+import sys,io,zipfile,importlib.abc,importlib.util
+z=zipfile.ZipFile(io.BytesIO(sys.stdin.buffer.read()))
+n=set(z.namelist())
+class F(importlib.abc.MetaPathFinder,importlib.abc.Loader):
+ def find_spec(s,name,path,target=None):
+  b=name.replace('.','/')
+  if b+'/__init__.py' in n:return importlib.util.spec_from_loader(name,s,is_package=True)
+  if b+'.py' in n:return importlib.util.spec_from_loader(name,s)
+  return None
+ def create_module(s,spec):return None
+ def exec_module(s,m):
+  b=m.__name__.replace('.','/');f=b+'/__init__.py'
+  if f in n:m.__path__=[]
+  else:f=b+'.py'
+  exec(compile(z.read(f),'<burnin>/'+f,'exec'),m.__dict__)
+sys.meta_path.insert(0,F())
+from burnin.collector.core import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _sources() -> list[tuple[str, bytes]]:
+    import pynvml
+
+    package = Path(burnin.__file__).resolve().parent
+    files = [("burnin/__init__.py", (package / "__init__.py").read_bytes())]
+    for path in sorted((package / "collector").glob("*.py")):
+        files.append((f"burnin/collector/{path.name}", path.read_bytes()))
+    files.append(("pynvml.py", Path(pynvml.__file__).read_bytes()))
+    files.append(("__main__.py", _MAIN.encode()))
+    return files
+
+
+@lru_cache(maxsize=1)
+def collector_zipapp() -> bytes:
+    """The collector zipapp's bytes (deterministic: same sources, same bytes)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in _sources():
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+
+def zipapp_digest() -> str:
+    return hashlib.sha256(collector_zipapp()).hexdigest()[:16]
+
+
+def stdin_command(python: str = "python3", args: tuple[str, ...] = ()) -> str:
+    """Shell command line that runs the collector from a zip sent on stdin."""
+    return " ".join([shlex.quote(python), "-c", shlex.quote(BOOTSTRAP), *map(shlex.quote, args)])
+
+
+def stdin_argv(python: str = "python3", args: tuple[str, ...] = ()) -> list[str]:
+    """The same as an argv list, for transports that take argv."""
+    return [python, "-c", BOOTSTRAP, *args]
