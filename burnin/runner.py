@@ -21,9 +21,9 @@ def facts_from_result(result: CommandResult) -> Facts:
     """Turn the collector's output on one node into Facts (or an unreachable reason)."""
     if not result.ok:
         reason = result.describe_failure()
-        if result.exit_status == 127 or "command not found" in result.stderr or "No such file" in result.stderr:
-            if "python3" in " ".join(result.argv) or "python3" in result.stderr:
-                reason = f"python3 not found on the node: {result.tail(1)}"
+        missing = result.exit_status == 127 or "command not found" in result.stderr
+        if missing and ("python3" in " ".join(result.argv) or "python3" in result.stderr):
+            reason = f"python3 not found on the node: {result.tail(1)}"
         return Facts.unreachable_node(result.node, reason)
     text = result.stdout.strip()
     start = text.find("{")

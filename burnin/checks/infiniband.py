@@ -80,7 +80,8 @@ def error_counters(facts: Facts, topology: Topology) -> Verdict:
     error_ref = topology.ref("ib_error_counter")
     if fatal_ref is None or error_ref is None:
         raise Unmeasurable(f"topology {topology.name} defines no ib_fatal_counter/ib_error_counter")
-    expected = f"{'/'.join(FATAL_COUNTERS[:2])}... {fatal_ref.describe()}; {', '.join(ERROR_COUNTERS)} {error_ref.describe()}"
+    expected = (f"{', '.join(FATAL_COUNTERS)} {fatal_ref.describe()}; "
+                f"{', '.join(ERROR_COUNTERS)} {error_ref.describe()}")
 
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
         counters: dict[str, int] = _port(data).get("counters") or {}

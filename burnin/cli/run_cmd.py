@@ -20,9 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dispatch to real nodes over SSH or through Slurm")
     target.add_argument("--hosts", metavar="NODESET", help="ssh: nodes to run on, e.g. rack12-n[01-32]")
     target.add_argument("--inventory", type=Path, metavar="FILE", help="ssh: inventory YAML (nodes, groups)")
-    target.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh: ssh_config to honour (default ~/.ssh/config)")
+    target.add_argument("--ssh-config", type=Path, metavar="FILE",
+                        help="ssh: ssh_config to honour (default ~/.ssh/config)")
     target.add_argument("--accept-new-host-keys", action="store_true",
-                        help="ssh: accept and record unknown host keys (like OpenSSH accept-new); changed keys still fail")
+                        help="ssh: accept and record unknown host keys (like OpenSSH accept-new); "
+                             "changed keys still fail")
     target.add_argument("--fanout", type=int, default=64, metavar="N", help="ssh: nodes in flight at once (default 64)")
     target.add_argument("--nodes", metavar="NODESET", help="slurm: nodes to run on (default: $SLURM_JOB_NODELIST)")
     target.add_argument("--partition", metavar="P", help="slurm: partition")

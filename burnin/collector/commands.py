@@ -15,7 +15,7 @@ def run_tool(argv: list[str], timeout: float) -> dict[str, Any]:
         record["error"] = f"{argv[0]}: command not found"
         return record
     try:
-        proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
+        proc = subprocess.run(
             argv, capture_output=True, timeout=timeout, check=False,
             stdin=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"},
         )

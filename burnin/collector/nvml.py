@@ -7,6 +7,7 @@ GPU's ``errors`` map, so the controller can tell "not measured" from "bad".
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -111,7 +112,7 @@ def _gpu_facts(index: int) -> dict[str, Any]:
                                  lambda: n.nvmlDeviceGetTemperature(handle, n.NVML_TEMPERATURE_GPU))
     f["temperature_thresholds"] = {
         name: gpu.get(f"temperature_threshold_{name}",
-                      lambda t=threshold: n.nvmlDeviceGetTemperatureThreshold(handle, t))
+                      partial(n.nvmlDeviceGetTemperatureThreshold, handle, threshold))
         for name, threshold in (
             ("slowdown", n.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
             ("shutdown", n.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
@@ -158,7 +159,7 @@ def _nvlink_facts(gpu: _Gpu, handle: Any) -> list[dict[str, Any]] | None:
         entry: dict[str, Any] = {"link": link, "active": state == n.NVML_FEATURE_ENABLED}
         for name, counter in counters:
             entry[name] = gpu.get(f"nvlink_{link}_{name}",
-                                  lambda c=counter: n.nvmlDeviceGetNvLinkErrorCounter(handle, link, c))
+                                  partial(n.nvmlDeviceGetNvLinkErrorCounter, handle, link, counter))
         links.append(entry)
     return links
 

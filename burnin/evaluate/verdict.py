@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 
 class Status(str, enum.Enum):
-    PASS = "pass"
+    PASS = "pass"  # noqa: S105 - a verdict, not a password
     FAIL = "fail"
     INCOMPLETE = "incomplete"
 
@@ -67,6 +67,10 @@ def _join(items: Iterable[str], limit: int = 4) -> str:
     return shown
 
 
+def _label(finding: Finding) -> str:
+    return finding.measured if finding.subject == "node" else f"{finding.subject} {finding.measured}"
+
+
 def roll_up(check_id: str, node: str, findings: list[Finding], *, expected: str,
             healthy: str = "") -> Verdict:
     """Combine per-subject findings into the node's verdict for one check.
@@ -78,7 +82,7 @@ def roll_up(check_id: str, node: str, findings: list[Finding], *, expected: str,
     failed = [f for f in findings if f.status is Status.FAIL]
     missing = [f for f in findings if f.status is Status.INCOMPLETE]
     if failed:
-        measured = _join(f"{f.subject} {f.measured}" for f in failed)
+        measured = _join(_label(f) for f in failed)
         reason = f"{check_id} {measured} (expected {expected})"
         if missing:
             not_measured = _join((f"{f.subject} {f.note}" for f in missing), 2)

@@ -1,0 +1,169 @@
+"""`burnin run --sim`: the real collector, checks, pytest suites and gate on simulated nodes.
+
+Every simulated fault must be caught by its check, on the faulted node only,
+with a reason that says measured vs expected; a healthy rack passes whole.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from burnin.sim import FAULTS
+
+NON_FATAL_XID = 63
+FATAL_XID = 79
+
+
+def burnin(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "burnin.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def _matrix() -> list[tuple[str, str]]:
+    """(fault spec, check id) for every fault, with xid:N as one fatal and one non-fatal Xid."""
+    rows = []
+    for name, spec in FAULTS.items():
+        if name.startswith("xid"):
+            rows.append((f"xid:{FATAL_XID}", spec.check_id))
+        else:
+            rows.append((name, spec.check_id))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def fault_matrix_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run: sim01 healthy, one fault per node after it, a non-fatal Xid, a healthy last node."""
+    matrix = _matrix()
+    count = len(matrix) + 3
+    width = max(2, len(str(count)))
+    names = [f"sim{i:0{width}d}" for i in range(1, count + 1)]
+    plan = {names[i + 1]: matrix[i] for i in range(len(matrix))}
+    nonfatal_node = names[len(matrix) + 1]
+    out = tmp_path_factory.mktemp("matrix")
+    args = ["run", "--sim", str(count), "--out", str(out)]
+    for node, (fault, _) in plan.items():
+        args += ["--fault", f"{node}:{fault}"]
+    args += ["--fault", f"{nonfatal_node}:xid:{NON_FATAL_XID}"]
+    proc = burnin(*args)
+    gate = json.loads((out / "gate.json").read_text()) if (out / "gate.json").exists() else None
+    return {"proc": proc, "gate": gate, "plan": plan, "names": names, "nonfatal": nonfatal_node, "out": out}
+
+
+def test_fault_matrix_exit_code(fault_matrix_run: dict[str, Any]) -> None:
+    proc = fault_matrix_run["proc"]
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
+def test_at_least_24_faults_are_simulated() -> None:
+    required = {"gpu-missing", "gpu-lost", "ecc-uncorrectable", "row-remap-pending", "row-remap-failure",
+                "hw-slowdown", "thermal", "pcie-gen4", "pcie-x8", "nvlink-down", "nvlink-errors",
+                "fabric-manager-down", "peermem-missing", "mig-enabled", "persistence-off", "driver-mismatch",
+                "ib-port-down", "ib-rate-200", "ib-errors", "numa-mismatch", "nic-affinity", "acs-enabled",
+                "numa-balancing-on"}
+    assert required <= set(FAULTS)
+    assert any(name.startswith("xid") for name in FAULTS)
+    assert len(FAULTS) >= 24
+
+
+@pytest.mark.parametrize(("fault", "check_id"), _matrix(), ids=[f for f, _ in _matrix()])
+def test_fault_caught_by_its_check_on_that_node_only(fault_matrix_run: dict[str, Any], fault: str,
+                                                     check_id: str) -> None:
+    gate, plan = fault_matrix_run["gate"], fault_matrix_run["plan"]
+    assert gate is not None, fault_matrix_run["proc"].stderr[-2000:]
+    node = next(n for n, (f, _) in plan.items() if f == fault)
+    decision = gate["nodes"][node]
+    assert not decision["admitted"]
+    assert check_id in decision["failed"], decision
+    reason = next(r for r in decision["reasons"] if r.startswith(check_id))
+    assert "expected" in reason, reason
+    # the same check passes everywhere else, unless another node carries a fault for it
+    same_check_nodes = {n for n, (_, c) in plan.items() if c == check_id}
+    for other, other_decision in gate["nodes"].items():
+        if other not in same_check_nodes:
+            assert check_id not in other_decision["failed"], (other, other_decision)
+            assert check_id not in other_decision["incomplete"], (other, other_decision)
+
+
+def test_faults_are_failures_not_incomplete(fault_matrix_run: dict[str, Any]) -> None:
+    """A broken node is "broken", not "could not measure" (a lost GPU leaves its own GPU unmeasured)."""
+    gate, plan = fault_matrix_run["gate"], fault_matrix_run["plan"]
+    for node, (fault, _) in plan.items():
+        if fault in ("gpu-lost", "gpu-missing"):
+            continue
+        assert gate["nodes"][node]["incomplete"] == [], (fault, gate["nodes"][node])
+
+
+def test_healthy_and_nonfatal_nodes_admitted(fault_matrix_run: dict[str, Any]) -> None:
+    gate, names = fault_matrix_run["gate"], fault_matrix_run["names"]
+    for node in (names[0], names[-1], fault_matrix_run["nonfatal"]):
+        assert gate["nodes"][node]["admitted"], gate["nodes"][node]
+
+
+def test_junit_is_valid_and_carries_properties(fault_matrix_run: dict[str, Any]) -> None:
+    tree = ET.parse(fault_matrix_run["out"] / "junit.xml")
+    cases = list(tree.iter("testcase"))
+    names = fault_matrix_run["names"]
+    assert len(cases) >= 25 * len(names)
+    for case in cases:
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert {"node", "check", "measured", "expected", "verdict"} <= set(props), case.get("name")
+        assert case.get("name", "").endswith(f"[{props['node']}]")
+
+
+def test_healthy_rack_is_admitted_whole(tmp_path: Path) -> None:
+    proc = burnin("run", "--sim", "8", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    gate = json.loads((tmp_path / "gate.json").read_text())
+    assert gate["admitted"] == "sim[01-08]" and gate["rejected"] == ""
+    for decision in gate["nodes"].values():
+        assert decision == {"admitted": True, "failed": [], "incomplete": [], "reasons": []}
+    assert "admitted: sim[01-08] (8)" in proc.stdout
+
+
+def test_issue_done_when_run(tmp_path: Path) -> None:
+    proc = burnin("run", "--sim", "8", "--fault", "sim03:nvlink-down", "--fault", "sim06:ib-rate-200",
+                  "--out", str(tmp_path))
+    assert proc.returncode == 1
+    gate = json.loads((tmp_path / "gate.json").read_text())
+    assert gate["rejected"] == "sim[03,06]"
+    assert gate["admitted"] == "sim[01-02,04-05,07-08]"
+    assert gate["nodes"]["sim03"]["failed"] == ["GPU-10"]
+    assert gate["nodes"]["sim06"]["failed"] == ["IB-02"]
+    assert "17/18" in gate["nodes"]["sim03"]["reasons"][0]
+    assert "200" in gate["nodes"]["sim06"]["reasons"][0] and "400" in gate["nodes"]["sim06"]["reasons"][0]
+    assert "REJECTED sim03" in proc.stdout and "rejected: sim[03,06] (2)" in proc.stdout
+    tree = ET.parse(tmp_path / "junit.xml")
+    case = next(c for c in tree.iter("testcase") if c.get("name") == "test_nvlink_links[sim03]")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["check"] == "GPU-10" and props["node"] == "sim03" and "17/18" in props["measured"]
+
+
+def test_keyword_selects_a_subset(tmp_path: Path) -> None:
+    proc = burnin("run", "--sim", "2", "--fault", "sim02:ib-rate-200", "-k", "nvlink", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdicts = json.loads((tmp_path / "verdicts.json").read_text())
+    assert {v["check"] for v in verdicts} == {"GPU-10", "GPU-11"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["run", "--sim", "2", "--fault", "sim09:nvlink-down"], "no simulated node"),
+    (["run", "--sim", "2", "--fault", "sim01:no-such-fault"], "no-such-fault"),
+    (["run", "--sim", "2", "--fault", "sim01"], "NODE:FAULT"),
+    (["run"], "no nodes"),
+    (["run", "--sim", "2", "--topology", "nope"], "unknown topology"),
+    (["run", "--sim", "2", "--suite", "nope"], "unknown suite"),
+])
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = burnin(*args, "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -1,0 +1,54 @@
+"""The collector never crashes: each source is bounded and records why it failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from burnin.collector.core import collect
+
+
+def _shim(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def test_hung_tool_times_out_and_others_still_run(tmp_path: Path, monkeypatch: object) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _shim(bin_dir, "dmesg", "sleep 30")
+    _shim(bin_dir, "ibstat", "echo \"CA 'mlx5_0'\"")
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "burnin.collector", "--root", str(tmp_path), "--timeout", "1",
+         "--sources", "dmesg,ibstat,numa"],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )
+    assert time.monotonic() - started < 20
+    facts = json.loads(proc.stdout)
+    assert facts["sources"]["dmesg"]["ok"] is False
+    assert "timed out" in facts["sources"]["dmesg"]["error"]
+    assert facts["sources"]["ibstat"]["ok"] is True
+    assert facts["commands"]["ibstat"]["stdout"].startswith("CA 'mlx5_0'")
+    assert facts["sources"]["numa"]["ok"] is True  # an empty root is data, not a crash
+
+
+def test_missing_tool_and_missing_nvml_are_recorded(tmp_path: Path) -> None:
+    env_path = os.environ["PATH"]
+    try:
+        os.environ["PATH"] = str(tmp_path)  # no tools at all
+        os.environ.pop("LD_LIBRARY_PATH", None)
+        facts = collect(str(tmp_path), ("ibstat", "nvml", "pci", "bogus"), timeout=5)
+    finally:
+        os.environ["PATH"] = env_path
+    assert facts["sources"]["ibstat"]["error"] == "ibstat: command not found"
+    assert facts["sources"]["nvml"]["ok"] is False
+    assert "nvmlInit failed" in facts["sources"]["nvml"]["error"]
+    assert facts["sources"]["pci"]["ok"] is False  # no /sys/bus/pci below this root
+    assert facts["sources"]["bogus"]["error"] == "unknown source"
