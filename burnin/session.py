@@ -73,7 +73,7 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
         "-o", "junit_family=xunit1",
         "-o", "junit_suite_name=burnin",
         "-p", "no:cacheprovider",
-        "-q", "--no-header", "--no-summary", "-p", "no:terminal",
+        "-p", "no:terminal",
         *extra_args,
     ]
     if keyword:

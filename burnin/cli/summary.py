@@ -8,6 +8,24 @@ from burnin.nodes import fold
 from burnin.session import RunResult
 
 
+_UNMEASURED = " could not be measured: "
+
+
+def _condense(reasons: tuple[str, ...]) -> list[str]:
+    """Fold "X could not be measured: CAUSE" lines that share a cause into one line."""
+    by_cause: dict[str, list[str]] = defaultdict(list)
+    lines: list[str] = []
+    for reason in reasons:
+        check_id, sep, cause = reason.partition(_UNMEASURED)
+        if sep:
+            if cause not in by_cause:
+                lines.append(cause)
+            by_cause[cause].append(check_id)
+        else:
+            lines.append(reason)
+    return [f"{','.join(by_cause[line])}{_UNMEASURED}{line}" if line in by_cause else line for line in lines]
+
+
 def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
     decisions = result.decisions
     rejected = {n: d for n, d in decisions.items() if not d.admitted}
@@ -25,10 +43,11 @@ def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
         if decision.incomplete:
             kinds.append("incomplete " + ",".join(decision.incomplete))
         print(f"REJECTED {fold(nodes)}: {'; '.join(kinds)}")
-        for reason in reasons[:8]:
-            print(f"    {reason}")
-        if len(reasons) > 8:
-            print(f"    ... {len(reasons) - 8} more (see gate.json)")
+        lines = _condense(reasons)
+        for line in lines[:8]:
+            print(f"    {line}")
+        if len(lines) > 8:
+            print(f"    ... {len(lines) - 8} more (see gate.json)")
     print(f"admitted: {fold(admitted) or '-'} ({len(admitted)})")
     print(f"rejected: {fold(rejected) or '-'} ({len(rejected)})")
     print(f"results:  {result.out_dir}/gate.json, {result.out_dir}/junit.xml")

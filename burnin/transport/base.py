@@ -40,6 +40,14 @@ class CommandResult:
         if self.timed_out:
             return f"{self.argv[0]} timed out after {self.duration_s:.1f} s"
         tail = self.tail(1)
+        if self.exit_status is not None and self.exit_status < 0:
+            import signal
+
+            try:
+                name = signal.Signals(-self.exit_status).name
+            except ValueError:
+                name = f"signal {-self.exit_status}"
+            return f"{self.argv[0]} was killed by {name}" + (f": {tail}" if tail else "")
         return f"{self.argv[0]} exited {self.exit_status}" + (f": {tail}" if tail else "")
 
 

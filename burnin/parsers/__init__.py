@@ -1,0 +1,79 @@
+"""Pure parsers: tool text in, frozen typed records out.
+
+Importing this package is cheap: each parser module is imported only when its
+tool is first asked for. Parsers never do I/O and raise only
+:class:`burnin.errors.ParseError` on input they cannot read.
+
+The JSON form of every record (``to_jsonable``) is documented in
+``docs/parse-json.md``; its keys are a contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+from collections.abc import Callable
+from typing import Any, cast
+
+from burnin.errors import UsageError
+
+#: tool name -> "module:function". Explicit on purpose: grep finds every parser.
+PARSERS: dict[str, str] = {
+    "nvidia-smi-topo": "burnin.parsers.nvidia_smi:parse_topo_matrix",
+    "nvidia-smi-q": "burnin.parsers.nvidia_smi:parse_smi_query",
+    "nvidia-smi-nvlink": "burnin.parsers.nvidia_smi:parse_nvlink",
+    "nvidia-smi-query": "burnin.parsers.nvidia_smi:parse_query_csv",
+    "nccl-tests": "burnin.parsers.nccl_tests:parse_nccl_tests",
+    "ibstat": "burnin.parsers.ibstat:parse_ibstat",
+    "ibstatus": "burnin.parsers.ibstat:parse_ibstatus",
+    "nvbandwidth": "burnin.parsers.nvbandwidth:parse_nvbandwidth",
+    "p2p-bandwidth": "burnin.parsers.nvbandwidth:parse_p2p_bandwidth",
+    "megatron-log": "burnin.parsers.megatron:parse_megatron_log",
+    "dmesg-xid": "burnin.parsers.dmesg:parse_xid_events",
+    "lscpu": "burnin.parsers.cpu:parse_lscpu",
+    "numactl": "burnin.parsers.cpu:parse_numactl_hardware",
+    "lspci": "burnin.parsers.lspci:parse_lspci",
+    "dcgmi-diag": "burnin.parsers.dcgmi:parse_dcgmi_diag",
+}
+
+__all__ = ["PARSERS", "get_parser", "parse", "to_jsonable"]
+
+
+def get_parser(tool: str) -> Callable[[str], object]:
+    """Import and return the parser function registered for ``tool``."""
+    try:
+        target = PARSERS[tool]
+    except KeyError:
+        known = ", ".join(sorted(PARSERS))
+        raise UsageError(f"unknown tool {tool!r}; known tools: {known}") from None
+    module_name, _, func_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    return cast("Callable[[str], object]", getattr(module, func_name))
+
+
+def parse(tool: str, text: str) -> object:
+    """Parse ``text`` as the output of ``tool``; raises ParseError or UsageError."""
+    return get_parser(tool)(text)
+
+
+def to_jsonable(record: object) -> object:
+    """Turn a record into JSON-ready data: dataclasses -> dicts, tuples -> lists.
+
+    Mapping keys become strings. Floats that JSON cannot carry (NaN, infinity)
+    become ``None``.
+    """
+    return _convert(record)
+
+
+def _convert(value: Any) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _convert(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _convert(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value) if isinstance(value, (set, frozenset)) else value
+        return [_convert(v) for v in items]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

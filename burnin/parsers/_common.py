@@ -1,0 +1,193 @@
+"""Helpers shared by the parsers.
+
+Everything here is pure: text in, values out. Number helpers return ``None``
+instead of raising, so a parser decides itself what an unreadable value means.
+Regular expressions in this package are written so that their running time is
+linear in the line length (no nested or adjacent unbounded quantifiers over the
+same characters); a test feeds every parser long pathological lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import NoReturn
+
+from burnin.errors import ParseError
+
+# A decimal number with optional exponent; anchored by the callers.
+_FLOAT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_INT = re.compile(r"[-+]?\d+")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+")
+# Longest digit string we convert. Python refuses int() of more than 4300
+# digits; no tool prints anything near this.
+_MAX_DIGITS = 40
+NOT_AVAILABLE = frozenset({"n/a", "[n/a]", "na", "-", "--", "", "unknown", "[unknown error]"})
+# Lines that tools never print but that copy-pasted outputs carry.
+ELISIONS = frozenset({"[...]", "...", "[..]", "[ ... ]", "…"})
+
+
+def split_lines(text: str) -> list[str]:
+    """Split text on ``\\n``, ``\\r\\n`` or ``\\r``; drop a byte-order mark and NULs."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\x00", "")
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def is_elision(line: str) -> bool:
+    """True for ``[...]``-style lines that mark text cut out of a quoted output."""
+    return line.strip().lstrip(">").strip() in ELISIONS
+
+
+def is_prompt(line: str) -> bool:
+    """True for a shell prompt line that precedes a quoted command output."""
+    s = line.strip()
+    return s.startswith(("$ ", "# ", "```")) or s in ("$", "```")
+
+
+def parse_int(text: str | None) -> int | None:
+    """Parse a decimal (or ``0x`` hex) integer; ``None`` when it is not one."""
+    if text is None:
+        return None
+    s = text.strip()
+    if len(s) > _MAX_DIGITS or s.lower() in NOT_AVAILABLE:
+        return None
+    if _INT.fullmatch(s):
+        return int(s)
+    if _HEX.fullmatch(s):
+        return int(s, 16)
+    return None
+
+
+def parse_float(text: str | None) -> float | None:
+    """Parse a decimal number (``nan``/``inf`` allowed); ``None`` when it is not one."""
+    if text is None:
+        return None
+    s = text.strip()
+    if len(s) > _MAX_DIGITS or s.lower() in NOT_AVAILABLE:
+        return None
+    if _FLOAT.fullmatch(s):
+        return float(s)
+    if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        return float(s)
+    return None
+
+
+def leading_float(text: str | None) -> float | None:
+    """The number a value starts with: ``"700.00 W"`` -> 700.0, ``"16x"`` -> 16.0."""
+    if text is None:
+        return None
+    s = text.strip()
+    m = _FLOAT.match(s)
+    if m is None or len(m.group(0)) > _MAX_DIGITS:
+        return None
+    return float(m.group(0))
+
+
+def leading_int(text: str | None) -> int | None:
+    """The integer a value starts with: ``"2560 bank(s)"`` -> 2560."""
+    if text is None:
+        return None
+    m = _INT.match(text.strip())
+    if m is None or len(m.group(0)) > _MAX_DIGITS:
+        return None
+    return int(m.group(0))
+
+
+def yes_no(text: str | None) -> bool | None:
+    """``Yes``/``No`` (and a few synonyms) to a bool; ``None`` otherwise."""
+    if text is None:
+        return None
+    s = text.strip().lower()
+    if s in ("yes", "true", "enabled", "on", "active"):
+        return True
+    if s in ("no", "false", "disabled", "off", "not active", "inactive"):
+        return False
+    return None
+
+
+def excerpt(lines: Iterable[str], limit: int = 300) -> str:
+    """Join some lines into a short excerpt for a ParseError."""
+    out = "\n".join(lines)
+    return out[:limit]
+
+
+def head_excerpt(text: str, limit: int = 300) -> str:
+    """The first non-blank lines of text, for a ParseError."""
+    return excerpt((ln for ln in split_lines(text) if ln.strip()), limit)
+
+
+def fail(tool: str, message: str, near: str = "") -> NoReturn:
+    """Raise the one error type parsers are allowed to raise."""
+    raise ParseError(tool, message, near)
+
+
+def require_text(tool: str, text: str) -> None:
+    """Reject input that is not a string or that holds nothing but whitespace."""
+    if not isinstance(text, str):
+        fail(tool, f"expected text, got {type(text).__name__}")
+    if not text.strip():
+        fail(tool, "empty input")
+
+
+def expand_cpu_list(spec: str, *, limit: int = 65536) -> tuple[int, ...]:
+    """Expand a Linux CPU list such as ``"0-55,112-167"`` into CPU numbers.
+
+    Raises ParseError (tool ``cpu-list``) on a malformed list or one naming more
+    than ``limit`` CPUs.
+    """
+    out: list[int] = []
+    s = spec.strip()
+    if not s:
+        return ()
+    for part in s.split(","):
+        part = part.strip()
+        lo_s, sep, hi_s = part.partition("-")
+        lo = parse_int(lo_s)
+        hi = parse_int(hi_s) if sep else lo
+        if lo is None or hi is None or lo < 0 or hi < lo:
+            fail("cpu-list", "malformed CPU list", spec)
+        if len(out) + (hi - lo + 1) > limit:
+            fail("cpu-list", f"CPU list names more than {limit} CPUs", spec)
+        out.extend(range(lo, hi + 1))
+    return tuple(out)
+
+
+def compress_cpu_list(cpus: Iterable[int]) -> str:
+    """Fold CPU numbers into the Linux list form: ``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def split_key_value(line: str) -> tuple[str, str] | None:
+    """Split ``"Key   : value"`` at the first colon that follows whitespace.
+
+    nvidia-smi pads keys with spaces before the colon, and values may hold
+    colons themselves (bus ids, times). Returns None when there is no such colon.
+    """
+    idx = line.find(":")
+    while idx > 0 and not line[idx - 1].isspace():
+        idx = line.find(":", idx + 1)
+    if idx <= 0:
+        return None
+    key = line[:idx].strip()
+    if not key:
+        return None
+    return key, line[idx + 1 :].strip()
+
+
+def split_colon(line: str) -> tuple[str, str] | None:
+    """Split ``"Key: value"`` at the first colon (for ``lscpu``, ``ibstat``)."""
+    key, sep, value = line.partition(":")
+    if not sep or not key.strip():
+        return None
+    return key.strip(), value.strip()
