@@ -170,7 +170,7 @@ def nvlink_links(facts: Facts, topology: Topology) -> Verdict:
         return judge(subject, ref.admits(active), text, f"{ref.describe()} active")
 
     return roll_up("GPU-10", facts.node, per_gpu(facts, judge_gpu),
-                   expected=f"{ref.describe()} NVLink links active per GPU")
+                   expected=f"{ref.describe()} active per GPU")
 
 
 @check("GPU-11", "NVLink error counters within limits")

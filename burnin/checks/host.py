@@ -29,8 +29,7 @@ def numa_nodes(facts: Facts, topology: Topology) -> Verdict:
     for subject, bus_id, want in _devices_in_topology(topology):
         device = devices.get(bus_id)
         if device is None:
-            findings.append(unknown(subject, f"PCI device {bus_id} not present"))
-            continue
+            continue  # an absent device is INV-01's (GPU) or IB-01's (HCA) finding, not a NUMA one
         numa = device.get("numa_node")
         if numa is None:
             findings.append(unknown(subject, f"{bus_id}/numa_node unreadable"))
@@ -51,7 +50,9 @@ def cpu_affinity(facts: Facts, topology: Topology) -> Verdict:
         want_text = topology.numa.cpulists.get(gpu.numa_node, "")
         want = parse_cpulist(want_text)
         device = devices.get(gpu.bus_id)
-        if device is None or device.get("local_cpulist") is None:
+        if device is None:
+            continue  # absent: INV-01 reports it
+        if device.get("local_cpulist") is None:
             findings.append(unknown(subject, f"{gpu.bus_id}/local_cpulist unreadable"))
             continue
         have = parse_cpulist(str(device["local_cpulist"]))
@@ -102,9 +103,7 @@ def gpu_nic_pairing(facts: Facts, topology: Topology) -> Verdict:
         subject = f"gpu{gpu.index}"
         hca = hcas[gpu.hca]
         if gpu.bus_id not in devices or hca.bus_id not in devices:
-            missing = gpu.bus_id if gpu.bus_id not in devices else hca.bus_id
-            findings.append(unknown(subject, f"PCI device {missing} not present"))
-            continue
+            continue  # absent: INV-01 / IB-01 report it
         try:
             relation = pcie_relation(devices, gpu.bus_id, hca.bus_id)
         except Unmeasurable as exc:

@@ -51,7 +51,11 @@ def port_rate(facts: Facts, topology: Topology) -> Verdict:
         raise Unmeasurable(f"topology {topology.name} defines no ib_rate_gbps")
 
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
-        rate_text = _port(data).get("rate")
+        port = _port(data)
+        rate_text = port.get("rate")
+        if not str(port.get("state") or "").endswith("ACTIVE"):
+            # A port that is not up reports a meaningless rate; IB-01 fails it.
+            return ok(hca.name, f"port {port.get('state')}: rate not judged (see IB-01)", ref.describe())
         match = _RATE.match(rate_text or "")
         if match is None:
             raise Unmeasurable(f"rate unreadable: {rate_text!r}")

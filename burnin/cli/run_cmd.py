@@ -55,13 +55,13 @@ def _dispatcher(args: argparse.Namespace, topology_name: str, out_dir: Path) -> 
     from burnin.errors import UsageError
 
     if args.sim is not None:
-        from burnin.dispatch.sim import SimDispatcher, parse_fault_args
+        from burnin.dispatch.sim import SimDispatcher, parse_fault_args, scratch_dir
         from burnin.nodes import sim_names
         from burnin.topology.load import find_topology
 
         names = sim_names(args.sim)
         faults = parse_fault_args(args.fault, names)
-        return SimDispatcher(out_dir / "sim", find_topology(topology_name), names, faults)
+        return SimDispatcher(scratch_dir(), find_topology(topology_name), names, faults, owned=True)
     if args.fault:
         raise UsageError("--fault needs --sim (faults are injected into simulated nodes)")
     if args.via == "ssh":

@@ -7,7 +7,6 @@ from collections import defaultdict
 from burnin.nodes import fold
 from burnin.session import RunResult
 
-
 _UNMEASURED = " could not be measured: "
 
 

@@ -165,10 +165,13 @@ def _nvlink_facts(gpu: _Gpu, handle: Any) -> list[dict[str, Any]] | None:
 
 
 def _fabric_facts(gpu: _Gpu, handle: Any) -> dict[str, Any] | None:
+    import ctypes
+
     import pynvml as n
 
     info = n.c_nvmlGpuFabricInfo_t()
-    if gpu.get("fabric", lambda: n.nvmlDeviceGetGpuFabricInfo(handle, info)) is None:
+    # pynvml passes this argument through as is: it must be a pointer, not the struct.
+    if gpu.get("fabric", lambda: n.nvmlDeviceGetGpuFabricInfo(handle, ctypes.byref(info))) is None:
         return None
     return {"state": int(info.state), "status": int(info.status)}
 

@@ -1,0 +1,274 @@
+"""The fault registry: names, the check that must catch each, targets and parsing.
+
+A fault spec is written ``NAME[@TARGET]``: ``nvlink-down@gpu3``, ``ib-rate-200@mlx5_6``,
+``xid:79@gpu2`` (``xid:N`` takes any Xid number), ``fabric-manager-down`` (whole node).
+Names are a contract: ``burnin faults`` lists them and the fault-matrix tests use them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from burnin.errors import UsageError
+from burnin.topology.model import Topology
+
+TargetKind = Literal["gpu", "hca", "node"]
+
+DEFAULT_GPU = "gpu3"
+DEFAULT_HCA = "mlx5_2"
+
+# Xids whose suite verdict is FAIL in check-catalog.md GPU-04 (171/172 detail Xid 48).
+XID_FATAL: frozenset[int] = frozenset(
+    {46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 154, 156, 157, 158,
+     167, 169, 171, 172}
+)
+# Xids the catalog rates INFO or WARN: they do not drain a node by themselves.
+XID_NONFATAL: frozenset[int] = frozenset({13, 31, 32, 43, 45, 63, 92, 94, 137})
+
+
+def xid_is_fatal(xid: int) -> bool:
+    """True when the catalog's GPU-04 table makes this Xid a FAIL (not in the DRAIN set: False)."""
+    return xid in XID_FATAL
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One kind of fault: what it breaks and which check must catch it."""
+
+    name: str
+    check_id: str
+    description: str
+    target_kind: TargetKind
+    default_target: str | None
+    changes: str
+    fatal: bool = True
+
+
+def _gpu(name: str, check_id: str, description: str, changes: str) -> FaultSpec:
+    return FaultSpec(name, check_id, description, "gpu", DEFAULT_GPU, changes)
+
+
+def _hca(name: str, check_id: str, description: str, changes: str) -> FaultSpec:
+    return FaultSpec(name, check_id, description, "hca", DEFAULT_HCA, changes)
+
+
+def _node(name: str, check_id: str, description: str, changes: str) -> FaultSpec:
+    return FaultSpec(name, check_id, description, "node", None, changes)
+
+
+_SPECS: tuple[FaultSpec, ...] = (
+    _gpu("gpu-missing", "INV-01", "a GPU is absent from the bus",
+         "NVML count drops by one (later GPUs shift down an index); the GPU's sysfs device, "
+         "nvidia-smi and lspci entries disappear"),
+    _gpu("gpu-lost", "INV-01", "a GPU has fallen off the bus (still enumerated)",
+         "NVML calls on the GPU return NVML_ERROR_GPU_IS_LOST; nvidia-smi prints "
+         "'Unable to determine the device handle for GPU ...: GPU is lost' and exits 15"),
+    _gpu("ecc-uncorrectable", "GPU-01", "uncorrectable DRAM ECC errors since the last reset",
+         "NVML volatile and aggregate uncorrected DRAM counters = 2; nvidia-smi -q ECC Errors agree"),
+    _gpu("row-remap-pending", "GPU-03", "a remapped HBM row awaits a GPU reset",
+         "nvmlDeviceGetRemappedRows: uncorrectable 1, pending 1; nvidia-smi -q 'Pending: Yes'"),
+    _gpu("row-remap-failure", "GPU-03", "row remapping failed (no spare rows): RMA",
+         "nvmlDeviceGetRemappedRows: failureOccurred 1; nvidia-smi -q "
+         "'Remapping Failure Occurred: Yes'"),
+    FaultSpec("xid:N", "GPU-04", "Xid N logged against the GPU (fatal or not per the catalog)",
+              "gpu", DEFAULT_GPU,
+              "an 'NVRM: Xid (PCI:0000:BB:00): N, pid=..., <text>' line in dmesg; fatal when N is in "
+              "the catalog's FAIL set (46,48,54,62,64,74,79,95,109,110,119,120,136,140,143,154,"
+              "156,157,158,167,169,171,172)"),
+    _gpu("hw-slowdown", "GPU-05", "hardware slowdown clock event active",
+         "nvmlDeviceGetCurrentClocksEventReasons = 0x8 (HwSlowdown); nvidia-smi -q "
+         "'HW Slowdown: Active'"),
+    _gpu("thermal", "GPU-06", "GPU temperature above its GPU_MAX operating limit",
+         "NVML GPU temperature = GPU_MAX threshold + 1 C (86 C on H100); nvidia-smi -q agrees"),
+    _gpu("power-capped", "GPU-07", "the GPU was left power-capped below its default limit",
+         "enforced and management power limit 500000 mW (default stays 700000 mW); "
+         "nvidia-smi -q 'Current Power Limit: 500.00 W'"),
+    _gpu("pcie-gen4", "GPU-08", "the GPU's PCIe link trained at Gen4",
+         "NVML current and max link generation 4 (GPU max stays 5); sysfs current_link_speed "
+         "'16.0 GT/s PCIe' on the GPU and on its switch port, whose max_link_speed is 16.0 too (the "
+         "GPU's own max stays 32.0, as on a Gen4 switch); lspci LnkSta 16GT/s (downgraded); "
+         "a 'limited by 16.0 GT/s PCIe x16 link' dmesg line"),
+    _gpu("pcie-x8", "GPU-08", "the GPU's PCIe link trained at x8",
+         "NVML current link width 8 (max 16); sysfs current_link_width 8 on the GPU and its switch "
+         "port; lspci 'Width x8 (downgraded)'; a 'limited by 32.0 GT/s PCIe x8 link' dmesg line"),
+    _gpu("nvlink-down", "GPU-10", "one NVLink link of the GPU is down",
+         "nvmlDeviceGetNvLinkState(link 7) = 0; topo -m shows NV17 between that GPU and its peers; "
+         "nvidia-smi nvlink --status shows '<inactive>'"),
+    _gpu("nvlink-errors", "GPU-11", "NVLink errors on one link",
+         "link 7: DL recovery 3, DL replay 250, CRC flit 0 (nvmlDeviceGetNvLinkErrorCounter); "
+         "nvidia-smi nvlink -e agrees"),
+    _gpu("mig-enabled", "INV-07", "MIG mode left enabled",
+         "nvmlDeviceGetMigMode = (1, 1); nvidia-smi -q 'MIG Mode Current: Enabled'"),
+    _gpu("persistence-off", "INV-06", "persistence mode disabled",
+         "nvmlDeviceGetPersistenceMode = 0; nvidia-smi -q 'Persistence Mode: Disabled'"),
+    _gpu("ecc-disabled", "INV-08", "ECC turned off",
+         "nvmlDeviceGetEccMode = (0, 0); nvidia-smi -q 'ECC Mode Current: Disabled'"),
+    _gpu("numa-mismatch", "TOP-01", "the BIOS published no NUMA proximity for the GPU",
+         "sysfs numa_node of the GPU = -1 (its bridges keep the right node); NVML NUMA id "
+         "unsupported; topo -m NUMA Affinity 'N/A'"),
+    _gpu("cpu-affinity", "TOP-02", "the GPU's local CPUs point at the other socket",
+         "sysfs local_cpulist/local_cpus of the GPU, NVML CPU affinity and topo -m 'CPU Affinity' "
+         "show the other NUMA node's CPUs (numa_node unchanged)"),
+    _gpu("nic-affinity", "TOP-03", "the GPU's paired HCA sits behind another root port",
+         "the paired HCA moves from the GPU's PCIe switch to its own root port on the same socket: "
+         "sysfs hierarchy and topo -m show NODE (not PIX) between them"),
+    _gpu("acs-enabled", "TOP-04", "ACS redirect enabled on the GPU's PCIe switch",
+         "lspci -vvv ACSCtl 'SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ ...' on the "
+         "downstream ports of the GPU's switch; setpci ECAP_ACS+0x6.w = 001d"),
+    _node("fabric-manager-down", "INV-04", "nvidia-fabricmanager is not running",
+          "systemctl is-active nvidia-fabricmanager -> 'inactive' (exit 3); NVML fabric state "
+          "NOT_STARTED (1) on every GPU; nvidia-smi -q 'Fabric State: Not Started'"),
+    _node("peermem-missing", "INV-05", "nvidia_peermem is not loaded",
+          "/sys/module/nvidia_peermem absent; no nvidia_peermem line in /proc/modules"),
+    _node("driver-mismatch", "INV-03", "kernel module and NVML driver versions differ",
+          "/proc/driver/nvidia/version, /sys/module/nvidia/version and the dmesg NVRM load line "
+          "say 535.161.08 while NVML reports the topology's driver"),
+    _node("numa-balancing-on", "TOP-08", "automatic NUMA balancing enabled",
+          "/proc/sys/kernel/numa_balancing = 1"),
+    _node("iommu-dma", "TOP-05", "IOMMU in translated (DMA) mode",
+          "every /sys/kernel/iommu_groups/*/type = 'DMA'; /proc/cmdline loses iommu=pt"),
+    _hca("ib-port-down", "IB-01", "the HCA's port is down",
+         "ports/1/state '1: DOWN', phys_state '2: Polling', rate '40 Gb/sec (4X QDR)', lid 0; "
+         "ibstat 'State: Down', 'Physical state: Polling'"),
+    _hca("ib-rate-200", "IB-02", "the HCA's link trained at HDR 200",
+         "ports/1/rate '200 Gb/sec (4X HDR)'; ibstat 'Rate: 200'"),
+    _hca("ib-link-layer", "IB-03", "the HCA's port runs the wrong link layer",
+         "ports/1/link_layer flips (InfiniBand <-> Ethernet), with RoCE-style lid 0 and GUIDs; "
+         "ibstat 'Link layer' agrees"),
+    _hca("ib-errors", "IB-04", "link errors on the HCA's port",
+         "ports/1/counters: link_downed 2, symbol_error 250, link_error_recovery 3"),
+)
+
+FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in _SPECS}
+
+_XID = re.compile(r"^xid:(\d+)$")
+_GPU_TARGET = re.compile(r"^gpu(\d+)$")
+_HCA_TARGET = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault to inject: a registry name, its target and (for ``xid``) the Xid number."""
+
+    name: str
+    target: str | None = None
+    arg: int | None = None
+    defaulted: bool = field(default=False, compare=False, repr=False)
+    """The target was filled in from the registry's default, not written: a topology may move it."""
+
+    @property
+    def spec(self) -> FaultSpec:
+        return FAULTS["xid:N" if self.name == "xid" else self.name]
+
+    @property
+    def check_id(self) -> str:
+        return self.spec.check_id
+
+    @property
+    def fatal(self) -> bool:
+        """Whether the catching check must FAIL the node (non-fatal Xids only warn)."""
+        if self.name == "xid":
+            return self.arg is not None and xid_is_fatal(self.arg)
+        return self.spec.fatal
+
+    @property
+    def label(self) -> str:
+        """The fault's name as written in a spec, e.g. ``xid:79``."""
+        return f"xid:{self.arg}" if self.name == "xid" else self.name
+
+    def __str__(self) -> str:
+        return f"{self.label}@{self.target}" if self.target else self.label
+
+
+def _valid_names() -> str:
+    return ", ".join(FAULTS)
+
+
+def _default_target(spec: FaultSpec, topology: Topology | None) -> str | None:
+    if spec.target_kind == "node":
+        return None
+    if topology is None:
+        return spec.default_target
+    if spec.target_kind == "gpu":
+        indexes = [d.index for d in topology.gpus.devices]
+        default_index = int(DEFAULT_GPU[3:])
+        return f"gpu{default_index if default_index in indexes else max(indexes)}"
+    names = [h.name for h in topology.hcas]
+    if not names:
+        return None
+    if DEFAULT_HCA in names:
+        return DEFAULT_HCA
+    compute = [h.name for h in topology.compute_hcas]
+    return (compute or names)[-1]
+
+
+def _check_target(spec: FaultSpec, label: str, target: str, topology: Topology | None) -> None:
+    if spec.target_kind == "node":
+        raise UsageError(f"fault {label!r} applies to the whole node and takes no @target (got @{target})")
+    if spec.target_kind == "gpu":
+        match = _GPU_TARGET.match(target)
+        valid = [f"gpu{d.index}" for d in topology.gpus.devices] if topology else []
+        if match is None or (topology is not None and target not in valid):
+            where = ", ".join(valid) if valid else "gpuN"
+            raise UsageError(f"fault {label!r} targets a GPU: bad target {target!r}; valid: {where}")
+        if label == "nic-affinity" and topology is not None:
+            device = next(d for d in topology.gpus.devices if f"gpu{d.index}" == target)
+            if device.hca is None:
+                paired = ", ".join(f"gpu{d.index}" for d in topology.gpus.devices if d.hca)
+                raise UsageError(f"fault 'nic-affinity' needs a GPU with a paired HCA; "
+                                 f"{target} has none (valid: {paired or 'none'})")
+        return
+    valid = [h.name for h in topology.hcas] if topology else []
+    if _HCA_TARGET.match(target) is None or _GPU_TARGET.match(target) or (
+        topology is not None and target not in valid
+    ):
+        where = ", ".join(valid) if valid else "an HCA name such as mlx5_0"
+        raise UsageError(f"fault {label!r} targets an HCA: bad target {target!r}; valid: {where}")
+
+
+def parse_fault_spec(text: str, topology: Topology | None = None) -> Fault:
+    """Parse ``NAME[@TARGET]`` into a Fault with its default target filled in.
+
+    With a topology, the target is checked against its GPUs and HCAs.
+    Raises UsageError naming what is valid.
+    """
+    raw = text.strip()
+    label, sep, target = raw.partition("@")
+    label = label.strip()
+    target = target.strip()
+    if sep and not target:
+        raise UsageError(f"fault {raw!r}: empty target after '@'")
+    arg: int | None = None
+    xid = _XID.match(label)
+    if xid is not None:
+        name, arg = "xid", int(xid.group(1))
+        spec = FAULTS["xid:N"]
+    elif label in ("xid", "xid:N") or label.startswith("xid:"):
+        raise UsageError(f"fault {raw!r}: write xid:N with a decimal Xid number, e.g. xid:79")
+    elif label in FAULTS:
+        name, spec = label, FAULTS[label]
+    else:
+        raise UsageError(f"unknown fault {label!r}; valid faults: {_valid_names()}")
+    if not target:
+        default = _default_target(spec, topology)
+        if default is None:
+            if spec.target_kind != "node":
+                raise UsageError(f"fault {label!r} needs a {spec.target_kind.upper()} target, "
+                                 "but the topology has none")
+            return Fault(name, None, arg)
+        _check_target(spec, label, default, topology)
+        return Fault(name, default, arg, defaulted=True)
+    _check_target(spec, label, target, topology)
+    return Fault(name, target, arg)
+
+
+def validate_fault(fault: Fault, topology: Topology) -> Fault:
+    """Check a Fault (maybe parsed without a topology) against ``topology``.
+
+    A written target must exist there; a defaulted or missing one becomes the
+    topology's default (``gpu3`` falls back to the last GPU on smaller nodes).
+    """
+    explicit = fault.target is not None and not fault.defaulted
+    return parse_fault_spec(str(fault) if explicit else fault.label, topology)
