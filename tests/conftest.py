@@ -24,6 +24,6 @@ def reference_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def h100_topology():  # type: ignore[no-untyped-def]
-    from burnin.topology import find_topology
+    from burnin.topology.load import find_topology
 
     return find_topology("hgx-h100-8gpu")
