@@ -34,7 +34,6 @@ class _PluginState:
         self.node_topology: dict[str, str] = {}
         self.nodes: list[str] = []
         self.outcomes: list[CheckOutcome] = []
-        self.missing_nodes = False
         self._facts: dict[str, Facts] = {}
         self._topologies: dict[str, Topology] = {}
         if facts_dir is not None:
@@ -98,14 +97,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "node" not in metafunc.fixturenames:
         return
     state = metafunc.config.stash[_STATE]
-    if state.facts_dir is None:
-        state.missing_nodes = True
-    metafunc.parametrize("node", state.nodes, ids=state.nodes)
+    if state.facts_dir is not None:
+        metafunc.parametrize("node", state.nodes, ids=state.nodes)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if session.config.stash[_STATE].missing_nodes:
-        raise pytest.UsageError("burnin: suites need nodes: pass --burnin-facts DIR (see `burnin run`)")
+@pytest.fixture
+def node() -> str:
+    """The node under test; parametrized over every node when ``--burnin-facts`` is given."""
+    raise pytest.UsageError("burnin: suites need nodes: pass --burnin-facts DIR (see `burnin run`)")
 
 
 def _check_id(item: pytest.Item) -> str:

@@ -39,26 +39,34 @@ FAST_SOURCES: tuple[str, ...] = (
 )
 
 
-def _run_bounded(func: Source, root: str, timeout: float) -> tuple[Any, str | None]:
-    """Run ``func`` in a daemon thread; give up after ``timeout`` seconds.
+class _Bounded:
+    """One source running in a daemon thread, abandoned if it outlives its timeout.
 
     A hung driver call (a GPU that fell off the bus) cannot be interrupted, but
     it can be abandoned: the thread is a daemon and the collector goes on.
     """
-    box: dict[str, Any] = {}
 
-    def target() -> None:
+    def __init__(self, func: Source, root: str, timeout: float) -> None:
+        self.value: Any = None
+        self.error: str | None = None
+        self.duration_s = 0.0
+        self._timeout = timeout
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._target, args=(func, root, timeout), daemon=True)
+        self._thread.start()
+
+    def _target(self, func: Source, root: str, timeout: float) -> None:
         try:
-            box["value"] = func(root, timeout)
+            self.value = func(root, timeout)
         except Exception as exc:  # noqa: BLE001 - a source must never crash the collector
-            box["error"] = f"{type(exc).__name__}: {exc}"
+            self.error = f"{type(exc).__name__}: {exc}"
+        self.duration_s = time.monotonic() - self._started
 
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        return None, f"timed out after {timeout:g} s"
-    return box.get("value"), box.get("error")
+    def wait(self) -> tuple[Any, str | None, float]:
+        self._thread.join(max(0.0, self._started + self._timeout - time.monotonic()))
+        if self._thread.is_alive():
+            return None, f"timed out after {self._timeout:g} s", time.monotonic() - self._started
+        return self.value, self.error, self.duration_s
 
 
 def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: float = 20.0) -> dict[str, Any]:
@@ -72,13 +80,14 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
         "sources": {},
         "commands": {},
     }
+    # Sources run side by side: tool processes and sysfs reads overlap the NVML calls.
+    running = {name: _Bounded(SOURCES[name][1], root, timeout) for name in sources if name in SOURCES}
     for name in sources:
         if name not in SOURCES:
             facts["sources"][name] = {"ok": False, "error": "unknown source", "duration_s": 0.0}
             continue
-        key, func = SOURCES[name]
-        t0 = time.monotonic()
-        value, error = _run_bounded(func, root, timeout)
+        key = SOURCES[name][0]
+        value, error, duration = running[name].wait()
         if key == "commands":
             if value is not None:
                 facts["commands"][name] = value
@@ -89,7 +98,7 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
         facts["sources"][name] = {
             "ok": error is None,
             "error": error,
-            "duration_s": round(time.monotonic() - t0, 4),
+            "duration_s": round(duration, 4),
         }
     facts["duration_s"] = round(time.monotonic() - started, 4)
     return facts

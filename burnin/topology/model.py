@@ -11,14 +11,30 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-import annotated_types as at
-
 # Plain frozen dataclasses, so the health probe can use them without importing
 # pydantic; burnin.topology.load validates files into them with pydantic.
 _FORBID: Any = {"extra": "forbid"}
 _BUS_ID = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-NonNegative = Annotated[int, at.Ge(0)]
-Positive = Annotated[int, at.Ge(1)]
+
+
+class AtLeast:
+    """Field constraint ``>= bound`` that pydantic applies when it validates a file.
+
+    Written as a plain class so that importing this module does not import
+    pydantic (the health probe builds these dataclasses from a cache).
+    """
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.int_schema(ge=self.bound)
+
+
+NonNegative = Annotated[int, AtLeast(0)]
+Positive = Annotated[int, AtLeast(1)]
 
 
 def _check_bus_id(value: str) -> None:

@@ -88,8 +88,23 @@ def test_verdict_fixture_needs_a_check_marker(pytester: pytest.Pytester, facts_d
 def test_suites_without_nodes_give_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_site=SITE_TEST)
     result = pytester.runpytest()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--burnin-facts*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*suites need nodes: pass --burnin-facts DIR*"])
+
+
+def test_a_projects_own_node_fixture_wins_without_facts(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_own="""
+import pytest
+
+@pytest.fixture
+def node():
+    return "mine"
+
+def test_uses_own_node(node):
+    assert node == "mine"
+""")
+    pytester.runpytest().assert_outcomes(passed=1)
 
 
 def test_plain_tests_are_untouched(pytester: pytest.Pytester) -> None:
