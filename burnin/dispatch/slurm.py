@@ -1,0 +1,342 @@
+"""Dispatch through Slurm: one allocation, one job step over all nodes.
+
+``gather`` allocates the nodes (or uses the allocation it runs in), ships the
+collector zipapp with ``sbcast`` (unless ``--collector`` names one already on
+the nodes), runs it in ONE ``srun`` step with one task per node, removes it in
+a second short step, and releases the allocation. Each node's facts come back
+through srun's labelled stdout; a node whose task fails or times out is
+``unreachable`` (so ``incomplete``) on its own, and the other nodes go on.
+
+Slurm starts no job on a drained node. A node that burnin itself drained is
+rechecked when the run gates (``--gate slurm``, not ``--dry-run``): it is moved
+into a maintenance reservation of its own, resumed there (so no other job can
+land on it), checked, drained again with its old reason, and the reservation
+is dropped; the gate then resumes it if it passed. Nodes held by anyone else,
+down or not responding are not touched and come back ``unreachable``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from burnin.errors import UsageError
+from burnin.facts import Facts
+from burnin.gate.slurm import SlurmNode, drain_argv, read_nodes, resume_argv
+from burnin.nodes import expand, fold
+from burnin.runner import facts_from_result
+from burnin.transport.base import CommandResult
+from burnin.transport.slurm import (
+    QUICK_TIMEOUT,
+    SlurmClient,
+    collect_command,
+    create_reservation_argv,
+    delete_reservation_argv,
+    granted_job_id,
+    salloc_argv,
+    sbcast_argv,
+    scancel_argv,
+    split_step,
+    srun_argv,
+)
+
+STAGE_DIR = "/tmp"  # node-local directory the collector is copied to
+SBCAST_TIMEOUT = 60.0
+CLEANUP_TIMEOUT = 30.0
+STEP_SLACK = 30.0  # srun start-up and output transfer, beyond the per-node timeout
+# A resumed node shows idle* for a moment; if the health check drains it again meanwhile
+# (it still fails a fast check), the recheck allocation can never start: do not wait long.
+RECHECK_WAIT = 20.0
+RECHECK_POLL = 0.5
+
+
+@dataclass
+class _Group:
+    """Nodes that share one allocation: the normal ones, or the ones rechecked."""
+
+    nodes: list[str]
+    recheck: dict[str, str] = field(default_factory=dict)  # node -> the burnin reason it had
+
+
+class SlurmDispatcher:
+    """Runs the collector on Slurm nodes; see the module docstring for the flow."""
+
+    def __init__(
+        self,
+        nodes: list[str],
+        *,
+        job_id: str | None = None,
+        partition: str | None = None,
+        reservation: str | None = None,
+        collector: str | None = None,
+        recheck_drained: bool = False,
+        stage_dir: str = STAGE_DIR,
+        client: SlurmClient | None = None,
+        log_file: Path | None = None,
+    ) -> None:
+        self.nodes = nodes
+        self.topology_by_node: dict[str, str] = {}
+        self.job_id = job_id
+        self.partition = partition
+        self.reservation = reservation
+        self.collector = collector
+        self.recheck_drained = recheck_drained
+        self.stage_dir = stage_dir.rstrip("/") or "/"
+        self.client = client or SlurmClient()
+        self.log_file = log_file
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, topology_name: str, out_dir: Path) -> SlurmDispatcher:
+        """Nodes from ``--nodes``, else the allocation this runs in (``SLURM_JOB_NODELIST``)."""
+        del topology_name  # every node is judged against the run's topology
+        if shutil.which("srun") is None:
+            raise UsageError("srun not found on PATH: --via slurm needs Slurm's client commands "
+                             "(Debian: apt-get install slurm-client)")
+        job_nodes = os.environ.get("SLURM_JOB_NODELIST", "")
+        job_id = os.environ.get("SLURM_JOB_ID") or None
+        if args.nodes:
+            nodes = expand(args.nodes)
+            inside = bool(job_id and job_nodes and set(nodes) <= set(expand(job_nodes)))
+        elif job_nodes and job_id:
+            nodes, inside = expand(job_nodes), True
+        else:
+            raise UsageError("--via slurm needs --nodes NODESET, or run inside an allocation "
+                             "(salloc/sbatch set SLURM_JOB_NODELIST)")
+        if not nodes:
+            raise UsageError("--via slurm: the node set is empty")
+        return cls(
+            nodes,
+            job_id=job_id if inside else None,
+            partition=getattr(args, "partition", None),
+            reservation=getattr(args, "reservation", None),
+            collector=getattr(args, "collector", None),
+            recheck_drained=getattr(args, "gate", "none") == "slurm" and not getattr(args, "dry_run", False),
+            log_file=out_dir / "slurm-commands.log",
+        )
+
+    # -- gathering -------------------------------------------------------------------------
+
+    def gather(self, *, sources: str = "all", timeout: float = 120.0,
+               on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
+        token = secrets.token_hex(4)
+        facts: dict[str, Facts] = {}
+
+        def done(node: str, node_facts: Facts) -> None:
+            facts[node] = node_facts
+            if on_done is not None:
+                on_done(node)
+
+        skipped: dict[str, str] = {}
+        if self.job_id:
+            groups = [_Group(list(self.nodes))]
+        else:
+            groups, skipped = self._plan_groups()
+        for node, reason in skipped.items():
+            done(node, Facts.unreachable_node(node, reason))
+        collector_args = ["--sources", sources, "--timeout", f"{max(1.0, timeout / 2):g}"]
+        with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
+            futures = [pool.submit(self._run_group, group, token, collector_args, timeout)
+                       for group in groups if group.nodes]
+            for future in as_completed(futures):
+                for node, result in future.result().items():
+                    done(node, facts_from_result(result))
+        return {node: facts[node] for node in self.nodes}
+
+    def _plan_groups(self) -> tuple[list[_Group], dict[str, str]]:
+        """Split the nodes by what Slurm will do with them: run, recheck, or refuse."""
+        current, error = read_nodes(self.nodes, timeout=QUICK_TIMEOUT, client=self.client)
+        self._log_line(f"# node states: {error or 'ok'}")
+        if error and not current:
+            return [_Group(list(self.nodes))], {}  # let salloc say what is wrong
+        normal = _Group([])
+        recheck = _Group([])
+        skipped: dict[str, str] = {}
+        for node in self.nodes:
+            info = current.get(node)
+            if info is None:
+                skipped[node] = f"{node} is not a node of this Slurm cluster (scontrol: not found)"
+            elif info.schedulable:
+                normal.nodes.append(node)
+            elif self.recheck_drained and _recheckable(info):
+                recheck.nodes.append(node)
+                recheck.recheck[node] = info.reason
+            else:
+                skipped[node] = _refusal(info, self.recheck_drained)
+        return [normal, recheck], skipped
+
+    def _run_group(self, group: _Group, token: str, collector_args: list[str],
+                   timeout: float) -> dict[str, CommandResult]:
+        name = f"burnin-{'recheck-' if group.recheck else ''}{token}"
+        reservation = self.reservation
+        own = self.job_id is None
+        job_id = self.job_id
+        try:
+            if group.recheck:
+                failure = self._open_recheck(group, name)
+                if failure:
+                    return _all_failed(group.nodes, failure)
+                reservation = name
+            if own:
+                wait = min(timeout, RECHECK_WAIT) if group.recheck else timeout
+                argv = salloc_argv(group.nodes, job_name=name, time_limit_s=2 * timeout + 4 * STEP_SLACK,
+                                   immediate_s=wait, partition=self.partition, reservation=reservation)
+                if group.recheck:
+                    alloc, drained_again = self._allocate_watching(argv, wait + STEP_SLACK, group, name)
+                else:
+                    alloc, drained_again = self._run(argv, wait + STEP_SLACK), ""
+                job_id = granted_job_id(alloc.stderr)
+                if job_id is None:
+                    if alloc.timed_out:
+                        self._run(scancel_argv(job_name=name), QUICK_TIMEOUT)
+                    why = drained_again or f"no Slurm allocation: {alloc.describe_failure()}"
+                    return _all_failed(group.nodes, why)
+            assert job_id is not None
+            return self._collect(group.nodes, job_id, name, collector_args, timeout)
+        finally:
+            if own and job_id:
+                self._run(scancel_argv(job_id), QUICK_TIMEOUT)
+            if group.recheck:
+                self._close_recheck(group, name)
+
+    def _collect(self, nodes: list[str], job_id: str, name: str, collector_args: list[str],
+                 timeout: float) -> dict[str, CommandResult]:
+        path = self.collector
+        if path is None:
+            path = f"{self.stage_dir}/burnin-collector-{job_id}-{name.rsplit('-', 1)[-1]}.pyz"
+            shipped = self._run(sbcast_argv(job_id, str(self._payload()), path,
+                                            timeout_s=SBCAST_TIMEOUT / 2), SBCAST_TIMEOUT)
+            if not shipped.ok:
+                return _all_failed(nodes, f"sbcast of the collector failed: {shipped.describe_failure()}")
+        step = self._run(srun_argv(job_id, nodes, collect_command(path, collector_args, timeout),
+                                   time_limit_s=timeout + 2 * STEP_SLACK, job_name=name),
+                         timeout + STEP_SLACK)
+        results = split_step(step, nodes, node_timeout_s=timeout,
+                             node_argv=["python3", path, *collector_args])
+        if self.collector is None:
+            # A step of its own, after every task ended: nodes that share a file system
+            # must not lose the file while another node still reads it.
+            self._run(srun_argv(job_id, nodes, ["rm", "-f", path], time_limit_s=CLEANUP_TIMEOUT,
+                                job_name=name, label=False), CLEANUP_TIMEOUT)
+        return results
+
+    # -- rechecking nodes burnin drained --------------------------------------------------
+
+    def _open_recheck(self, group: _Group, name: str) -> str | None:
+        user = pwd.getpwuid(os.getuid()).pw_name
+        created = self._run(create_reservation_argv(name, group.nodes, user), QUICK_TIMEOUT)
+        if not created.ok:
+            return f"cannot reserve the node to recheck it: {created.describe_failure()}"
+        resumed = self._run(resume_argv(fold(group.nodes)), QUICK_TIMEOUT)
+        if not resumed.ok:
+            return f"cannot resume the node inside reservation {name}: {resumed.describe_failure()}"
+        return None
+
+    def _allocate_watching(self, argv: list[str], timeout: float, group: _Group, name: str
+                           ) -> tuple[CommandResult, str]:
+        """salloc for the recheck, given up as soon as a node is drained again meanwhile.
+
+        A resumed node is not schedulable for a moment (``idle*``); a health check
+        that finds it still failing drains it again, and the allocation could never
+        start. Returns salloc's result and, in that case, why it was cancelled.
+        """
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(self._run, argv, timeout)
+            while True:
+                try:
+                    return pending.result(timeout=RECHECK_POLL), ""
+                except FutureTimeout:
+                    pass
+                current, _ = read_nodes(group.nodes, timeout=QUICK_TIMEOUT, client=self.client)
+                again = {n: info.reason for n, info in current.items() if info.drained}
+                if again:
+                    self._run(scancel_argv(job_name=name), QUICK_TIMEOUT)
+                    reasons = "; ".join(f"{n}: {r}" for n, r in again.items())
+                    return pending.result(), f"drained again while waiting to be rechecked ({reasons})"
+
+    def _close_recheck(self, group: _Group, name: str) -> None:
+        """Drain each node again with the reason it had, then drop the reservation.
+
+        A node drained again meanwhile (by the health check) keeps that newer
+        reason. The gate decides afterwards; until then the node is out of the
+        pool. If a drain fails the reservation is kept, so the node still takes no job.
+        """
+        restored = True
+        current, error = read_nodes(list(group.recheck), timeout=QUICK_TIMEOUT, client=self.client)
+        by_reason: dict[str, list[str]] = {}
+        for node, reason in group.recheck.items():
+            info = current.get(node)
+            if error is None and info is not None and info.drained:
+                continue
+            by_reason.setdefault(reason, []).append(node)
+        for reason, nodes in by_reason.items():
+            restored &= self._run(drain_argv(fold(nodes), reason), QUICK_TIMEOUT).ok
+        if restored:
+            self._run(delete_reservation_argv(name), QUICK_TIMEOUT)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _payload(self) -> Path:
+        """The collector zipapp as a local file, for sbcast."""
+        from burnin.transport.payload import collector_zipapp
+
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="burnin-slurm-")
+        path = Path(self._scratch.name) / "collector.pyz"
+        if not path.exists():
+            path.write_bytes(collector_zipapp())
+        return path
+
+    def _run(self, argv: list[str], timeout: float) -> CommandResult:
+        result = self.client.run(argv, timeout=timeout)
+        status = "timed out" if result.timed_out else f"exit {result.exit_status}"
+        self._log_line(f"$ {' '.join(argv[:12])}{' ...' if len(argv) > 12 else ''}\n"
+                       f"  -> {status} in {result.duration_s:.2f} s"
+                       + (f"; {result.tail(3)}" if not result.ok and result.tail(3) else ""))
+        return result
+
+    def _log_line(self, text: str) -> None:
+        if self.log_file is None:
+            return
+        try:
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_file.open("a", encoding="utf-8") as handle:
+                handle.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+        except OSError:
+            pass  # the log is an aid; a read-only out dir must not stop the run
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+        self.client.close()
+
+
+def _recheckable(info: SlurmNode) -> bool:
+    """Drained by burnin, no job left on it, and slurmd answering."""
+    return (info.drained and info.ours and not info.busy
+            and not info.flags & {"DOWN", "NOT_RESPONDING", "FAIL"})
+
+
+def _refusal(info: SlurmNode, rechecking: bool) -> str:
+    held = f"Slurm will start no job on {info.name}: State={info.state}"
+    if info.reason:
+        held += f", Reason={info.reason!r}"
+    if info.ours and not rechecking:
+        held += "; run with --gate slurm to recheck a node burnin drained"
+    return held
+
+
+def _all_failed(nodes: list[str], why: str) -> dict[str, CommandResult]:
+    return {node: CommandResult(node, ("srun",), None, "", "", 0.0, error=why) for node in nodes}
+

@@ -1,0 +1,82 @@
+"""Helpers for the sim-slurm tier: the cluster handle tests get from the ``slurm_lab`` fixture."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from burnin.gate.slurm import SlurmNode, read_nodes
+from burnin.transport.slurm import SlurmClient
+
+NODES = ["sim01", "sim02", "sim03", "sim04"]
+HEALTH_INTERVAL = 5
+# A probe that read a node's state just before a fault was cleared may still drain it.
+PROBE_SETTLE_S = 1.5
+BURNIN = [str(Path(sys.executable).parent / "burnin")]
+if not Path(BURNIN[0]).exists():
+    BURNIN = [sys.executable, "-m", "burnin.cli.main"]
+
+
+@dataclass
+class SlurmLab:
+    state: Path
+    env: dict[str, str]
+    client: SlurmClient
+
+    def nodes(self) -> dict[str, SlurmNode]:
+        found, error = read_nodes(NODES, client=self.client)
+        assert error is None, error
+        return found
+
+    def scontrol(self, *args: str) -> None:
+        result = self.client.run(["scontrol", *args])
+        assert result.ok, result.describe_failure()
+
+    def burnin(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*BURNIN, *args], env=self.env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def fault(self, node: str, fault: str) -> None:
+        """Change a running node, as `burnin sim fault` does (in-process: faster)."""
+        from burnin.lab.common import inject_fault
+
+        inject_fault(self.state, node, fault)
+
+    def run(self, out: Path, *args: str, nodes: str = "sim[01-04]",
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """`burnin run --via slurm --nodes NODES --out OUT ARGS...`."""
+        return self.burnin("run", "--via", "slurm", "--nodes", nodes, "--out", str(out), *args,
+                           timeout=timeout)
+
+    def wait_for(self, what: str, predicate: Callable[[dict[str, SlurmNode]], bool],
+                 timeout: float = 30.0) -> float:
+        """Poll node states every 0.1 s; seconds it took (fails with the last states)."""
+        started = time.monotonic()
+        current: dict[str, SlurmNode] = {}
+        while time.monotonic() - started < timeout:
+            current = self.nodes()
+            if predicate(current):
+                return time.monotonic() - started
+            time.sleep(0.1)
+        pytest.fail(f"not {what} within {timeout:g} s: "
+                    f"{ {n: (s.state, s.reason) for n, s in current.items()} }")
+
+    def reset(self) -> None:
+        """Every node healthy, resumed and idle."""
+        from burnin.sim import SimNode
+
+        faulted = [n for n in NODES if SimNode.load(self.state / "nodes" / n).faults]
+        for node in faulted:
+            self.fault(node, "clear")
+        if faulted:
+            time.sleep(PROBE_SETTLE_S)
+        drained = [n for n, s in self.nodes().items() if s.drained or "DOWN" in s.flags]
+        if drained:
+            self.scontrol("update", f"NodeName={','.join(drained)}", "State=RESUME")
+        self.wait_for("idle", lambda nodes: all(s.state == "IDLE" for s in nodes.values()))

@@ -1,0 +1,49 @@
+"""`burnin probe --drain` as slurmd's HealthCheckProgram on simulated nodes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from simslurm_support import HEALTH_INTERVAL, NODES, SlurmLab
+
+pytestmark = pytest.mark.sim_slurm
+
+
+def _probe_lines(lab: SlurmLab, node: str) -> list[str]:
+    path = lab.state / "slurm" / "log" / f"probe-{node}.log"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def test_slurm_probe_drains_a_faulted_node_within_the_interval(
+        slurm_lab: SlurmLab, record_property: Callable[[str, object], None]) -> None:
+    slurm_lab.reset()
+    done = slurm_lab.burnin("sim", "fault", "--state", str(slurm_lab.state), "sim03", "xid:79")
+    assert done.returncode == 0, done.stderr
+    # from the moment the fault is in place (the command has returned)
+    latency = slurm_lab.wait_for("sim03 drained", lambda nodes: nodes["sim03"].drained,
+                                 timeout=HEALTH_INTERVAL + 5)
+    record_property("drain_latency_s", f"{latency:.2f}")
+    print(f"fault -> drained: {latency:.2f} s (HealthCheckInterval={HEALTH_INTERVAL})")
+    sim03 = slurm_lab.nodes()["sim03"]
+    assert sim03.reason.startswith("burnin:") and "GPU-04" in sim03.reason, sim03
+    assert latency <= HEALTH_INTERVAL + 5
+    others = slurm_lab.nodes()
+    assert not any(others[n].drained for n in NODES if n != "sim03"), others
+
+
+def test_slurm_probe_leaves_healthy_nodes_alone(slurm_lab: SlurmLab) -> None:
+    slurm_lab.reset()
+    seen = {node: len(_probe_lines(slurm_lab, node)) for node in NODES}
+    deadline = time.monotonic() + 2 * HEALTH_INTERVAL + 5
+    fresh: dict[str, list[str]] = {}
+    while time.monotonic() < deadline:
+        fresh = {n: [line for line in _probe_lines(slurm_lab, n)[seen[n]:] if "burnin:" in line]
+                 for n in NODES}
+        if all(fresh.values()):
+            break
+        time.sleep(0.2)
+    assert all(fresh.values()), f"the health check did not run on every node: {fresh}"
+    assert all("burnin: OK" in line for lines in fresh.values() for line in lines), fresh
+    assert all(s.state == "IDLE" for s in slurm_lab.nodes().values())

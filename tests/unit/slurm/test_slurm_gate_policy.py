@@ -1,0 +1,179 @@
+"""The acting gate: drain rejected nodes, resume only burnin's drains, never touch others'."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+
+from burnin.gate.decide import NodeDecision
+from burnin.gate.slurm import (
+    SlurmNode,
+    apply_gate,
+    drain,
+    execute,
+    node_state,
+    parse_show_node,
+    plan,
+    resume_if_ours,
+    unknown_nodes,
+)
+from burnin.transport.base import CommandResult
+from burnin.transport.slurm import SlurmClient
+
+SHOW = (
+    "NodeName=sim01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE ThreadsPerCore=1 "
+    "Partitions=batch BootTime=2026-11-29T23:24:52 ExtSensorsTemp=n/s\n"
+    "NodeName=sim02 Arch=x86_64 State=IDLE+DRAIN ThreadsPerCore=1 ExtSensorsTemp=n/s "
+    "Reason=burnin: IB-01 mlx5_1 port=Down x=y [root@2026-11-29T23:45:25]\n"
+    "NodeName=sim03 Arch=x86_64 State=MIXED+DRAIN ThreadsPerCore=1 "
+    "Reason=maintenance [alice@2026-11-29T20:00:00] Comment=rack work\n"
+    "NodeName=sim04 Arch=x86_64 State=DOWN+NOT_RESPONDING ThreadsPerCore=1 "
+    "Reason=Not responding [slurm@2026-11-29T21:00:00]\n"
+    "Node nosuch not found\n"
+)
+
+
+def _ok(node: str, failed: tuple[str, ...] = (), incomplete: tuple[str, ...] = (),
+        reasons: tuple[str, ...] = ()) -> NodeDecision:
+    return NodeDecision(node, not failed and not incomplete, failed, incomplete, reasons)
+
+
+IB_FAIL = _ok("x", ("IB-01",), (), ("IB-01 mlx5_1 port 1: Down (expected Active)",))
+
+
+def _rejected(node: str) -> NodeDecision:
+    return NodeDecision(node, False, IB_FAIL.failed, (), IB_FAIL.reasons)
+
+
+def test_parse_show_node_keeps_reasons_with_spaces_and_equals() -> None:
+    nodes = parse_show_node(SHOW)
+    assert nodes["sim01"] == SlurmNode("sim01", "IDLE", "")
+    assert nodes["sim02"].reason == "burnin: IB-01 mlx5_1 port=Down x=y"
+    assert nodes["sim02"].drained and nodes["sim02"].ours and not nodes["sim02"].busy
+    assert nodes["sim03"].reason == "maintenance" and nodes["sim03"].busy
+    assert nodes["sim03"].held_by_others and not nodes["sim03"].schedulable
+    assert nodes["sim04"].held_by_others and not nodes["sim04"].drained
+    assert nodes["sim01"].schedulable and not nodes["sim01"].held_by_others
+    assert "nosuch" not in nodes and unknown_nodes(SHOW) == ["nosuch"]
+
+
+def test_rejected_node_is_drained_with_a_burnin_reason_naming_the_check() -> None:
+    current = parse_show_node(SHOW)
+    actions = plan({"sim01": _rejected("sim01")}, current)
+    assert [a.action for a in actions] == ["drain"]
+    assert actions[0].argv[-1] == "Reason=burnin: IB-01 mlx5_1 port 1: Down (expected Active)"
+
+
+def test_nodes_held_by_someone_else_are_never_touched() -> None:
+    current = parse_show_node(SHOW)
+    decisions = {"sim03": _rejected("sim03"), "sim04": _rejected("sim04")}
+    actions = plan(decisions, current)
+    assert [a.action for a in actions] == ["keep", "keep"]
+    assert "maintenance" in actions[0].note and "Not responding" in actions[1].note
+    # healthy, but drained by an operator: still left alone
+    admitted = plan({"sim03": _ok("sim03")}, current)
+    assert [a.action for a in admitted] == ["keep"] and "admitted, but" in admitted[0].note
+
+
+def test_admitted_node_is_resumed_only_from_a_burnin_drain() -> None:
+    current = parse_show_node(SHOW)
+    actions = plan({n: _ok(n) for n in ("sim01", "sim02")}, current)
+    assert [(a.action, a.target) for a in actions] == [("resume", "sim02")]
+    assert actions[0].argv == ("scontrol", "update", "NodeName=sim02", "State=RESUME")
+
+
+def test_burnin_drain_keeps_its_reason_when_the_run_only_found_incomplete() -> None:
+    current = parse_show_node(SHOW)
+    unreachable = NodeDecision("sim02", False, (), ("INV-01",), ("INV-01 could not be measured",))
+    assert [a.action for a in plan({"sim02": unreachable}, current)] == ["keep"]
+    # a new failure replaces the reason burnin set before
+    assert [a.action for a in plan({"sim02": _rejected("sim02")}, current)] == ["drain"]
+
+
+def test_same_reason_nodes_share_one_command_and_unknown_state_is_left_alone() -> None:
+    current = {n: SlurmNode(n, "IDLE") for n in ("sim05", "sim06", "sim08")}
+    decisions = {n: _rejected(n) for n in ("sim05", "sim06", "sim08", "sim09")}
+    actions = plan(decisions, current, read_error="scontrol timed out after 10.0 s")
+    drains = [a for a in actions if a.action == "drain"]
+    assert len(drains) == 1 and drains[0].target == "sim[05-06,08]"
+    keeps = [a for a in actions if a.action == "keep"]
+    assert keeps[0].target == "sim09" and "scontrol timed out" in keeps[0].note
+
+
+class FakeClient(SlurmClient):
+    """Answers scontrol from a script; records every argv."""
+
+    def __init__(self, show: str = SHOW, fail: Callable[[Sequence[str]], bool] = lambda argv: False,
+                 ) -> None:
+        super().__init__()
+        self.show = show
+        self.fail = fail
+        self.calls: list[tuple[str, ...]] = []
+
+    def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
+        self.calls.append(tuple(argv))
+        if self.fail(argv):
+            return CommandResult("slurm", tuple(argv), None, "", "", timeout, timed_out=True)
+        if argv[:4] == ["scontrol", "--oneliner", "show", "node"]:
+            return CommandResult("slurm", tuple(argv), 0, self.show, "", 0.01)
+        return CommandResult("slurm", tuple(argv), 0, "", "", 0.01)
+
+
+def test_dry_run_prints_shell_quoted_commands_and_runs_nothing() -> None:
+    client = FakeClient()
+    out = io.StringIO()
+    decisions = {"sim01": _rejected("sim01"), "sim02": _ok("sim02"), "sim03": _rejected("sim03")}
+    apply_gate(decisions, dry_run=True, client=client, out=out, err=io.StringIO())
+    lines = out.getvalue().splitlines()
+    assert ("scontrol update NodeName=sim01 State=DRAIN "
+            "'Reason=burnin: IB-01 mlx5_1 port 1: Down (expected Active)'") in lines
+    assert "scontrol update NodeName=sim02 State=RESUME" in lines
+    assert any(line.startswith("# sim03: ") and "maintenance" in line for line in lines)
+    assert all(call[1] == "--oneliner" for call in client.calls)  # only reads
+
+
+def test_a_failing_scontrol_is_reported_and_the_gate_goes_on() -> None:
+    client = FakeClient(fail=lambda argv: "NodeName=sim01" in argv)
+    out, err = io.StringIO(), io.StringIO()
+    decisions = {"sim01": _rejected("sim01"), "sim02": _ok("sim02")}
+    actions = apply_gate(decisions, dry_run=False, client=client, out=out, err=err)
+    assert {a.action for a in actions} == {"drain", "resume"}
+    assert "could not drain sim01" in err.getvalue() and "timed out" in err.getvalue()
+    assert "burnin gate: resume sim02" in out.getvalue()
+
+
+def test_unreadable_states_touch_nothing() -> None:
+    client = FakeClient(fail=lambda argv: "show" in argv)
+    err = io.StringIO()
+    actions = apply_gate({"sim01": _rejected("sim01")}, dry_run=False, client=client,
+                         out=io.StringIO(), err=err)
+    assert [a.action for a in actions] == ["keep"]
+    assert "cannot read node states" in err.getvalue()
+    assert len(client.calls) == 1
+
+
+def test_probe_helpers_respect_other_peoples_drains() -> None:
+    client = FakeClient()
+    assert node_state("sim02", client=client) == ("IDLE+DRAIN", "burnin: IB-01 mlx5_1 port=Down x=y")
+    assert node_state("nosuch", client=client) is None
+    assert drain("sim01", "XID-01 gpu3 Xid 79", client=client)
+    assert client.calls[-1][-1] == "Reason=burnin: XID-01 gpu3 Xid 79"
+    calls = len(client.calls)
+    assert not drain("sim03", "XID-01 gpu3 Xid 79", client=client)  # operator's drain
+    assert len(client.calls) == calls + 1  # read only
+    assert resume_if_ours("sim02", client=client)
+    assert client.calls[-1] == ("scontrol", "update", "NodeName=sim02", "State=RESUME")
+    assert not resume_if_ours("sim03", client=client)
+    assert not resume_if_ours("sim01", client=client)
+    # unchanged burnin drain: no second update
+    calls = len(client.calls)
+    assert drain("sim02", "burnin: IB-01 mlx5_1 port=Down x=y", client=client)
+    assert len(client.calls) == calls + 1
+
+
+def test_execute_without_out_is_silent_on_success() -> None:
+    client = FakeClient()
+    actions = plan({"sim01": _rejected("sim01")}, parse_show_node(SHOW))
+    err = io.StringIO()
+    assert execute(actions, dry_run=False, client=client, err=err)
+    assert err.getvalue() == ""
