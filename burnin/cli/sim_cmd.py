@@ -59,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
 
             lab_slurm.up(args.state, topology, names, faults, health_interval=args.health_interval)
         print(f"burnin sim: {count} nodes up in {args.state} ({'ssh' if args.ssh is not None else 'slurm'})")
+        if args.slurm is not None:
+            from burnin.lab import slurm as lab_slurm
+
+            for key, value in lab_slurm.client_env(args.state).items():
+                print(f"export {key}={value}")
         return 0
     kind = _lab_kind(args.state)
     if args.sim_command == "down":
