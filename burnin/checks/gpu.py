@@ -144,7 +144,7 @@ def power_limit(facts: Facts, topology: Topology) -> Verdict:
 def pcie_link(facts: Facts, topology: Topology) -> Verdict:
     gen = _ref(topology, "gpu_pcie_gen")
     width = _ref(topology, "gpu_pcie_width")
-    expected = f"Gen{gen.describe().replace(' gen', '')} x{width.describe().replace(' lanes', '')}"
+    expected = f"Gen{int(gen.value)} x{int(width.value)}"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
         # The link may downtrain its speed at idle, so judge the width now and the
@@ -152,8 +152,7 @@ def pcie_link(facts: Facts, topology: Topology) -> Verdict:
         max_gen = gpu_field(gpu, "pcie", "max_gen")
         curr_width = gpu_field(gpu, "pcie", "curr_width")
         text = f"Gen{max_gen} x{curr_width}"
-        return judge(subject, gen.admits(max_gen) and width.admits(curr_width), text,
-                     f"Gen{int(gen.value)} x{int(width.value)}")
+        return judge(subject, gen.admits(max_gen) and width.admits(curr_width), text, expected)
 
     return roll_up("GPU-08", facts.node, per_gpu(facts, judge_gpu), expected=expected)
 

@@ -1,0 +1,136 @@
+"""Dispatch over SSH: a rack that no scheduler knows yet (``burnin run --via ssh``).
+
+Nodes come from ``--hosts NODESET`` or ``--inventory FILE`` (optionally narrowed
+by ``--hosts``). Each node's collector runs agentless: the zipapp travels on the
+SSH channel's stdin to the node's own python3, nothing is written there. A
+bounded pool (``--fanout``) gathers the facts once per run; each node's
+connection is closed as soon as its facts are in, so a 1,000-node run never
+holds more than ``fanout`` connections. Per node the gather is bounded by
+``timeout``; the whole gather by ``timeout`` times the number of waves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from burnin.errors import UsageError
+from burnin.facts import Facts
+from burnin.inventory import Inventory, load_inventory
+from burnin.nodes import expand, validate_name
+from burnin.runner import gather
+from burnin.transport import payload
+from burnin.transport.base import CommandResult
+from burnin.transport.ssh import SshTransport
+from burnin.transport.ssh_config import Endpoint, SshConfigResolver
+
+DEFAULT_FANOUT = 64
+NODE_PYTHON = "python3"
+
+
+class SshDispatcher:
+    """Gather facts from nodes over SSH; the Dispatcher protocol of ``burnin run``."""
+
+    def __init__(self, endpoints: Mapping[str, Endpoint], *, fanout: int = DEFAULT_FANOUT,
+                 topology_by_node: Mapping[str, str] | None = None, python: str = NODE_PYTHON) -> None:
+        if fanout < 1:
+            raise UsageError("--fanout must be at least 1")
+        self.nodes: list[str] = list(endpoints)
+        self.topology_by_node: dict[str, str] = dict(topology_by_node or {})
+        self.fanout = fanout
+        self._python = python
+        self._transport = SshTransport(dict(endpoints))
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, topology_name: str) -> SshDispatcher:
+        """Build from ``burnin run`` flags; every mistake is a UsageError/ConfigError before any connect."""
+        hosts: str | None = getattr(args, "hosts", None)
+        inventory_path: Path | None = getattr(args, "inventory", None)
+        inventory = load_inventory(inventory_path) if inventory_path is not None else None
+        ssh_config: Path | None = getattr(args, "ssh_config", None)
+        return cls.for_nodes(
+            inventory=inventory, hosts=hosts, ssh_config=ssh_config,
+            accept_new=bool(getattr(args, "accept_new_host_keys", False)),
+            fanout=DEFAULT_FANOUT if getattr(args, "fanout", None) is None else int(args.fanout),
+            default_topology=topology_name,
+        )
+
+    @classmethod
+    def for_nodes(cls, *, inventory: Inventory | None = None, hosts: str | None = None,
+                  ssh_config: Path | None = None, accept_new: bool = False,
+                  fanout: int = DEFAULT_FANOUT, default_topology: str | None = None) -> SshDispatcher:
+        """Resolve the node list and every node's endpoint (ssh_config + inventory overrides).
+
+        ``ssh_config`` defaults to the inventory's ``ssh_config:``, then ~/.ssh/config.
+        """
+        if ssh_config is None and inventory is not None:
+            ssh_config = inventory.ssh_config
+        if inventory is not None:
+            names = inventory.select(hosts)
+        elif hosts:
+            names = expand(hosts)
+        else:
+            raise UsageError("--via ssh needs --hosts NODESET or --inventory FILE")
+        resolver = SshConfigResolver(ssh_config, accept_new=accept_new)
+        endpoints: dict[str, Endpoint] = {}
+        topology_by_node: dict[str, str] = {}
+        for name in names:
+            validate_name(name)
+            entry = inventory.nodes[name] if inventory is not None else None
+            if entry is None:
+                endpoints[name] = resolver.resolve(name)
+                continue
+            endpoints[name] = resolver.resolve(name, address=entry.address, user=entry.user, port=entry.port)
+            if entry.topology and entry.topology != default_topology:
+                topology_by_node[name] = entry.topology
+        return cls(endpoints, fanout=fanout, topology_by_node=topology_by_node)
+
+    def collector_argv(self, sources: str, timeout: float) -> list[str]:
+        per_source = max(1.0, timeout / 2)
+        return payload.stdin_argv(self._python, args=("--sources", sources, "--timeout", f"{per_source:g}"))
+
+    def gather(self, *, sources: str = "all", timeout: float = 120.0,
+               on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
+        """Run the collector on every node once; unreachable/hung/garbled nodes become incomplete."""
+        waves = math.ceil(len(self.nodes) / self.fanout) if self.nodes else 1
+        runner = _OncePerNode(self._transport, time.monotonic() + timeout * waves)
+        return gather(runner, self.nodes, self.collector_argv(sources, timeout), timeout=timeout,
+                      fanout=self.fanout, stdin=payload.collector_zipapp(), on_done=on_done)
+
+    def run(self, node: str, argv: Sequence[str], *, timeout: float) -> CommandResult:
+        """One extra command on a node (reuses the node's connection if it is open)."""
+        return self._transport.run(node, argv, timeout=timeout)
+
+    @property
+    def transport(self) -> SshTransport:
+        return self._transport
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+class _OncePerNode:
+    """The transport as the gather sees it: bounded by the run's deadline, closed after use."""
+
+    name = "ssh"
+
+    def __init__(self, inner: SshTransport, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def run(self, node: str, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
+            env: Mapping[str, str] | None = None) -> CommandResult:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            return CommandResult(node, tuple(argv), None, "", "", 0.0, timed_out=True,
+                                 error="not started: the run's overall timeout expired first")
+        try:
+            return self._inner.run(node, argv, timeout=min(timeout, left), stdin=stdin, env=env)
+        finally:
+            self._inner.release(node)
+
+    def close(self) -> None:
+        """The dispatcher closes the real transport."""

@@ -1,0 +1,481 @@
+"""A simulated rack behind real sshd: ``burnin sim up --ssh N`` / ``burnin sim down``.
+
+Each simulated node (``burnin.sim.build_rack``) gets its own ``/usr/sbin/sshd -D``
+on a loopback address (127.0.1.i, port 22, or a free port when 22 is taken), its
+own ed25519 host key, and ``SetEnv`` giving the login the node's environment:
+shim PATH, simulated NVML, sysfs root. The client side (key, known_hosts,
+ssh_config) and ``inventory.yaml`` are written into the state folder, so
+``burnin run --via ssh --inventory DIR/inventory.yaml`` works as is.
+
+Logins use a dedicated account (``burnin-sim``, created if missing, password
+field ``*`` so key logins work with ``UsePAM no``). ``down`` stops exactly the
+sshd pids recorded in ``lab.json``.
+
+``transport_faults`` (tests and rehearsals) break the transport of one node:
+``hang`` (python3 never answers), ``garbage`` (python3 prints non-JSON),
+``no-python3``, ``refuse-key`` (sshd knows another client key),
+``host-key-changed`` (known_hosts holds an older key), ``host-key-unknown``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from burnin.errors import UsageError
+
+LAB_FILE = "lab.json"
+LOGIN_USER = "burnin-sim"
+LOGIN_HOME = "/home/burnin-sim"
+NODE_PYTHON = "/usr/bin/python3"
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+TRANSPORT_FAULTS = ("hang", "garbage", "no-python3", "refuse-key", "host-key-changed", "host-key-unknown")
+NO_PYTHON_TOOLS = ("sh", "bash", "env", "timeout", "cat", "sleep", "ls", "uname")
+START_TIMEOUT = 10.0
+
+
+# ---------------------------------------------------------------- public API
+
+
+def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, list[Any]], *,
+       transport_faults: Mapping[str, str] | None = None, subnet: str = "127.0.1") -> dict[str, Any]:
+    """Build the nodes, start one sshd each, write the client files, inventory.yaml and lab.json."""
+    from burnin.sim import build_rack, library_path
+
+    transport_faults = dict(transport_faults or {})
+    _preflight(state_dir, names, transport_faults)
+    state_dir = state_dir.resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir.chmod(0o755)
+    _check_reachable(state_dir)
+    rack = build_rack(state_dir, topology, names, dict(faults))
+    user = ensure_login_user()
+    ssh = state_dir / "ssh"
+    for sub in ("client", "sshd", "lib", "tools-nopython"):
+        (ssh / sub).mkdir(parents=True, exist_ok=True)
+    _install_library(library_path(), ssh / "lib")
+    _install_tools(ssh / "tools-nopython")
+    client_key = ssh / "client" / "id_ed25519"
+    authorized = _write_keypair(client_key, comment="burnin-sim-client")
+    _write(ssh / "authorized_keys", authorized, 0o644)
+    _write(ssh / "refused_authorized_keys", _new_key_pair()[1], 0o644)
+    nodes: dict[str, dict[str, Any]] = {}
+    for index, node in enumerate(rack):
+        fault = transport_faults.get(node.name)
+        sshd_dir = ssh / "sshd" / node.name
+        (sshd_dir / "bin").mkdir(parents=True, exist_ok=True)
+        host_key = _write_keypair(sshd_dir / "ssh_host_ed25519_key", comment=node.name)
+        if fault == "host-key-changed":  # known_hosts gets this key; sshd serves a new one
+            _write_keypair(sshd_dir / "ssh_host_ed25519_key", comment=node.name)
+        _write_python_wrapper(sshd_dir / "bin", fault)
+        env = _node_environment(node.environment(), node.bin_dir, sshd_dir / "bin", ssh, fault)
+        nodes[node.name] = {
+            "address": _address(subnet, index), "port": 22, "pid": None, "dir": str(sshd_dir),
+            "host_key": host_key.strip(), "fault": fault, "env": env,
+        }
+    lab: dict[str, Any] = {
+        "kind": "ssh", "user": user, "sshd": _sshd(), "state": str(state_dir),
+        "inventory": str(state_dir / "inventory.yaml"), "ssh_config": str(ssh / "client" / "ssh_config"),
+        "known_hosts": str(ssh / "client" / "known_hosts"), "identity": str(client_key), "nodes": nodes,
+    }
+    try:
+        _start_all(lab)
+        _write_client_files(lab)
+        _write_inventory(lab, names)
+        save_lab(state_dir, lab)
+    except BaseException:
+        _stop_all(lab)
+        raise
+    return lab
+
+
+def down(state_dir: Path) -> None:
+    """Stop every sshd recorded in ``lab.json`` (by pid, after checking it is ours)."""
+    lab = read_lab(state_dir)
+    _stop_all(lab)
+    save_lab(state_dir, lab)
+
+
+def stop_node(state_dir: Path, node: str) -> None:
+    """Stop one node's sshd: the node becomes unreachable (connection refused)."""
+    lab = read_lab(state_dir)
+    _stop(_node(lab, node))
+    save_lab(state_dir, lab)
+
+
+def start_node(state_dir: Path, node: str) -> None:
+    """Start one node's sshd again (same address, port, keys)."""
+    lab = read_lab(state_dir)
+    entry = _node(lab, node)
+    if not _is_our_sshd(entry):
+        _start(lab, entry, retry_port=False)
+        _wait_listening([entry], START_TIMEOUT)
+    save_lab(state_dir, lab)
+
+
+def read_lab(state_dir: Path) -> dict[str, Any]:
+    path = state_dir / LAB_FILE
+    if not path.is_file():
+        raise UsageError(f"{state_dir} holds no simulated rack (no {LAB_FILE})")
+    lab: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if lab.get("kind") != "ssh":
+        raise UsageError(f"{path}: not an SSH rack (kind {lab.get('kind')!r})")
+    return lab
+
+
+def save_lab(state_dir: Path, lab: Mapping[str, Any]) -> None:
+    tmp = state_dir / f".{LAB_FILE}.tmp"
+    tmp.write_text(json.dumps(lab, indent=1), encoding="utf-8")
+    tmp.replace(state_dir / LAB_FILE)
+
+
+def sshd_available() -> str | None:
+    """Path of sshd, or None when openssh-server is not installed."""
+    for candidate in ("/usr/sbin/sshd", shutil.which("sshd")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def ensure_login_user(name: str = LOGIN_USER) -> str:
+    """Create the login account if missing; make a locked (``!``) password field ``*``."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--home-dir", LOGIN_HOME, "--shell", "/bin/bash",
+                        "--comment", "burnin simulated SSH rack", name],
+                       check=True, capture_output=True, timeout=30)
+    status = subprocess.run(["passwd", "--status", name], capture_output=True, text=True, timeout=30,
+                            check=False).stdout.split()
+    if len(status) < 2 or status[1] in ("L", "LK", "NP"):
+        subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True, timeout=30)
+    return name
+
+
+# ------------------------------------------------------------------ building
+
+
+def _preflight(state_dir: Path, names: Sequence[str], transport_faults: Mapping[str, str]) -> None:
+    if os.geteuid() != 0:
+        raise UsageError("burnin sim up --ssh must run as root (it starts sshd on port 22 and "
+                         f"creates the {LOGIN_USER} login account)")
+    if sshd_available() is None:
+        raise UsageError("sshd not found: install openssh-server (apt-get install openssh-server)")
+    if not Path(NODE_PYTHON).is_file():
+        raise UsageError(f"simulated nodes run the collector with {NODE_PYTHON}, which is missing")
+    if any(c.isspace() or c in "\"'\\%" for c in str(state_dir.resolve())):
+        raise UsageError(f"--state {state_dir}: use a path without spaces, quotes, '\\' or '%'")
+    if len(names) > 254 * 200:
+        raise UsageError("too many simulated nodes")
+    for node, fault in transport_faults.items():
+        if node not in names:
+            raise UsageError(f"transport fault for unknown node {node!r}")
+        if fault not in TRANSPORT_FAULTS:
+            raise UsageError(f"unknown transport fault {fault!r} (known: {', '.join(TRANSPORT_FAULTS)})")
+    lab_file = state_dir / LAB_FILE
+    if lab_file.is_file():
+        old = json.loads(lab_file.read_text(encoding="utf-8"))
+        if any(_is_our_sshd(entry) for entry in old.get("nodes", {}).values()):
+            raise UsageError(f"{state_dir} already has a running rack; `burnin sim down --state {state_dir}`")
+
+
+def _check_reachable(state_dir: Path) -> None:
+    """The login account must be able to traverse to the state folder."""
+    for parent in [state_dir, *state_dir.parents]:
+        if not parent.stat().st_mode & 0o001:
+            raise UsageError(f"{parent} is not reachable by the {LOGIN_USER} login (mode "
+                             f"{parent.stat().st_mode & 0o777:o}); choose another --state or chmod o+x")
+
+
+def _address(subnet: str, index: int) -> str:
+    octets = subnet.split(".")
+    if len(octets) != 3 or octets[0] != "127" or not all(o.isdigit() for o in octets):
+        raise UsageError(f"subnet {subnet!r}: use a loopback /24 such as 127.0.1")
+    third = int(octets[2]) + index // 254
+    if third > 255:
+        raise UsageError(f"too many nodes for subnet {subnet}")
+    return f"127.{octets[1]}.{third}.{index % 254 + 1}"
+
+
+def _new_key_pair(comment: str = "") -> tuple[bytes, str]:
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                           serialization.PublicFormat.OpenSSH).decode()
+    return private, f"{public} {comment}".strip() + "\n"
+
+
+def _write_keypair(path: Path, comment: str) -> str:
+    private, public = _new_key_pair(comment)
+    _write(path, private, 0o600)
+    _write(path.with_name(path.name + ".pub"), public, 0o644)
+    return public
+
+
+def _write(path: Path, data: str | bytes, mode: int) -> None:
+    raw = data.encode() if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, raw)
+    finally:
+        os.close(fd)
+    os.chmod(tmp, mode)
+    tmp.replace(path)
+
+
+def _install_library(library: Path, lib_dir: Path) -> None:
+    """A world-readable copy of the simulated libnvidia-ml (the build cache may be private)."""
+    target = lib_dir / "libnvidia-ml.so.1"
+    shutil.copyfile(library, lib_dir / ".lib.tmp")
+    (lib_dir / ".lib.tmp").chmod(0o755)
+    (lib_dir / ".lib.tmp").replace(target)
+
+
+def _install_tools(tools: Path) -> None:
+    """A PATH directory with basic tools but no python3 (the ``no-python3`` fault)."""
+    for tool in NO_PYTHON_TOOLS:
+        found = shutil.which(tool, path=SYSTEM_PATH)
+        link = tools / tool
+        if found and not link.is_symlink():
+            link.symlink_to(found)
+
+
+def _write_python_wrapper(bin_dir: Path, fault: str | None) -> None:
+    wrapper = bin_dir / "python3"
+    if fault == "hang":
+        _write(wrapper, "#!/bin/sh\n# transport fault 'hang': never answers\nexec sleep 600\n", 0o755)
+    elif fault == "garbage":
+        _write(wrapper, "#!/bin/sh\n# transport fault 'garbage'\ncat >/dev/null\n"
+                        "echo 'GARBAGE: this is not the collector <<<%%%>>>'\n", 0o755)
+    elif wrapper.exists():
+        wrapper.unlink()
+
+
+def _node_environment(sim_env: Mapping[str, str], sim_bin: Path, fault_bin: Path, ssh: Path,
+                      fault: str | None) -> dict[str, str]:
+    """The node's environment as sshd's SetEnv gives it to every login."""
+    system = str(ssh / "tools-nopython") if fault == "no-python3" else SYSTEM_PATH
+    env = {k: v for k, v in sim_env.items() if k not in ("PATH", "LD_LIBRARY_PATH")}
+    env["PATH"] = f"{fault_bin}:{sim_bin}:{system}"
+    env["LD_LIBRARY_PATH"] = str(ssh / "lib")
+    for key, value in env.items():
+        if any(c.isspace() or c in "\"'\\" for c in key + value):
+            raise UsageError(f"cannot pass {key}={value!r} through sshd SetEnv")
+    return env
+
+
+def _sshd_config(lab: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+    ssh = Path(lab["state"]) / "ssh"
+    directory = Path(entry["dir"])
+    authorized = ssh / ("refused_authorized_keys" if entry["fault"] == "refuse-key" else "authorized_keys")
+    setenv = " ".join(f"{k}={v}" for k, v in entry["env"].items())
+    return "\n".join([
+        f"# sshd of simulated node {directory.name}; written by burnin sim up --ssh",
+        f"ListenAddress {entry['address']}:{entry['port']}",
+        f"HostKey {directory / 'ssh_host_ed25519_key'}",
+        f"PidFile {directory / 'sshd.pid'}",
+        f"AuthorizedKeysFile {authorized}",
+        f"AllowUsers {lab['user']}",
+        "StrictModes no", "PubkeyAuthentication yes", "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no", "PermitRootLogin no", "UsePAM no", "UseDNS no",
+        "PrintMotd no", "PrintLastLog no", "X11Forwarding no", "AllowAgentForwarding no",
+        "AllowTcpForwarding yes", "PermitUserEnvironment no", "MaxStartups 200:30:400",
+        "MaxSessions 64", "LogLevel ERROR",
+        f"SetEnv {setenv}", "",
+    ])
+
+
+# ----------------------------------------------------------- start and stop
+
+
+def _sshd() -> str:
+    path = sshd_available()
+    if path is None:
+        raise UsageError("sshd not found: install openssh-server")
+    return path
+
+
+def _port_free(address: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _start(lab: Mapping[str, Any], entry: dict[str, Any], *, retry_port: bool) -> subprocess.Popen[bytes]:
+    if retry_port and not _port_free(entry["address"], entry["port"]):
+        entry["port"] = _free_port(entry["address"])
+    directory = Path(entry["dir"])
+    config = directory / "sshd_config"
+    _write(config, _sshd_config(lab, entry), 0o644)
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
+    proc = subprocess.Popen([lab["sshd"], "-D", "-f", str(config), "-E", str(directory / "sshd.log")],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    entry["pid"] = proc.pid
+    entry["config"] = str(config)
+    return proc
+
+
+def _start_all(lab: dict[str, Any]) -> None:
+    entries = list(lab["nodes"].values())
+    for entry in entries:
+        _start(lab, entry, retry_port=True)
+    failed = _wait_listening(entries, START_TIMEOUT)
+    for entry in failed:  # lost a race for the port: once more on a free one
+        _reap(entry)
+        entry["port"] = _free_port(entry["address"])
+        _start(lab, entry, retry_port=False)
+    failed = _wait_listening(failed, START_TIMEOUT)
+    if failed:
+        log = Path(failed[0]["dir"]) / "sshd.log"
+        detail = log.read_text(encoding="utf-8", errors="replace").strip()[-400:] if log.exists() else ""
+        raise UsageError(f"sshd did not start for {len(failed)} node(s) ({failed[0]['address']}): {detail}")
+
+
+def _wait_listening(entries: Sequence[dict[str, Any]], timeout: float) -> list[dict[str, Any]]:
+    """Wait until each sshd accepts connections; return the ones that exited or never listened."""
+    pending = list(entries)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        still = []
+        for entry in pending:
+            if not pid_alive(entry["pid"]):
+                continue  # exited: reported below
+            try:
+                with socket.create_connection((entry["address"], entry["port"]), timeout=1.0):
+                    pass
+            except OSError:
+                still.append(entry)
+        if len(still) == len(pending) and still:
+            time.sleep(0.02)
+        pending = still
+    return [e for e in entries if not pid_alive(e["pid"])] + pending
+
+
+def _stop_all(lab: Mapping[str, Any]) -> None:
+    entries = list(lab.get("nodes", {}).values())
+    for entry in entries:
+        if _is_our_sshd(entry):
+            os.kill(entry["pid"], signal.SIGTERM)
+    for entry in entries:
+        _stop(entry)
+
+
+def _stop(entry: dict[str, Any]) -> None:
+    pid = entry.get("pid")
+    if pid and _is_our_sshd(entry):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 3.0
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    _reap(entry)
+    entry["pid"] = None
+
+
+def _reap(entry: Mapping[str, Any]) -> None:
+    """Collect the exit status when the sshd is our own child (no zombie left)."""
+    pid = entry.get("pid")
+    if not pid:
+        return
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def pid_alive(pid: int | None) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone)."""
+    if not pid:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _is_our_sshd(entry: Mapping[str, Any]) -> bool:
+    """The recorded pid is still the sshd we started (not a recycled pid)."""
+    pid, config = entry.get("pid"), entry.get("config")
+    if not pid or not config or not pid_alive(pid):
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            cmdline = handle.read()  # sshd rewrites its title: one string, not NUL-separated words
+    except OSError:
+        return False
+    return b"sshd" in cmdline and f" -f {config} ".encode() in cmdline.replace(b"\0", b" ")
+
+
+def _node(lab: Mapping[str, Any], node: str) -> dict[str, Any]:
+    entry: dict[str, Any] | None = lab["nodes"].get(node)
+    if entry is None:
+        raise UsageError(f"no simulated node {node!r} in this rack")
+    return entry
+
+
+# --------------------------------------------------------------- client side
+
+
+def _write_client_files(lab: Mapping[str, Any]) -> None:
+    known_hosts: list[str] = []
+    config = ["# ssh_config of a simulated rack; written by burnin sim up --ssh", ""]
+    for name, entry in lab["nodes"].items():
+        address, port = entry["address"], entry["port"]
+        host = address if port == 22 else f"[{address}]:{port}"
+        if entry["fault"] != "host-key-unknown":
+            known_hosts.append(f"{name},{host} {' '.join(entry['host_key'].split()[:2])}")
+        config += [
+            f"Host {name}", f"  HostName {address}", f"  Port {port}", f"  User {lab['user']}",
+            f"  IdentityFile {lab['identity']}", "  IdentitiesOnly yes",
+            f"  UserKnownHostsFile {lab['known_hosts']}", "  GlobalKnownHostsFile /dev/null",
+            "  StrictHostKeyChecking yes", "  CheckHostIP no", "  BatchMode yes", "  ConnectTimeout 10",
+            "  LogLevel ERROR", "",
+        ]
+    _write(Path(lab["known_hosts"]), "\n".join(known_hosts) + "\n", 0o644)
+    _write(Path(lab["ssh_config"]), "\n".join(config), 0o644)
+
+
+def _write_inventory(lab: Mapping[str, Any], names: Sequence[str]) -> None:
+    from burnin.nodes import fold
+
+    state = Path(lab["state"])
+    ssh_config = Path(lab["ssh_config"]).relative_to(state)
+    lines = [
+        "# A simulated SSH rack, written by `burnin sim up --ssh`. Use it with",
+        f"#   burnin run --via ssh --inventory {state / 'inventory.yaml'}",
+        f"ssh_config: {ssh_config}",
+        "nodes:",
+        *(f"  {name}: {{}}" for name in names),
+        "groups:",
+        f"  rack: {fold(names)}",
+        "",
+    ]
+    _write(state / "inventory.yaml", "\n".join(lines), 0o644)

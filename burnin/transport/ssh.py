@@ -1,0 +1,408 @@
+"""Run commands on nodes over SSH (paramiko), one connection per node, strictly checked.
+
+- One connection per node, opened on its first command and reused for every
+  later one until :meth:`SshTransport.release` or :meth:`SshTransport.close`.
+- Every step is bounded: TCP connect, handshake and authentication by the
+  endpoint's connect timeout, the whole command by the caller's timeout; a
+  watchdog closes a connection stuck past its deadline. Keepalives detect dead
+  peers. Nothing ever prompts: keys only (files or ssh-agent), no password, no
+  passphrase, no agent forwarding.
+- Host keys are checked against known_hosts (see :class:`KnownHosts`).
+- ProxyJump: the target's TCP stream is a ``direct-tcpip`` channel through the
+  bastion's connection, which is shared by every node behind it.
+- The remote command line is built with ``shlex`` from an argv: no node name or
+  value is ever pasted into a shell string unquoted. When ``timeout(1)`` exists
+  on the node the command runs under it, so a hung command is killed there too,
+  and a command killed by a signal says which on stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import paramiko
+
+from burnin.errors import TransportError
+from burnin.transport.base import CommandResult
+from burnin.transport.ssh_config import Endpoint, HostKeyError
+
+# paramiko logs every failed handshake with a traceback; the node's reason says it once.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+EndpointFor = Callable[[str], Endpoint]
+MAX_OUTPUT = 64 * 1024 * 1024
+_CHUNK = 32768
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+KILL_GRACE_S = 5
+
+
+class SshError(TransportError):
+    """Connecting to a node failed; the message is the node's incomplete reason."""
+
+
+class SshTransport:
+    """The SSH transport: ``run(node, argv)`` on a cached per-node connection."""
+
+    name = "ssh"
+
+    def __init__(self, endpoint_for: EndpointFor | Mapping[str, Endpoint], *,
+                 remote_timeout: bool = True) -> None:
+        self._endpoint_for: EndpointFor = (
+            endpoint_for.__getitem__ if isinstance(endpoint_for, Mapping) else endpoint_for)
+        self._remote_timeout = remote_timeout
+        self._lock = threading.Lock()
+        self._node_locks: dict[str, threading.Lock] = {}
+        self._conns: dict[str, paramiko.Transport] = {}
+        self._jumps: dict[tuple[str, ...], paramiko.Transport] = {}
+        self._jump_locks: dict[tuple[str, ...], threading.Lock] = {}
+        self._keys: dict[str, paramiko.PKey | str] = {}
+        self.connects = 0  # connections opened (targets and bastions), for tests and benchmarks
+
+    # ------------------------------------------------------------------ public
+
+    def run(self, node: str, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
+            env: Mapping[str, str] | None = None) -> CommandResult:
+        started = time.monotonic()
+        deadline = started + timeout
+        argv_t = tuple(argv)
+        try:
+            command = remote_command(argv_t, env, timeout if self._remote_timeout else None)
+            with self._node_lock(node):
+                conn = self._connection(node, deadline)
+                return self._exec(node, argv_t, conn, command, stdin, started, deadline)
+        except SshError as exc:
+            return CommandResult(node, argv_t, None, "", "", time.monotonic() - started, error=str(exc))
+
+    def release(self, node: str) -> None:
+        """Close ``node``'s connection (its commands are done for this run)."""
+        with self._lock:
+            conn = self._conns.pop(node, None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        """Close every connection, targets first, then bastions."""
+        with self._lock:
+            conns = list(self._conns.values()) + list(self._jumps.values())
+            self._conns.clear()
+            self._jumps.clear()
+        for conn in conns:
+            conn.close()
+
+    def open_connections(self) -> int:
+        with self._lock:
+            return sum(1 for c in (*self._conns.values(), *self._jumps.values()) if c.is_active())
+
+    # -------------------------------------------------------------- connecting
+
+    def _node_lock(self, node: str) -> threading.Lock:
+        with self._lock:
+            return self._node_locks.setdefault(node, threading.Lock())
+
+    def _connection(self, node: str, deadline: float) -> paramiko.Transport:
+        with self._lock:
+            conn = self._conns.get(node)
+        if conn is not None and conn.is_active():
+            return conn
+        try:
+            endpoint = self._endpoint_for(node)
+        except (KeyError, TransportError) as exc:
+            raise SshError(f"no SSH settings for {node}: {exc}") from None
+        sock = self._open_socket(endpoint, deadline)
+        conn = self._handshake(endpoint, sock, deadline)
+        with self._lock:
+            self._conns[node] = conn
+        return conn
+
+    def _open_socket(self, endpoint: Endpoint, deadline: float) -> socket.socket | paramiko.Channel:
+        limit = _remaining(deadline, endpoint.connect_timeout)
+        if endpoint.jumps:
+            bastion = self._jump(endpoint.jumps, deadline)
+            hop = endpoint.jumps[-1]
+            try:
+                return bastion.open_channel("direct-tcpip", (endpoint.hostname, endpoint.port),
+                                            ("127.0.0.1", 0), timeout=limit)
+            except paramiko.ChannelException as exc:
+                raise SshError(f"unreachable via ProxyJump {hop.alias}: {hop.alias} cannot connect "
+                               f"to {endpoint.hostname}:{endpoint.port} ({exc.text})") from None
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise SshError(f"unreachable via ProxyJump {hop.alias}: {_text(exc)}") from None
+        try:
+            sock = socket.create_connection((endpoint.hostname, endpoint.port), timeout=limit)
+        except ConnectionRefusedError:
+            raise SshError(f"unreachable: connection refused by {endpoint.hostname}:{endpoint.port} "
+                           "(no sshd listening)") from None
+        except socket.gaierror as exc:
+            raise SshError(f"unreachable: cannot resolve {endpoint.hostname}: {exc.strerror}") from None
+        except TimeoutError:
+            raise SshError(f"unreachable: no answer from {endpoint.hostname}:{endpoint.port} "
+                           f"within {limit:.1f} s (connect timeout)") from None
+        except OSError as exc:
+            raise SshError(f"unreachable: {endpoint.hostname}:{endpoint.port}: "
+                           f"{exc.strerror or exc}") from None
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        return sock
+
+    def _jump(self, hops: tuple[Endpoint, ...], deadline: float) -> paramiko.Transport:
+        """The (shared) connection to the last bastion of ``hops``, opened hop by hop."""
+        key = tuple(h.label for h in hops)
+        with self._lock:
+            lock = self._jump_locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                conn = self._jumps.get(key)
+            if conn is not None and conn.is_active():
+                return conn
+            hop = hops[-1]
+            try:
+                sock = self._open_socket(
+                    _with_jumps(hop, hops[:-1]), deadline)
+                conn = self._handshake(hop, sock, deadline)
+            except SshError as exc:
+                raise SshError(f"bastion {hop.alias}: {exc}") from None
+            with self._lock:
+                self._jumps[key] = conn
+            return conn
+
+    def _handshake(self, endpoint: Endpoint, sock: socket.socket | paramiko.Channel,
+                   deadline: float) -> paramiko.Transport:
+        conn = paramiko.Transport(sock)
+        limit = _remaining(deadline, endpoint.connect_timeout)
+        conn.banner_timeout = conn.handshake_timeout = conn.auth_timeout = limit
+        name = endpoint.host_key_name
+        try:
+            known = endpoint.known_hosts.known_types(name)
+            if known:
+                options = conn.get_security_options()
+                preferred = [t for t in options.key_types if _base_type(t) in known]
+                options.key_types = preferred + [t for t in options.key_types if t not in preferred]
+            conn.start_client(timeout=limit)
+            endpoint.known_hosts.check(name, conn.get_remote_server_key())
+            self._authenticate(conn, endpoint, deadline)
+            conn.set_keepalive(max(1, int(endpoint.keepalive_s)))
+        except HostKeyError as exc:
+            _close(conn, sock)
+            raise SshError(str(exc)) from None
+        except SshError:
+            _close(conn, sock)
+            raise
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            _close(conn, sock)
+            raise SshError(f"unreachable: SSH handshake with {endpoint.label} failed: "
+                           f"{_text(exc)}") from None
+        except BaseException:
+            _close(conn, sock)
+            raise
+        with self._lock:
+            self.connects += 1
+        return conn
+
+    def _authenticate(self, conn: paramiko.Transport, endpoint: Endpoint, deadline: float) -> None:
+        tried: list[str] = []
+        notes: list[str] = []
+        agent: paramiko.Agent | None = None
+        candidates: list[tuple[str, paramiko.PKey]] = []
+        for path in endpoint.identity_files:
+            loaded = self._load_key(str(path))
+            if isinstance(loaded, str):
+                notes.append(loaded)
+            else:
+                candidates.append((path.name, loaded))
+        try:
+            if not endpoint.identities_only and os.environ.get("SSH_AUTH_SOCK"):
+                agent = paramiko.Agent()
+                candidates += [(f"agent key {k.get_name()}", k) for k in agent.get_keys()]
+            for label, key in candidates:
+                conn.auth_timeout = _remaining(deadline, endpoint.connect_timeout)
+                tried.append(label)
+                try:
+                    conn.auth_publickey(endpoint.user, key)
+                except paramiko.BadAuthenticationType as exc:
+                    raise SshError(f"authentication failed for {endpoint.label}: the server allows "
+                                   f"only {', '.join(exc.allowed_types)} (burnin uses keys only)") from None
+                except paramiko.AuthenticationException:
+                    continue
+                if conn.is_authenticated():
+                    return
+        finally:
+            if agent is not None:
+                agent.close()
+        detail = f"key(s) refused: {', '.join(tried)}" if tried else "no usable key"
+        if notes:
+            detail += f"; {'; '.join(notes)}"
+        raise SshError(f"authentication failed for {endpoint.label}: {detail}")
+
+    def _load_key(self, path: str) -> paramiko.PKey | str:
+        with self._lock:
+            cached = self._keys.get(path)
+        if cached is not None:
+            return cached
+        loaded: paramiko.PKey | str
+        try:
+            loaded = paramiko.PKey.from_path(path)
+        except paramiko.PasswordRequiredException:
+            loaded = f"{path} is passphrase-protected (load it into ssh-agent; burnin never prompts)"
+        except FileNotFoundError:
+            loaded = f"{path} not found"
+        except (OSError, paramiko.SSHException, ValueError) as exc:
+            loaded = f"{path} unreadable: {_text(exc)}"
+        with self._lock:
+            self._keys[path] = loaded
+        return loaded
+
+    # ---------------------------------------------------------------- commands
+
+    def _exec(self, node: str, argv: tuple[str, ...], conn: paramiko.Transport, command: str,
+              stdin: bytes | None, started: float, deadline: float) -> CommandResult:
+        aborted = threading.Event()
+
+        def abort() -> None:
+            aborted.set()
+            self._drop(node, conn)
+
+        watchdog = threading.Timer(max(0.0, deadline - time.monotonic()) + 1.0, abort)
+        watchdog.daemon = True
+        watchdog.start()
+        out = bytearray()
+        err = bytearray()
+        chan: paramiko.Channel | None = None
+        try:
+            chan = conn.open_session(timeout=_remaining(deadline))
+            chan.exec_command(command)
+            if stdin is not None:
+                _send_all(chan, stdin, deadline)
+            chan.shutdown_write()
+            timed_out = not _read_all(chan, out, err, deadline)
+            if not timed_out and not chan.status_event.wait(_remaining(deadline)):
+                timed_out = True
+        except SshError:  # no time left for a step of the command
+            self._drop(node, conn)
+            return self._result(node, argv, started, out, err, timed_out=True)
+        except _Overflow:
+            return self._result(node, argv, started, out, err, error=f"output exceeded {MAX_OUTPUT} bytes")
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._drop(node, conn)
+            if aborted.is_set() or time.monotonic() >= deadline:
+                return self._result(node, argv, started, out, err, timed_out=True)
+            return self._result(node, argv, started, out, err,
+                                error=f"connection lost during the command: {_text(exc)}")
+        finally:
+            watchdog.cancel()
+            if chan is not None:
+                chan.close()
+        if timed_out or aborted.is_set():
+            return self._result(node, argv, started, out, err, timed_out=True)
+        status = chan.recv_exit_status()
+        if status < 0:
+            return self._result(node, argv, started, out, err,
+                                error="the command ended without an exit status (killed by a signal?)")
+        return self._result(node, argv, started, out, err, status=status)
+
+    def _drop(self, node: str, conn: paramiko.Transport) -> None:
+        with self._lock:
+            if self._conns.get(node) is conn:
+                del self._conns[node]
+        conn.close()
+
+    @staticmethod
+    def _result(node: str, argv: tuple[str, ...], started: float, out: bytearray, err: bytearray, *,
+                status: int | None = None, timed_out: bool = False, error: str | None = None
+                ) -> CommandResult:
+        return CommandResult(node, argv, status, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"), time.monotonic() - started,
+                             timed_out=timed_out, error=error)
+
+
+class _Overflow(Exception):
+    pass
+
+
+def remote_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
+                   timeout: float | None = None) -> str:
+    """The shell command line for ``argv`` (every word quoted), under ``timeout(1)`` if present."""
+    if not argv:
+        raise SshError("empty command")
+    words = list(argv)
+    if env:
+        bad = [k for k in env if not _ENV_NAME.match(k)]
+        if bad:
+            raise SshError(f"invalid environment variable name(s): {', '.join(bad)}")
+        words = ["env", *(f"{k}={v}" for k, v in env.items()), *words]
+    line = shlex.join(words)
+    if timeout is None:
+        return line
+    secs = max(1, int(timeout + 0.999))
+    return (f"if command -v timeout >/dev/null 2>&1; then timeout -k {KILL_GRACE_S} {secs} {line}; "
+            f"else {line}; fi; s=$?; if [ $s -gt 128 ] && [ $s -lt 160 ]; then "
+            "echo \"burnin: the command was killed by signal $((s-128)) (SIG$(kill -l $((s-128))))\" >&2; "
+            "fi; exit $s")
+
+
+def _send_all(chan: paramiko.Channel, data: bytes, deadline: float) -> None:
+    view = memoryview(data)
+    while view:
+        chan.settimeout(_remaining(deadline))
+        sent = chan.send(bytes(view[:_CHUNK]))
+        if sent <= 0:
+            raise EOFError("the remote side closed its input")
+        view = view[sent:]
+
+
+def _read_all(chan: paramiko.Channel, out: bytearray, err: bytearray, deadline: float) -> bool:
+    """Read stdout and stderr until EOF; False when the deadline passed first."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        chan.settimeout(min(left, 0.25))
+        try:
+            data = chan.recv(_CHUNK)
+        except TimeoutError:
+            data = None
+        while chan.recv_stderr_ready():
+            err += chan.recv_stderr(_CHUNK)
+        if data == b"":
+            while chan.recv_stderr_ready():
+                err += chan.recv_stderr(_CHUNK)
+            return True
+        if data:
+            out += data
+        if len(out) + len(err) > MAX_OUTPUT:
+            raise _Overflow
+
+
+def _remaining(deadline: float, cap: float | None = None) -> float:
+    """Seconds left before ``deadline`` (at most ``cap``); SshError when none are left."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise SshError("timed out before the command could start")
+    return left if cap is None else min(left, cap)
+
+
+def _close(conn: paramiko.Transport, sock: socket.socket | paramiko.Channel) -> None:
+    conn.close()
+    sock.close()
+
+
+def _base_type(key_type: str) -> str:
+    return "ssh-rsa" if key_type.startswith("rsa-sha2-") else key_type.replace("-cert-v01@openssh.com", "")
+
+
+def _with_jumps(endpoint: Endpoint, jumps: tuple[Endpoint, ...]) -> Endpoint:
+    from dataclasses import replace
+
+    return replace(endpoint, jumps=jumps)
+
+
+def _text(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if isinstance(exc, EOFError) or not text:
+        return text or f"{type(exc).__name__} (connection closed by the remote side)"
+    return text

@@ -1,0 +1,87 @@
+"""Helpers of the sim-ssh tier: the rack's layout, skip rules, state folders, the CLI.
+
+sim01..sim08 are ordinary nodes (sim05 with the simulator fault pcie-x8);
+sim09..sim14 each break the transport in one way (see TRANSPORT_FAULTS).
+Missing openssh-server (or not root) fails the tier under CI and skips it elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NODES = 14
+HEALTHY = [f"sim{i:02d}" for i in range(1, 9)]
+SIM_FAULTS = ["sim05:pcie-x8"]
+TRANSPORT_FAULTS = {
+    "sim09": "hang",
+    "sim10": "garbage",
+    "sim11": "no-python3",
+    "sim12": "refuse-key",
+    "sim13": "host-key-changed",
+    "sim14": "host-key-unknown",
+}
+
+
+@dataclass(frozen=True)
+class Rack:
+    state: Path
+    lab: dict[str, Any]
+
+    @property
+    def inventory(self) -> Path:
+        return self.state / "inventory.yaml"
+
+    @property
+    def ssh_config(self) -> Path:
+        return Path(self.lab["ssh_config"])
+
+    @property
+    def known_hosts(self) -> Path:
+        return Path(self.lab["known_hosts"])
+
+    def address(self, node: str) -> str:
+        return str(self.lab["nodes"][node]["address"])
+
+
+def require_sim_ssh() -> None:
+    """Skip (or fail under CI) when this machine cannot run the sim-ssh tier."""
+    from burnin.lab.ssh import sshd_available
+
+    problem = None
+    if sshd_available() is None:
+        problem = "sshd not installed (apt-get install openssh-server)"
+    elif os.geteuid() != 0:
+        problem = "the sim-ssh tier needs root (sshd on 127.0.1.x:22, a login account)"
+    elif not Path("/usr/bin/python3").is_file():
+        problem = "/usr/bin/python3 missing (simulated nodes run the collector with it)"
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"sim-ssh tier cannot run: {problem}")
+        pytest.skip(problem)
+
+
+def worker_subnet(offset: int = 0) -> str:
+    """A loopback /24 per xdist worker, so parallel racks do not fight over addresses."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    number = int(worker[2:]) if worker[2:].isdigit() else 0
+    return f"127.0.{40 + 4 * number + offset}"
+
+
+def make_state_dir(prefix: str) -> Path:
+    """A state folder the login account can reach (pytest's own tmp dirs are private)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    path.chmod(0o755)
+    return path
+
+
+def burnin(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "burnin.cli.main", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)
