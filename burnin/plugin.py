@@ -10,6 +10,7 @@ and at the end writes ``verdicts.json`` and ``gate.json`` to ``--burnin-out``.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +225,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         encoding="utf-8",
     )
     decisions = decide(state.nodes, outcomes)
-    doc = gate_document(decisions, topology=state.default_topology)
+    doc = gate_document(decisions, topology=state.default_topology,
+                        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        facts=str(state.facts_dir))
     (state.out_dir / "gate.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
