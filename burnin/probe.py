@@ -63,7 +63,7 @@ class ProbeResult:
 
 
 def fast_check_ids() -> list[str]:
-    return [cid for cid, spec in load_all().items() if spec.fast]
+    return [cid for cid, spec in load_all(node_only=True).items() if spec.fast]
 
 
 def local_node_name() -> str:
@@ -76,6 +76,6 @@ def run_probe(topology: Topology, *, root: str | None = None, timeout: float = 5
     node = local_node_name()
     data = collect(root or os.environ.get("BURNIN_ROOT", "/"), FAST_SOURCES, timeout)
     facts = Facts(node, data)
-    registry = load_all()
+    registry = load_all(node_only=True)
     verdicts = tuple(registry[cid].func(facts, topology) for cid in (checks or fast_check_ids()))
     return ProbeResult(node, verdicts, time.monotonic() - started)

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from burnin.dispatch.base import Dispatcher
 from burnin.errors import BurninError, UsageError
@@ -19,7 +20,10 @@ from burnin.gate.decide import NodeDecision
 from burnin.plugin import RUN_FILE
 from burnin.resources import suites_dir
 
-KNOWN_SUITES = ("node",)
+if TYPE_CHECKING:
+    from burnin.fabric.phase import FabricOptions
+
+KNOWN_SUITES = ("node", "fabric")
 
 
 class SuiteError(BurninError):
@@ -90,11 +94,18 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
 def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Sequence[str] = ("node",),
             keyword: str | None = None, timeout: float = 120.0,
             on_gathered: Callable[[str], None] | None = None,
-            on_test: Callable[[], None] | None = None) -> RunResult:
+            on_test: Callable[[], None] | None = None,
+            fabric: FabricOptions | None = None) -> RunResult:
+    """Gather facts, measure the fabric (when ``fabric`` is given), run the suites, read the gate."""
     from burnin.gate.decide import NodeDecision as _Decision
 
     out_dir.mkdir(parents=True, exist_ok=True)
     facts = dispatcher.gather(sources="all", timeout=timeout, on_done=on_gathered)
+    if fabric is not None:
+        from burnin.fabric.phase import run_fabric_phase
+        from burnin.topology.load import find_topology
+
+        run_fabric_phase(dispatcher, facts, topology=find_topology(topology), out_dir=out_dir, options=fabric)
     facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
     code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test)
     gate_file = out_dir / "gate.json"

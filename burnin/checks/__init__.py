@@ -10,17 +10,24 @@ import importlib
 
 from burnin.checks.base import CHECKS, CheckSpec, evaluate
 
-_MODULES = (
+# Modules whose checks read only what the collector gathers (the health probe's set)...
+_NODE_MODULES = (
     "burnin.checks.inventory",
     "burnin.checks.gpu",
     "burnin.checks.host",
     "burnin.checks.infiniband",
 )
+# ...and those that judge workloads run by a suite's measurement phase.
+_WORKLOAD_MODULES = ("burnin.checks.fabric",)
 
 
-def load_all() -> dict[str, CheckSpec]:
-    """Import every check module (idempotent) and return the registry."""
-    for module in _MODULES:
+def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
+    """Import the check modules (idempotent) and return the registry.
+
+    ``node_only`` skips the workload checks, so the health probe does not
+    import the fabric machinery it never uses.
+    """
+    for module in _NODE_MODULES if node_only else (*_NODE_MODULES, *_WORKLOAD_MODULES):
         importlib.import_module(module)
     return CHECKS
 

@@ -45,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only run tests matching this pytest -k expression")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
                         help="per-node timeout for gathering facts (default 120)")
+    fabric = parser.add_argument_group("fabric suite")
+    fabric.add_argument("--localize", action="store_true",
+                        help="fabric: name bad nodes by pairwise runs even when the multi-node run passes")
+    fabric.add_argument("--fabric-config", type=Path, metavar="FILE",
+                        help="fabric: site settings YAML (tools, launcher, sizes; see docs/fabric.md)")
 
 
 def _default_out() -> Path:
@@ -78,6 +83,7 @@ def _dispatcher(args: argparse.Namespace, topology_name: str, out_dir: Path) -> 
 def run(args: argparse.Namespace) -> int:
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary
+    from burnin.fabric.phase import FabricOptions
     from burnin.session import SuiteError, execute
     from burnin.topology.load import find_topology
 
@@ -86,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = args.out or _default_out()
     dispatcher = _dispatcher(args, topology_ref, out_dir)
     suites = args.suite or ["node"]
+    fabric = FabricOptions(args.fabric_config, args.localize) if "fabric" in suites else None
     started = time.monotonic()
     nodes = dispatcher.nodes  # type: ignore[attr-defined]
     with Progress(total_nodes=len(nodes)) as progress:
@@ -94,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
                 dispatcher,  # type: ignore[arg-type]
                 topology=topology_ref, out_dir=out_dir, suites=suites, keyword=args.keyword,
                 timeout=args.timeout, on_gathered=progress.node_gathered, on_test=progress.test_done,
+                fabric=fabric,
             )
         except SuiteError as exc:
             print(f"burnin run: {exc}", file=sys.stderr)

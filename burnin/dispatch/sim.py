@@ -70,6 +70,11 @@ class SimDispatcher:
         argv = [*COLLECTOR_ARGV, "--sources", sources, "--timeout", str(max(1.0, timeout / 2))]
         return gather(self._transport, self.nodes, argv, timeout=timeout, fanout=8, on_done=on_done)
 
+    @property
+    def transport(self) -> LocalTransport:
+        """The local transport with each node's environment (the fabric phase runs through it)."""
+        return self._transport
+
     def close(self) -> None:
         self._transport.close()
         if self._owned:

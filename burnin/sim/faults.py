@@ -44,6 +44,10 @@ class FaultSpec:
     default_target: str | None
     changes: str
     fatal: bool = True
+    suite: str = "node"
+    """The suite whose check catches it: ``node`` (facts) or ``fabric`` (nccl-tests, nvbandwidth)."""
+    outcome: str = "fail"
+    """What the check says on the faulted node: ``fail``, or ``incomplete`` (a hang is not a measurement)."""
 
 
 def _gpu(name: str, check_id: str, description: str, changes: str) -> FaultSpec:
@@ -95,7 +99,8 @@ _SPECS: tuple[FaultSpec, ...] = (
          "port; lspci 'Width x8 (downgraded)'; a 'limited by 32.0 GT/s PCIe x8 link' dmesg line"),
     _gpu("nvlink-down", "GPU-10", "one NVLink link of the GPU is down",
          "nvmlDeviceGetNvLinkState(link 7) = 0; topo -m shows NV17 between that GPU and its peers; "
-         "nvidia-smi nvlink --status shows '<inactive>'"),
+         "nvidia-smi nvlink --status shows '<inactive>'; fabric suite: single-node all_reduce loses NVLS "
+         "(ring rate x 17/18, NCCL-01 fails) and nvbandwidth pairs with the GPU drop by 1/18"),
     _gpu("nvlink-errors", "GPU-11", "NVLink errors on one link",
          "link 7: DL recovery 3, DL replay 250, CRC flit 0 (nvmlDeviceGetNvLinkErrorCounter); "
          "nvidia-smi nvlink -e agrees"),
@@ -139,6 +144,23 @@ _SPECS: tuple[FaultSpec, ...] = (
          "ibstat 'Link layer' agrees"),
     _hca("ib-errors", "IB-04", "link errors on the HCA's port",
          "ports/1/counters: link_downed 2, symbol_error 250, link_error_recovery 3"),
+    FaultSpec("slow-hca", "NCCL-04", "the HCA moves data at half its rate while its port looks healthy",
+              "hca", DEFAULT_HCA,
+              "no fast source changes (ibstat and sysfs say ACTIVE, 400 Gb/s, clean counters); multi-node "
+              "nccl-tests runs through the HCA reach 50% of a rail, so any ring with the node runs at 8 x the "
+              "slow rail (NCCL-03 group below reference); pairwise localisation and single-rail runs name the "
+              "node and the HCA (NCCL-04)", suite="fabric"),
+    FaultSpec("slow-nvlink", "NVL-01", "the GPU's NVLink delivers 60% of its bandwidth with all links up",
+              "gpu", DEFAULT_GPU,
+              "NVML and nvidia-smi still show 18/18 links at 26.562 GB/s; nvbandwidth pairs with the GPU at 60% "
+              "(NVL-01), single-node all_reduce at 60% of the NVLS rate (NCCL-01)", suite="fabric"),
+    FaultSpec("nccl-wrong", "NCCL-05", "collectives through the node return corrupted data", "node", None,
+              "every nccl-tests run with the node prints non-zero #wrong from 1 KiB up and 'Out of bounds "
+              "values : N FAILED'; bandwidth unchanged", suite="fabric"),
+    FaultSpec("nccl-hang", "NCCL-01", "nccl-tests runs with the node hang", "node", None,
+              "every *_perf run with the node prints its header and first rows, then stops until killed: the "
+              "launch timeout makes NCCL-01 incomplete with the last output lines", suite="fabric",
+              outcome="incomplete"),
 )
 
 FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in _SPECS}

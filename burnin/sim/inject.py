@@ -319,6 +319,28 @@ def ib_errors(state: NodeState, fault: Fault) -> None:
     counters["link_error_recovery"] = 3
 
 
+SLOW_HCA_FACTOR = 0.5
+SLOW_NVLINK_FACTOR = 0.6
+
+
+def slow_hca(state: NodeState, fault: Fault) -> None:
+    _hca(state, fault).bandwidth_factor = SLOW_HCA_FACTOR
+
+
+def slow_nvlink(state: NodeState, fault: Fault) -> None:
+    gpu = _gpu(state, fault)
+    _link(state, gpu, fault)  # the GPU must have NVLink
+    gpu.nvlink_bandwidth_factor = SLOW_NVLINK_FACTOR
+
+
+def nccl_wrong(state: NodeState, fault: Fault) -> None:
+    state.host.nccl_wrong = True
+
+
+def nccl_hang(state: NodeState, fault: Fault) -> None:
+    state.host.nccl_hang = True
+
+
 MUTATORS: dict[str, Mutator] = {
     "gpu-missing": gpu_missing,
     "gpu-lost": gpu_lost,
@@ -349,6 +371,10 @@ MUTATORS: dict[str, Mutator] = {
     "ib-rate-200": ib_rate_200,
     "ib-link-layer": ib_link_layer,
     "ib-errors": ib_errors,
+    "slow-hca": slow_hca,
+    "slow-nvlink": slow_nvlink,
+    "nccl-wrong": nccl_wrong,
+    "nccl-hang": nccl_hang,
 }
 
 # Structural faults first, removal last, so composed faults find what they change.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import time
 
+from burnin.sim import fabric
 from burnin.sim.formats import dmesg, ibstat, lspci, nvidia_smi
 from burnin.sim.state import NodeState
 from burnin.sim.sysfs import loaded_modules
@@ -209,6 +210,7 @@ def render_scripts(state: NodeState) -> dict[str, str]:
         "systemctl": _SYSTEMCTL.replace("{cases}", _systemctl_cases(state)),
         "setpci": _SETPCI.replace("{cases}", _setpci_cases(state)),
         "lsmod": _LSMOD,
+        **fabric.scripts(),
     }
     return {tool: _PREAMBLE.format(tool=tool, node=state.name) + body for tool, body in bodies.items()}
 
@@ -237,6 +239,7 @@ def render_outputs(state: NodeState, now: float | None = None) -> dict[str, str]
         "lspci.db": lspci.database(state),
         "lsmod.txt": _lsmod(state),
     }
+    out.update(fabric.outputs(state))
     lost = nvidia_smi.lost_message(state)
     if lost is not None:
         out["nvidia-smi/lost.txt"] = lost

@@ -91,6 +91,8 @@ class GpuState(_Model):
     nvlink_active: list[bool] = Field(default_factory=list)
     nvlink_errors: dict[str, list[int]] = Field(default_factory=dict)
     nvlink_speed_mbps: int = 26562
+    nvlink_bandwidth_factor: float = 1.0
+    """Share of its NVLink bandwidth the GPU delivers with every link up (fault slow-nvlink)."""
     fabric_supported: bool = True
     fabric_state: int = 3
     fabric_status: int = 0
@@ -116,6 +118,8 @@ class HcaState(_Model):
     state: str = "4: ACTIVE"
     phys_state: str = "5: LinkUp"
     rate: str = "400 Gb/sec (4X NDR)"
+    bandwidth_factor: float = 1.0
+    """Share of its rate the HCA moves, while the port looks healthy (fault slow-hca)."""
     lid: int = 0
     sm_lid: int = 0
     cap_mask: int = 0
@@ -148,6 +152,8 @@ class HostState(_Model):
     iommu_type: str = "identity"
     cmdline_iommu: str = "intel_iommu=on iommu=pt"
     numa_cpulists: dict[int, str]
+    nccl_wrong: bool = False
+    nccl_hang: bool = False
     xids: list[XidEvent] = Field(default_factory=list)
     messages: list[KernelMessage] = Field(default_factory=list)
 

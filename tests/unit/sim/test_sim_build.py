@@ -24,7 +24,9 @@ from burnin.topology import Topology
 Tool = Callable[..., subprocess.CompletedProcess[str]]
 Dirs = Callable[[str], Path]
 Probe = Callable[[list[SimNode]], dict[str, Any]]
-SHIMS = {"nvidia-smi", "ibstat", "dmesg", "lspci", "systemctl", "setpci", "lsmod"}
+SHIMS = {"nvidia-smi", "ibstat", "dmesg", "lspci", "systemctl", "setpci", "lsmod", "nvbandwidth",
+         *(f"{c}_perf" for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv",
+                                 "broadcast", "reduce"))}
 
 
 def test_node_directory_layout(healthy_node: SimNode) -> None:

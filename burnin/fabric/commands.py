@@ -1,0 +1,164 @@
+"""The argv lists and environment of every fabric launch (pure: nothing here runs anything).
+
+A launch is ``[launcher...] env K=V... timeout -k 5 T tool args``: the
+environment and the time limit travel inside the argv, so they reach the ranks
+the same way under srun, mpirun, ssh and the local transport, and every command
+logged is the whole truth.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from burnin.fabric.settings import FabricSettings
+from burnin.nodes import fold
+from burnin.topology.model import Topology
+
+KILL_AFTER_S = 5  # `timeout -k`: SIGKILL this long after SIGTERM
+NODE_MARK = "@burnin-node "
+EXIT_MARK = "@burnin-exit "
+# One task per node of a per-node step: frame the command's output with the node's
+# name and its exit status (srun --label only numbers tasks). "$@" is the command.
+PER_NODE_TASK = (
+    'printf "\\n@burnin-node %s@\\n" "${SLURMD_NODENAME:-$(hostname -s)}"; '
+    '"$@"; rc=$?; printf "\\n@burnin-exit %s@\\n" "$rc"; exit "$rc"'
+)
+
+
+def compute_hca_list(topology: Topology) -> str:
+    """``=mlx5_0:1,...``: exactly the compute HCAs (``=`` = exact names, never a prefix)."""
+    names = [f"{hca.name}:1" for hca in topology.compute_hcas]
+    return "=" + ",".join(names) if names else ""
+
+
+def single_hca(name: str) -> str:
+    """NCCL_IB_HCA for a single-rail run."""
+    return f"={name}:1"
+
+
+def default_socket_ifname(topology: Topology) -> str:
+    """Bootstrap interface: anything but docker, loopback and the storage fabric's netdevs."""
+    storage = [hca.netdev for hca in topology.storage_hcas if hca.netdev]
+    return ",".join(["^docker", "lo", *storage])
+
+
+def nccl_env(topology: Topology, settings: FabricSettings, *, ib_hca: str | None = None) -> dict[str, str]:
+    """The NCCL environment of every nccl-tests launch (check-catalog 6, STO-02)."""
+    env = {
+        "NCCL_IB_HCA": ib_hca or settings.ib_hca or compute_hca_list(topology),
+        "NCCL_SOCKET_IFNAME": settings.socket_ifname or default_socket_ifname(topology),
+        "NCCL_NVLS_ENABLE": "1" if settings.nvls else "0",
+        "NCCL_DEBUG": settings.debug,
+    }
+    if not env["NCCL_IB_HCA"]:
+        del env["NCCL_IB_HCA"]
+    env.update(settings.extra_env)
+    return env
+
+
+def perf_binary(settings: FabricSettings, collective: str) -> str:
+    name = f"{collective}_perf"
+    return f"{settings.nccl_tests_dir.rstrip('/')}/{name}" if settings.nccl_tests_dir else name
+
+
+def perf_args(settings: FabricSettings, gpus_per_process: int) -> list[str]:
+    """``-b MIN -e MAX -f F -g G -n ITERS -w WARMUP -c 1`` (data check always on: NCCL-05)."""
+    return ["-b", settings.min_bytes, "-e", settings.max_bytes, "-f", str(settings.step_factor),
+            "-g", str(gpus_per_process), "-n", str(settings.iters), "-w", str(settings.warmup), "-c", "1"]
+
+
+def with_env(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    return ["env", *(f"{key}={value}" for key, value in env.items()), *argv] if env else list(argv)
+
+
+def with_timeout(argv: Sequence[str], seconds: float) -> list[str]:
+    return ["timeout", "-k", str(KILL_AFTER_S), str(max(1, math.ceil(seconds))), *argv]
+
+
+def single_node_command(topology: Topology, settings: FabricSettings, collective: str) -> list[str]:
+    """One process driving every GPU of the node (``-g 8``): catalog NCCL-01's single-node form."""
+    tool = [perf_binary(settings, collective), *perf_args(settings, len(topology.gpus.devices))]
+    return with_env(with_timeout(tool, settings.timeout_s), nccl_env(topology, settings))
+
+
+def rank_command(topology: Topology, settings: FabricSettings, collective: str, *,
+                 ib_hca: str | None = None, extra_env: Mapping[str, str] | None = None) -> list[str]:
+    """What each rank of a multi-node job runs (``-g gpus_per_rank``), with env and time limit."""
+    tool = [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank)]
+    env = {**nccl_env(topology, settings, ib_hca=ib_hca), **(extra_env or {})}
+    return with_env(with_timeout(tool, settings.timeout_s), env)
+
+
+def nvbandwidth_command(settings: FabricSettings) -> list[str]:
+    tool = [settings.nvbandwidth, "-i", str(settings.nvbandwidth_iters)]
+    for testcase in settings.nvbandwidth_testcases:
+        tool += ["-t", testcase]
+    return with_timeout(tool, settings.timeout_s)
+
+
+# ---------------------------------------------------------------- Slurm
+
+
+def minutes(seconds: float) -> int:
+    return max(1, math.ceil(seconds / 60.0))
+
+
+def salloc_argv(nodes: Sequence[str], *, job_name: str, time_limit_s: float, immediate_s: float,
+                partition: str | None = None, reservation: str | None = None) -> list[str]:
+    """Whole nodes (``--exclusive``) for the fabric phase, without a shell, bounded wait."""
+    argv = ["salloc", "--no-shell", "--no-kill", "--exclusive", f"--nodes={len(nodes)}",
+            f"--nodelist={fold(nodes)}", f"--job-name={job_name}", f"--time={minutes(time_limit_s)}",
+            f"--immediate={max(1, math.ceil(immediate_s))}"]
+    if partition:
+        argv.append(f"--partition={partition}")
+    if reservation:
+        argv.append(f"--reservation={reservation}")
+    return argv
+
+
+def _srun_common(job_id: str, nodes: Sequence[str], settings: FabricSettings, time_limit_s: float) -> list[str]:
+    argv = ["srun", f"--jobid={job_id}", f"--nodes={len(nodes)}", f"--nodelist={fold(nodes)}",
+            "--overlap", f"--time={minutes(time_limit_s)}"]
+    if settings.container:
+        argv.append(f"--container-image={settings.container}")
+    return [*argv, *settings.srun_args]
+
+
+def srun_per_node_argv(job_id: str, nodes: Sequence[str], command: Sequence[str], settings: FabricSettings,
+                       *, time_limit_s: float, job_name: str) -> list[str]:
+    """One step, one task per node, each an independent process (``--mpi=none``), labelled."""
+    argv = _srun_common(job_id, nodes, settings, time_limit_s)
+    argv += [f"--ntasks={len(nodes)}", "--ntasks-per-node=1", "--mpi=none", "--kill-on-bad-exit=0",
+             "--label", f"--job-name={job_name}"]
+    if settings.srun_gpus_per_node:
+        argv.append(f"--gpus-per-node={settings.srun_gpus_per_node}")
+    return [*argv, "sh", "-c", PER_NODE_TASK, "sh", *command]
+
+
+def srun_job_argv(job_id: str, nodes: Sequence[str], command: Sequence[str], settings: FabricSettings,
+                  *, time_limit_s: float, job_name: str) -> list[str]:
+    """One multi-node MPI job: ``ranks_per_node`` ranks on each node (catalog: srun --mpi=pmix)."""
+    argv = _srun_common(job_id, nodes, settings, time_limit_s)
+    argv += [f"--ntasks={len(nodes) * settings.ranks_per_node}",
+             f"--ntasks-per-node={settings.ranks_per_node}", "--kill-on-bad-exit=1", f"--job-name={job_name}"]
+    if settings.mpi:
+        argv.append(f"--mpi={settings.mpi}")
+    if settings.srun_gpus_per_node:
+        argv.append(f"--gpus-per-node={settings.srun_gpus_per_node}")
+    return [*argv, *command]
+
+
+# ---------------------------------------------------------------- mpirun
+
+
+def mpirun_argv(nodes: Sequence[str], topology: Topology, settings: FabricSettings, collective: str, *,
+                ib_hca: str | None = None) -> list[str]:
+    """``timeout T mpirun -np N -N R --host a:R,b:R -x K=V ... <perf> -g G`` (catalog NCCL-03)."""
+    per = settings.ranks_per_node
+    argv = [settings.mpirun, "-np", str(len(nodes) * per), "-N", str(per),
+            "--host", ",".join(f"{node}:{per}" for node in nodes), *settings.mpirun_args]
+    for key, value in nccl_env(topology, settings, ib_hca=ib_hca).items():
+        argv += ["-x", f"{key}={value}"]
+    argv += [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank)]
+    return with_timeout(argv, settings.timeout_s)

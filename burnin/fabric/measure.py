@@ -1,0 +1,212 @@
+"""A finished launch -> a measurement (pure): parsed numbers, or why there are none.
+
+A launch that hung, could not start, exited early or printed garbage is
+``incomplete`` with its last output lines (or an excerpt): an environment
+problem is never mistaken for slow hardware. ``#wrong`` values are kept even
+from a run that stopped early, so corruption is reported whatever else happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from burnin.errors import ParseError
+from burnin.transport.base import CommandResult
+
+OK = "ok"
+INCOMPLETE = "incomplete"
+TIMEOUT_EXITS = (124, 137)  # coreutils timeout: TERM sent / KILL sent
+TAIL_LINES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class NcclMeasurement:
+    """One nccl-tests run on a node or a group of nodes."""
+
+    collective: str
+    nodes: tuple[str, ...]
+    status: str  # ok | incomplete
+    busbw_gbps: float | None = None
+    """busbw at the largest size measured (the lower of out-of-place and in-place)."""
+    size_bytes: int | None = None
+    avg_busbw_gbps: float | None = None
+    wrong: int = 0
+    out_of_bounds: int = 0
+    rows: int = 0
+    finished: bool = False
+    """The tool ran to its end (no hang, crash or cut output), whatever the verdict on its numbers."""
+    ib_hca: str | None = None
+    nvls: bool | None = None
+    reason: str = ""
+    tail: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    argv: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
+    def corrupt(self) -> bool:
+        return self.wrong > 0 or self.out_of_bounds > 0
+
+    @property
+    def label(self) -> str:
+        """``sim01+sim04`` for a pair, ``sim[01-08]`` for a group."""
+        if len(self.nodes) <= 2:
+            return "+".join(self.nodes)
+        from burnin.nodes import fold  # ClusterShell: not at import time (the probe imports every check)
+
+        return fold(self.nodes)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["nodes"] = list(self.nodes)
+        data["tail"] = list(self.tail)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NcclMeasurement:
+        values = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        values["nodes"] = tuple(values.get("nodes", ()))
+        values["tail"] = tuple(values.get("tail", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class NvbMeasurement:
+    """One nvbandwidth run on a node: each testcase's matrix (rows x columns, None = N/A)."""
+
+    status: str
+    testcases: dict[str, list[list[float | None]]] = field(default_factory=dict)
+    reason: str = ""
+    tail: tuple[str, ...] = ()
+    duration_s: float = 0.0
+    argv: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "testcases": self.testcases, "reason": self.reason,
+                "tail": list(self.tail), "duration_s": self.duration_s, "argv": self.argv}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NvbMeasurement:
+        return cls(str(data.get("status", INCOMPLETE)), dict(data.get("testcases") or {}),
+                   str(data.get("reason", "")), tuple(data.get("tail") or ()),
+                   float(data.get("duration_s") or 0.0), str(data.get("argv", "")))
+
+
+def last_lines(result: CommandResult, count: int = TAIL_LINES) -> tuple[str, ...]:
+    """The last non-empty output lines (stdout, then stderr), for 'hung here' evidence."""
+    lines = [" ".join(line.split()) for line in (result.stdout + "\n" + result.stderr).splitlines() if line.strip()]
+    return tuple(line[:200] for line in lines[-count:])
+
+
+def _tool(argv: Sequence[str], default: str) -> str:
+    """The tool's name inside ``[launcher...] env K=V timeout -k 5 T tool ...``."""
+    for part in argv:
+        name = part.rsplit("/", 1)[-1]
+        if name.endswith("_perf") or name == "nvbandwidth":
+            return name
+    return default
+
+
+def launch_problem(result: CommandResult, tool: str, timeout_s: float) -> str | None:
+    """Why a launch produced no trustworthy output, or None."""
+    where = f" on {result.node}" if result.node else ""
+    if result.error and not result.timed_out:
+        return f"{tool}{where}: {result.error}"
+    if result.timed_out or result.exit_status in TIMEOUT_EXITS:
+        return f"{tool} hung{where}: no result within {timeout_s:g} s"
+    if result.exit_status == 127:
+        return f"{tool} not found{where} (exit 127): set nccl_tests_dir / nvbandwidth in the fabric config"
+    return None
+
+
+def _with_tail(reason: str, tail: tuple[str, ...]) -> str:
+    return f"{reason}; last output: {' | '.join(tail)}" if tail else reason
+
+
+def nccl_measurement(result: CommandResult, collective: str, nodes: Sequence[str], *, timeout_s: float,
+                     judge_min_bytes: int, ib_hca: str | None = None, nvls: bool | None = None) -> NcclMeasurement:
+    """Read one nccl-tests launch."""
+    from burnin.parsers.nccl_tests import parse_nccl_tests
+
+    tool = _tool(result.argv, f"{collective}_perf")
+    tail = last_lines(result)
+    base: dict[str, Any] = {"collective": collective, "nodes": tuple(nodes), "ib_hca": ib_hca, "nvls": nvls,
+                            "tail": tail, "duration_s": round(result.duration_s, 3),
+                            "argv": " ".join(result.argv)}
+    problem = launch_problem(result, tool, timeout_s)
+    try:
+        run = parse_nccl_tests(result.stdout, collective) if result.stdout.strip() else None
+    except ParseError as exc:
+        run = None
+        if problem is None:
+            problem = f"{tool} output is not nccl-tests output: {exc.excerpt[:160]!r}"
+    wrong, rows, oob = 0, 0, 0
+    busbw = size = avg = None
+    if run is not None:
+        rows = len(run.rows)
+        wrong = sum(_wrong_count(m.wrong) for r in run.rows for m in (r.out_of_place, r.in_place))
+        oob = run.out_of_bounds or 0
+        avg = run.avg_busbw_gbps
+        if run.rows:
+            last = max(run.rows, key=lambda r: r.size_bytes)
+            values = [v for v in (last.out_of_place.busbw_gbps, last.in_place.busbw_gbps) if v is not None]
+            size = last.size_bytes
+            busbw = min(values) if values else None
+    finished = problem is None and run is not None and bool(run.rows) and not run.truncated
+    measured: dict[str, Any] = {"busbw_gbps": busbw, "size_bytes": size, "avg_busbw_gbps": avg, "wrong": wrong,
+                                "out_of_bounds": oob, "rows": rows, "finished": finished}
+    if problem is None and run is not None:
+        if not run.rows:
+            problem = f"{tool} printed no result rows"
+        elif run.truncated:
+            problem = f"{tool} stopped after {rows} rows (exit {result.exit_status})"
+        elif result.exit_status not in (0, None) and not (wrong or oob):
+            problem = f"{tool} exited {result.exit_status}"
+        elif size is not None and size < judge_min_bytes:
+            problem = f"{tool} reached only {size} B; busbw is judged at >= {judge_min_bytes} B"
+        elif busbw is None:
+            problem = f"{tool} printed no busbw at {size} B"
+    elif problem is None:
+        problem = f"{tool} printed nothing (exit {result.exit_status})"
+    if problem is not None:
+        return NcclMeasurement(status=INCOMPLETE, reason=_with_tail(problem, tail), **base, **measured)
+    return NcclMeasurement(status=OK, **base, **measured)
+
+
+def _wrong_count(value: int | float | None) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, float):
+        return 1 if value > 0 else 0  # old versions print the max error instead of a count
+    return max(0, value)
+
+
+def nvb_measurement(result: CommandResult, testcases: Sequence[str], *, timeout_s: float) -> NvbMeasurement:
+    """Read one nvbandwidth launch; every requested testcase must have a matrix."""
+    from burnin.parsers.nvbandwidth import parse_nvbandwidth
+
+    tail = last_lines(result)
+    base: dict[str, Any] = {"tail": tail, "duration_s": round(result.duration_s, 3), "argv": " ".join(result.argv)}
+    problem = launch_problem(result, "nvbandwidth", timeout_s)
+    found: dict[str, list[list[float | None]]] = {}
+    if result.stdout.strip():
+        try:
+            report = parse_nvbandwidth(result.stdout)
+        except ParseError as exc:
+            problem = problem or f"nvbandwidth output is not readable: {exc.excerpt[:160]!r}"
+        else:
+            found = {case.name: [list(row) for row in case.matrix]
+                     for case in report.testcases if case.name and case.matrix}
+    missing = [name for name in testcases if name not in found]
+    if problem is None and missing:
+        problem = f"nvbandwidth printed no matrix for {', '.join(missing)} (exit {result.exit_status})"
+    if problem is None and result.exit_status not in (0, None):
+        problem = f"nvbandwidth exited {result.exit_status}"
+    if problem is not None:
+        return NvbMeasurement(INCOMPLETE, found, _with_tail(problem, tail), **base)
+    return NvbMeasurement(OK, found, **base)

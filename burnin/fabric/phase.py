@@ -1,0 +1,238 @@
+"""The fabric measurement phase: run everything, before pytest judges anything.
+
+Order (each launch bounded by ``timeout_s``; every command goes to
+``OUT/fabric-commands.log``):
+
+1. single-node nccl-tests on every node, one collective after the other;
+2. nvbandwidth on every node;
+3. one multi-node all_reduce over every node whose single-node run completed;
+4. localisation rounds (:mod:`burnin.fabric.localize`) when that group fails
+   (below its reference, wrong values, hang) or with ``--localize``;
+5. single-rail runs (``NCCL_IB_HCA=<one HCA>``) of each named node with a
+   known-good partner, one HCA after the other, to name the slow HCA;
+6. the group again without the named nodes, to clear the others.
+
+The results are merged into each node's facts (``fabric``) and written to
+``OUT/fabric.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from burnin.errors import UsageError
+from burnin.fabric import commands, judge
+from burnin.fabric.launch import Launcher, OnCommand, SlurmLauncher, TransportLauncher
+from burnin.fabric.localize import Job, Localizer
+from burnin.fabric.measure import NcclMeasurement, nccl_measurement, nvb_measurement
+from burnin.fabric.results import JobRecord, Localization, PhaseResult, node_documents
+from burnin.fabric.settings import FabricSettings, load_settings, size_bytes
+from burnin.facts import Facts
+from burnin.topology.model import Topology
+from burnin.transport.base import CommandResult
+
+FABRIC_FILE = "fabric.json"
+LOG_FILE = "fabric-commands.log"
+
+
+@dataclass(frozen=True, slots=True)
+class FabricOptions:
+    """What ``burnin run`` passes in: the site config file and ``--localize``."""
+
+    config: Path | None = None
+    localize: bool = False
+
+
+def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: Topology, out_dir: Path,
+                     options: FabricOptions) -> PhaseResult:
+    """Measure, merge a ``fabric`` section into each reachable node's facts, write fabric.json."""
+    reachable = [node for node, node_facts in facts.items() if not node_facts.unreachable]
+    simulated = bool(reachable) and all(str(facts[n].data.get("root", "/")) != "/" for n in reachable)
+    settings = load_settings(options.config, simulated=simulated,
+                             overrides={"localize": "always"} if options.localize else None)
+    log = _CommandLog(out_dir / LOG_FILE)
+    launcher = launcher_for(dispatcher, topology, settings, on_command=log.command)
+    try:
+        result = Phase(launcher, topology, settings, log).run(reachable)
+    finally:
+        launcher.close()
+    for node, doc in node_documents(result).items():
+        facts[node].data["fabric"] = doc
+    (out_dir / FABRIC_FILE).write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
+    return result
+
+
+def launcher_for(dispatcher: object, topology: Topology, settings: FabricSettings, *,
+                 on_command: OnCommand | None = None) -> Launcher:
+    """srun under Slurm dispatch; otherwise the dispatcher's transport (a simulated job, or mpirun)."""
+    from burnin.dispatch.sim import SimDispatcher
+    from burnin.dispatch.slurm import SlurmDispatcher
+
+    if isinstance(dispatcher, SlurmDispatcher) and settings.launcher in ("auto", "srun"):
+        return SlurmLauncher(dispatcher.client, topology, settings, job_id=dispatcher.job_id,
+                             partition=dispatcher.partition, reservation=dispatcher.reservation, on_command=on_command)
+    if settings.launcher == "srun":
+        raise UsageError("fabric setting launcher: srun needs --via slurm")
+    transport = getattr(dispatcher, "transport", None)
+    if transport is None:
+        raise UsageError(f"{type(dispatcher).__name__} offers no transport for the fabric phase")
+    if isinstance(dispatcher, SimDispatcher) and settings.launcher == "auto":
+        return TransportLauncher(transport, topology, settings, "sim", on_command=on_command)
+    return TransportLauncher(transport, topology, settings, "mpirun", on_command=on_command)
+
+
+class _CommandLog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def command(self, argv: Sequence[str], result: CommandResult) -> None:
+        status = "timed out" if result.timed_out else result.error or f"exit {result.exit_status}"
+        self.line(f"$ {' '.join(argv)}\n  -> {status} in {result.duration_s:.2f} s")
+
+    def line(self, text: str) -> None:
+        with self._lock:
+            try:
+                with self.path.open("a", encoding="utf-8") as handle:
+                    handle.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+            except OSError:
+                pass  # the log is an aid; the run goes on
+
+
+class Phase:
+    def __init__(self, launcher: Launcher, topology: Topology, settings: FabricSettings, log: _CommandLog) -> None:
+        self.launcher = launcher
+        self.topology = topology
+        self.settings = settings
+        self.log = log
+        self.timeout = settings.timeout_s
+        self.judge_min = size_bytes(settings.judge_min_bytes)
+
+    def run(self, nodes: list[str]) -> PhaseResult:
+        result = PhaseResult(nodes, self.settings, self.launcher.name,
+                             group_floor_gbps=judge.floor(self.topology.ref(judge.MULTI_REF)))
+        if not nodes:
+            return result
+        result.unavailable = self.launcher.open(nodes)
+        if result.unavailable:
+            self.log.line(f"# {result.unavailable}")
+            return result
+        self._single(result, nodes)
+        self._nvbandwidth(result, nodes)
+        if self.settings.multi_node and len(nodes) >= 2:
+            self._multi(result, nodes)
+        return result
+
+    # -- single node ----------------------------------------------------------------------
+
+    def _single(self, result: PhaseResult, nodes: list[str]) -> None:
+        for collective in self.settings.collectives:
+            command = commands.single_node_command(self.topology, self.settings, collective)
+            runs = self._per_node(nodes, command)
+            for node, run in runs.items():
+                result.single.setdefault(node, {})[collective] = nccl_measurement(
+                    run, collective, (node,), timeout_s=self.timeout, judge_min_bytes=self.judge_min,
+                    nvls=self.settings.nvls)
+
+    def _nvbandwidth(self, result: PhaseResult, nodes: list[str]) -> None:
+        runs = self._per_node(nodes, commands.nvbandwidth_command(self.settings))
+        for node, run in runs.items():
+            result.nvb[node] = nvb_measurement(run, self.settings.nvbandwidth_testcases, timeout_s=self.timeout)
+
+    def _per_node(self, nodes: list[str], command: list[str]) -> dict[str, CommandResult]:
+        return self.launcher.per_node(nodes, command, timeout=self.timeout)
+
+    # -- multi-node -----------------------------------------------------------------------
+
+    def _job(self, nodes: Sequence[str], *, ib_hca: str | None = None) -> NcclMeasurement:
+        run = self.launcher.job(nodes, "all_reduce", ib_hca=ib_hca, timeout=self.timeout)
+        return nccl_measurement(run, "all_reduce", nodes, timeout_s=self.timeout, judge_min_bytes=self.judge_min,
+                                ib_hca=ib_hca, nvls=self.settings.nvls)
+
+    def _jobs(self, groups: Sequence[Sequence[str]], *, ib_hca: str | None = None) -> list[NcclMeasurement]:
+        """Disjoint jobs side by side."""
+        if not groups:
+            return []
+        with ThreadPoolExecutor(max_workers=min(32, len(groups))) as pool:
+            return list(pool.map(lambda g: self._job(g, ib_hca=ib_hca), groups))
+
+    def _multi(self, result: PhaseResult, nodes: list[str]) -> None:
+        for node in nodes:
+            single = result.single.get(node, {}).get("all_reduce")
+            if single is None or not single.finished:
+                why = single.reason.split(";")[0] if single else "no single-node run"
+                result.excluded[node] = f"left out of multi-node runs: single-node all_reduce incomplete ({why})"
+        members = [n for n in nodes if n not in result.excluded]
+        if len(members) < 2:
+            for node in members:
+                result.excluded[node] = "left out of multi-node runs: no partner with a complete single-node run"
+            return
+        result.group = self._job(members)
+        wanted = self.settings.localize == "always" or (self.settings.localize == "auto" and not result.group_passed)
+        if not wanted:
+            return
+        why = "--localize" if result.group_passed else f"the group failed: {judge.describe(result.group)}"
+        result.localization = self._localize(members, why)
+        named = result.localization.named
+        if named and not result.group_passed:
+            rest = [n for n in members if n not in named]
+            if len(rest) >= 2:
+                result.regroup = self._job(rest)
+
+    def _localize(self, members: list[str], why: str) -> Localization:
+        planner = Localizer(members, seed=self.settings.seed, confirm=self.settings.confirm)
+        loc = Localization(floor_gbps=0.0, median_gbps=None, reason=why)
+        minimum: float | None = None
+        while True:
+            started = time.perf_counter()
+            tests = planner.next_round()
+            loc.planning_ms += (time.perf_counter() - started) * 1000
+            if not tests:
+                break
+            runs = self._jobs([t.nodes for t in tests])
+            if minimum is None:
+                loc.median_gbps = judge.median(m.busbw_gbps for m in runs
+                                               if m.ok and not m.corrupt and m.busbw_gbps is not None)
+                minimum = judge.pair_floor(self.topology, loc.median_gbps)
+                loc.floor_gbps = round(minimum, 3)
+            outcomes = [judge.passed(m, minimum) for m in runs]
+            planner.record(outcomes)
+            loc.tests += [_record(planner.rounds, t, ok, m) for t, ok, m in zip(tests, outcomes, runs, strict=True)]
+        loc.rounds = planner.rounds
+        loc.named = sorted(planner.named)
+        loc.unresolved = sorted(planner.unresolved)
+        loc.cleared = sorted(planner.good)
+        if loc.named and self.settings.rail_isolation:
+            self._rails(loc, sorted(planner.good))
+        return loc
+
+    def _rails(self, loc: Localization, good: list[str]) -> None:
+        """Each named node with a known-good partner, one compute HCA at a time."""
+        if not good:
+            return
+        partners = {node: good[i % len(good)] for i, node in enumerate(loc.named)}
+        loc.rail_partner = partners
+        # a partner serves one named node per wave; waves run one after the other
+        waves: list[list[str]] = []
+        for i, node in enumerate(loc.named):
+            if i % len(good) == 0:
+                waves.append([])
+            waves[-1].append(node)
+        for hca in self.topology.compute_hcas:
+            for wave in waves:
+                runs = self._jobs([(node, partners[node]) for node in wave], ib_hca=commands.single_hca(hca.name))
+                for node, run in zip(wave, runs, strict=True):
+                    loc.rails.setdefault(node, {})[hca.name] = run
+        for node, rails in loc.rails.items():
+            loc.slow[node] = judge.slow_rails(rails, self.topology)
+
+
+def _record(round_no: int, test: Job, ok: bool, measurement: NcclMeasurement) -> JobRecord:
+    return JobRecord(round_no, test.kind, test.nodes, test.suspect, ok, measurement)
+

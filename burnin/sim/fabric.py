@@ -1,0 +1,77 @@
+"""Fabric tools of a simulated node: ``bin/<collective>_perf``, ``bin/nvbandwidth`` and their inputs.
+
+``out/fabric/health.json`` is what the model needs of the node (NVLink share
+per GPU, PCIe share, each HCA's state and bandwidth factor, the NCCL faults);
+``out/fabric/model.py`` is a copy of :mod:`burnin.sim.fabric_model` (standard
+library only), which reads the health of every member of a job. The shims
+prefer the interpreter that rendered the node (fast to start) and fall back to
+the node's ``python3``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from burnin.sim.state import NodeState
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
+MODEL = "fabric/model.py"
+HEALTH = "fabric/health.json"
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
+
+_SHIM = '''py={python}
+[ -x "$py" ] || py=python3
+exec "$py" -S "${{0%/*}}/../out/fabric/model.py" {tool} "$@"
+'''
+
+
+@cache
+def model_source() -> str:
+    return (Path(__file__).with_name("fabric_model.py")).read_text(encoding="utf-8")
+
+
+def _rate(text: str) -> float:
+    match = _RATE.match(text)
+    return float(match.group(1)) if match else 0.0
+
+
+def health(state: NodeState) -> dict[str, Any]:
+    """The node as the fabric model sees it."""
+    gpus: list[dict[str, Any]] = []
+    for gpu in state.visible_gpus:
+        domain, _, rest = gpu.bus_id.partition(":")
+        gpus.append({
+            "index": len(gpus),
+            "bus_id": f"{domain}:{rest.rsplit('.', 1)[0]}",
+            "links": len(gpu.nvlink_active),
+            "active": sum(gpu.nvlink_active),
+            "factor": gpu.nvlink_bandwidth_factor,
+            "pcie": min(1.0, gpu.pcie_gen_current / 5) * min(1.0, gpu.pcie_width_current / 16),
+            "lost": gpu.lost,
+        })
+    hcas = [{"name": hca.name, "role": hca.role, "up": hca.state.endswith("ACTIVE"),
+             "rate_gbps": _rate(hca.rate), "factor": hca.bandwidth_factor}
+            for hca in state.hcas]
+    model = state.gpus[0].name if state.gpus else "NVIDIA H100 80GB HBM3"
+    return {"node": state.name, "gpu_name": model, "driver": state.host.driver_version,
+            "cuda": state.host.cuda_version, "gpus": gpus, "hcas": hcas,
+            "nccl_wrong": state.host.nccl_wrong, "nccl_hang": state.host.nccl_hang}
+
+
+def outputs(state: NodeState) -> dict[str, str]:
+    """``out/<path>`` -> text."""
+    return {HEALTH: json.dumps(health(state), indent=1) + "\n", MODEL: model_source()}
+
+
+def scripts() -> dict[str, str]:
+    """``bin/<tool>`` -> body (after the shim preamble)."""
+    python = shlex.quote(sys.executable)
+    bodies = {f"{c}_perf": _SHIM.format(python=python, tool=f"perf {c}") for c in COLLECTIVES}
+    bodies["nvbandwidth"] = _SHIM.format(python=python, tool="nvbandwidth")
+    return bodies

@@ -1,0 +1,392 @@
+"""Simulated ``*_perf`` (nccl-tests) and ``nvbandwidth``: real output formats, bandwidth from node health.
+
+Standard library only: each simulated node carries a copy as
+``out/fabric/model.py``, run by its ``bin/all_reduce_perf`` (and the other
+``*_perf``) and ``bin/nvbandwidth`` shims with whatever ``python3`` the node
+has. It reads ``out/fabric/health.json`` of every member of the job, found
+next to its own node directory (``<rack>/nodes/<member>/``).
+
+Who is in the job: ``BURNIN_SIM_JOB_NODES`` (a comma list: burnin's local
+simulated jobs); else, inside an MPI launch (``PMI_RANK``/``PMIX_RANK``/
+``OMPI_COMM_WORLD_RANK`` set), the Slurm step's nodes; else this node alone.
+Only rank 0 prints, as nccl-tests does.
+
+The model (figures from shared/reference/NUMBERS.md; the shape is [U]):
+
+- one node, all_reduce: 480 GB/s with NVLS, which needs every NVLink up;
+  otherwise the ring rate (367 GB/s); times the slowest GPU's NVLink share
+  (active links / links x its bandwidth factor);
+- several nodes: each rail (HCA, one per GPU) carries 46 GB/s of busbw; a ring
+  goes as fast as the slowest rail of the slowest member, times the number of
+  rails every member has up, capped by the members' intra-node ring;
+- busbw ramps up with message size; seeded noise (``BURNIN_SIM_NOISE``, a
+  fraction, default 0.005; ``BURNIN_SIM_SEED``);
+- ``nccl_wrong``: non-zero ``#wrong`` from 1 KiB up; ``nccl_hang``: the header
+  and the first rows, then nothing (until killed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import time
+from typing import Any
+
+NVLS_GBPS = 480.0
+RING_GBPS = {"all_reduce": 367.0, "all_gather": 361.4, "reduce_scatter": 362.9, "alltoall": 340.0,
+             "sendrecv": 370.0, "broadcast": 370.0, "reduce": 370.0}
+RAIL_GBPS = 46.0
+INTER_SHAPE = {"alltoall": 0.8}
+HALF_SIZE = {1: 32 << 20, 2: 64 << 20}
+LATENCY_US = {1: 10.0, 2: 25.0}
+DEFAULT_NOISE = 0.005
+NVB = {
+    "host_to_device_memcpy_ce": ("memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "host", 55.3),
+    "device_to_host_memcpy_ce": ("memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)", "host", 55.1),
+    "host_to_device_bidirectional_memcpy_ce": ("memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)", "host", 52.0),
+    "device_to_host_bidirectional_memcpy_ce": ("memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)", "host", 51.8),
+    "device_to_device_memcpy_read_ce": ("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", "peer", 392.0),
+    "device_to_device_memcpy_write_ce": ("memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)", "peer", 396.4),
+    "device_to_device_bidirectional_memcpy_read_ce": ("memcpy CE GPU(row) <-> GPU(column) bandwidth (GB/s)",
+                                                      "peer", 783.0),
+    "device_to_device_bidirectional_memcpy_write_ce": ("memcpy CE GPU(row) <-> GPU(column) bandwidth (GB/s)",
+                                                       "peer", 783.7),
+}
+_PAD = " " * 30
+HEADER = (
+    f"#{_PAD}                                out-of-place                       in-place          \n"
+    "#       size         count      type   redop    root"
+    "     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                        "
+    "       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n"
+)
+_RANGE = re.compile(r"^([^\[]*)\[([^\]]+)\](.*)$")
+_SIZE = re.compile(r"^(\d+)([KMGkmg]?)$")
+FLAGS_WITH_VALUE = set("tgbeifnmwNpcodrzyTGCaRxIJSM")
+
+
+class SimFailure(Exception):
+    """What the real tool would print before exiting 1."""
+
+
+def expand(nodeset: str) -> list[str]:
+    """``sim[01-03,07],gpu5`` -> names (enough of ClusterShell's syntax for Slurm's lists)."""
+    parts, depth, cur = [], 0, ""
+    for ch in nodeset:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    names: list[str] = []
+    for part in filter(None, (p.strip() for p in parts)):
+        match = _RANGE.match(part)
+        if match is None:
+            names.append(part)
+            continue
+        prefix, ranges, suffix = match.groups()
+        for item in ranges.split(","):
+            lo, _, hi = item.partition("-")
+            width = len(lo)
+            names += [f"{prefix}{i:0{width}d}{suffix}" for i in range(int(lo), int(hi or lo) + 1)]
+    return names
+
+
+def size_bytes(text: str) -> int:
+    match = _SIZE.match(text.strip())
+    if match is None:
+        raise SimFailure(f"invalid size {text!r}")
+    return int(match.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2).lower()]
+
+
+class Node:
+    def __init__(self, name: str, data: dict[str, Any]) -> None:
+        self.name = name
+        self.data = data
+        self.gpus: list[dict[str, Any]] = data["gpus"]
+
+    def gpu_share(self, index: int) -> float:
+        gpu = self.gpus[index]
+        return (gpu["active"] / gpu["links"] if gpu["links"] else 0.0) * float(gpu["factor"])
+
+    @property
+    def nvlink_share(self) -> float:
+        return min((self.gpu_share(i) for i in range(len(self.gpus))), default=0.0)
+
+    @property
+    def all_links_up(self) -> bool:
+        return all(g["active"] == g["links"] for g in self.gpus)
+
+    def rails(self, selector: str | None) -> list[dict[str, Any]]:
+        return [h for h in self.data["hcas"] if h["up"] and selected(h["name"], selector)]
+
+
+def selected(name: str, selector: str | None) -> bool:
+    """NCCL_IB_HCA semantics: ``=`` exact names, ``^`` excludes, else name prefixes; ``:port`` ignored."""
+    if not selector:
+        return True
+    text, exclude, exact = selector.strip(), False, False
+    if text.startswith("^"):
+        exclude, text = True, text[1:]
+    if text.startswith("="):
+        exact, text = True, text[1:]
+    items = [item.split(":")[0].strip() for item in text.split(",") if item.strip()]
+    hit = any(name == item if exact else name.startswith(item) for item in items)
+    return hit != exclude
+
+
+def node_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load(name: str) -> Node:
+    path = os.path.join(os.path.dirname(node_dir()), name, "out", "fabric", "health.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return Node(name, json.load(handle))
+    except OSError:
+        raise SimFailure(f"NCCL WARN Bootstrap : no route to host {name}") from None
+
+
+def rank_and_members(me: str) -> tuple[int, list[str]]:
+    rank_text = next((os.environ[v] for v in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK") if v in os.environ),
+                     None)
+    explicit = os.environ.get("BURNIN_SIM_JOB_NODES")
+    if explicit:
+        return 0, [n for n in explicit.split(",") if n]
+    if rank_text is not None:
+        nodes = os.environ.get("SLURM_STEP_NODELIST") or os.environ.get("SLURM_JOB_NODELIST") or me
+        return int(rank_text), expand(nodes)
+    return 0, [me]
+
+
+def rng_for(*parts: object) -> random.Random:
+    seed = os.environ.get("BURNIN_SIM_SEED", "0")
+    digest = hashlib.sha256("|".join(str(p) for p in (seed, *parts)).encode()).hexdigest()
+    return random.Random(digest)  # noqa: S311 - reproducible simulated noise
+
+
+def noise() -> float:
+    try:
+        return float(os.environ.get("BURNIN_SIM_NOISE", DEFAULT_NOISE))
+    except ValueError:
+        return DEFAULT_NOISE
+
+
+# ---------------------------------------------------------------- nccl-tests
+
+
+def parse_perf_args(args: list[str]) -> dict[str, str]:
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-h", "--help"):
+            raise SimFailure("USAGE: all_reduce_perf [-b minbytes] [-e maxbytes] [-f stepfactor] [-g ngpus] "
+                             "[-n iters] [-w warmup] [-c check] (burnin simulator)")
+        if len(arg) >= 2 and arg[0] == "-" and arg[1] in FLAGS_WITH_VALUE:
+            value = arg[2:] or (args[i + 1] if i + 1 < len(args) else "")
+            i += 1 if arg[2:] else 2
+            opts[arg[1]] = value
+            continue
+        raise SimFailure(f"invalid option -- '{arg.lstrip('-')}'")
+    return opts
+
+
+def peak_busbw(collective: str, members: list[Node]) -> float:
+    selector = os.environ.get("NCCL_IB_HCA")
+    nvls = os.environ.get("NCCL_NVLS_ENABLE", "1") != "0"
+    ring = RING_GBPS.get(collective, 360.0)
+    if len(members) == 1:
+        node = members[0]
+        if nvls and collective == "all_reduce" and node.all_links_up:
+            return NVLS_GBPS * node.nvlink_share
+        return ring * node.nvlink_share
+    intra = min(ring * n.nvlink_share for n in members)
+    rails = [n.rails(selector) for n in members]
+    for node, usable in zip(members, rails, strict=True):
+        if not usable:
+            raise SimFailure(f"{node.name}: NCCL WARN NET/IB : No device found.")
+    count = min(len(r) for r in rails)
+    slowest = min(float(h["factor"]) * float(h["rate_gbps"]) / 400.0 for r in rails for h in r)
+    inter = count * RAIL_GBPS * slowest * INTER_SHAPE.get(collective, 1.0)
+    scale = 1.0 - 0.02 * max(0.0, (len(members) / 2) ** 0.5 - 1)
+    return float(min(inter * scale, intra))
+
+
+def bus_factor(collective: str, ranks: int) -> float:
+    if ranks < 2:
+        return 1.0
+    if collective == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    if collective in ("all_gather", "reduce_scatter", "alltoall"):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+def fmt_time(us: float) -> str:
+    if us < 100:
+        return f"{us:7.2f}"
+    if us < 10000:
+        return f"{us:7.1f}"
+    return f"{us:7.0f}"
+
+
+def perf(collective: str, args: list[str]) -> int:
+    opts = parse_perf_args(args)
+    me = os.path.basename(node_dir())
+    rank, names = rank_and_members(me)
+    members = [load(name) for name in names]
+    hang = any(n.data.get("nccl_hang") for n in members)
+    if rank != 0:
+        if hang:
+            time.sleep(86400)
+        return 0
+    gpus_per_proc = int(opts.get("g", "1"))
+    threads = int(opts.get("t", "1"))
+    lo, hi = size_bytes(opts.get("b", "32M")), size_bytes(opts.get("e", "32M"))
+    factor = int(opts.get("f", "2"))
+    iters, warmup = int(opts.get("n", "20")), int(opts.get("w", "1"))
+    check = opts.get("c", "1") != "0"
+    out = sys.stdout
+    out.write(f"# nThread {threads} nGpus {gpus_per_proc} minBytes {lo} maxBytes {hi} step: {factor}(factor) "
+              f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(check)} graph: 0\n#\n"
+              "# Using devices\n")
+    for n_index, node in enumerate(members):
+        for gpu in node.gpus:
+            r = n_index * len(node.gpus) + gpu["index"]
+            pid = 20000 + int(hashlib.sha256(f"{node.name}{gpu['index']}".encode()).hexdigest()[:4], 16)
+            out.write(f"#  Rank {r:2d} Group  0 Pid {pid:6d} on {node.name} device {gpu['index']:2d} "
+                      f"[{gpu['bus_id']}] {node.data['gpu_name']}\n")
+    cuda = int(members[0].data["cuda"])
+    out.write(f"NCCL version 2.21.5+cuda{cuda // 1000}.{cuda % 1000 // 10}\n")
+    for node in members:
+        if len(node.gpus) < gpus_per_proc or any(g["lost"] for g in node.gpus):
+            out.flush()
+            raise SimFailure(f"{node.name}: Test CUDA failure common.cu:1093 'invalid device ordinal'")
+    out.write("#\n" + HEADER)
+    out.flush()
+    ranks = sum(len(n.gpus) for n in members)
+    peak = peak_busbw(collective, members)
+    sigma = noise()
+    rng = rng_for(collective, ",".join(names), os.environ.get("NCCL_IB_HCA", ""),
+                  os.environ.get("NCCL_NVLS_ENABLE", "1"))
+    peak *= max(0.3, 1.0 + rng.gauss(0.0, sigma))
+    kind = 1 if len(members) == 1 else 2
+    wrong_total, bw_sum, bw_count, rows = 0, 0.0, 0, 0
+    size = lo
+    while size <= hi:
+        per_elem = 4
+        count = size // per_elem if collective in ("all_reduce", "sendrecv", "broadcast", "reduce") \
+            else size // (per_elem * max(1, ranks))
+        redop = "sum" if collective in ("all_reduce", "reduce_scatter", "reduce") else "none"
+        cells = []
+        for _ in range(2):
+            # latency, then a ramp: half the peak near HALF_SIZE, the peak at large sizes
+            algbw_peak = peak * (1.0 + rng.gauss(0.0, sigma / 3)) / bus_factor(collective, ranks)
+            ramp = 1.0 + HALF_SIZE[kind] / max(size, HALF_SIZE[kind])
+            t_us = LATENCY_US[kind] + size / (algbw_peak * 1e3) * ramp
+            algbw = size / (t_us * 1e3)
+            busbw = algbw * bus_factor(collective, ranks)
+            wrong = 0
+            if any(n.data.get("nccl_wrong") for n in members) and size >= 1024:
+                wrong = 1 + count // (1 << 22)
+            wrong_total += wrong
+            bw_sum += busbw
+            bw_count += 1
+            cells.append(f"  {fmt_time(t_us)}  {algbw:6.2f}  {busbw:6.2f}  {(str(wrong) if check else 'N/A'):>5}")
+        out.write(f"{size:12d}  {count:12d}  {'float':>8}  {redop:>6}  {-1:6d}" + "".join(cells) + "\n")
+        out.flush()
+        rows += 1
+        if hang and rows >= 12:
+            time.sleep(86400)
+        size = size * factor if factor > 1 else size + (size or 1)
+    out.write(f"# Out of bounds values : {wrong_total} {'FAILED' if wrong_total else 'OK'}\n")
+    out.write(f"# Avg bus bandwidth    : {bw_sum / max(1, bw_count):g} \n#\n")
+    return 0
+
+
+# ---------------------------------------------------------------- nvbandwidth
+
+
+def nvbandwidth(args: list[str]) -> int:
+    wanted: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-t", "--testcase"):
+            wanted.append(args[i + 1] if i + 1 < len(args) else "")
+            i += 2
+            continue
+        if arg in ("-i", "--testSamples", "-b", "--bufferSize"):
+            i += 2
+            continue
+        if arg in ("-l", "--list"):
+            sys.stdout.write("".join(f"{n}, {name}\n" for n, name in enumerate(NVB)))
+            return 0
+        if arg in ("-d", "--disableAffinity", "-s", "--skipVerification", "-v", "--verbose", "-m", "--useMean"):
+            i += 1
+            continue
+        raise SimFailure(f"unrecognised option '{arg}' (burnin simulator: -j is not simulated)")
+    for name in wanted:
+        if name not in NVB:
+            raise SimFailure(f"ERROR: Testcase {name} not found!")
+    node = load(os.path.basename(node_dir()))
+    data = node.data
+    out = sys.stdout
+    out.write("nvbandwidth Version: v0.8\nBuilt from Git version: v0.8\n\n"
+              f"CUDA Runtime Version: {data['cuda']}\nCUDA Driver Version: {data['cuda']}\n"
+              f"Driver Version: {data['driver']}\n\n")
+    for gpu in node.gpus:
+        out.write(f"Device {gpu['index']}: {data['gpu_name']} (0000{gpu['bus_id']})\n")
+    out.write("\n")
+    for gpu in node.gpus:
+        if gpu["lost"]:
+            out.flush()
+            raise SimFailure(f"ERROR: CUDA_ERROR_UNKNOWN on device {gpu['index']}")
+    rng = rng_for("nvbandwidth", node.name)
+    count = len(node.gpus)
+    for name in wanted or list(NVB):
+        title, kind, base = NVB[name]
+        out.write(f"Running {name}.\n{title}\n")
+        out.write("  " + "".join(f"{c:10d}" for c in range(count)) + "\n")
+        total = 0.0
+        rows = [[-1]] if kind == "host" else [[r] for r in range(count)]
+        for row in rows:
+            cells = []
+            for col in range(count):
+                if kind == "peer" and row[0] == col:
+                    cells.append(f"{'N/A':>10}")
+                    continue
+                share = node.gpus[col]["pcie"] if kind == "host" else min(node.gpu_share(row[0]),
+                                                                            node.gpu_share(col))
+                value = base * share * (1.0 + rng.gauss(0.0, noise() / 2))
+                total += value
+                cells.append(f"{value:10.2f}")
+            out.write(f"{max(row[0], 0):2d}" + "".join(cells) + "\n")
+        out.write(f"\nSUM {name} {total:.2f}\n\n")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        if len(argv) >= 2 and argv[0] == "perf":
+            return perf(argv[1], argv[2:])
+        if argv and argv[0] == "nvbandwidth":
+            return nvbandwidth(argv[1:])
+        raise SimFailure("usage: model.py perf COLLECTIVE ARGS... | nvbandwidth ARGS...")
+    except SimFailure as exc:
+        sys.stdout.flush()
+        sys.stderr.write(f"{exc}\n")
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

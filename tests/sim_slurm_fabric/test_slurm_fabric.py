@@ -1,0 +1,49 @@
+"""Issue 6 done-when: under real Slurm, the fabric suite names sim04 and its slow HCA, and drains only it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BURNIN = [sys.executable, "-m", "burnin.cli.main"]
+
+
+def burnin(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BURNIN, *args], env=env, capture_output=True, text=True, timeout=240, check=False)
+
+
+@pytest.mark.sim_slurm
+def test_slow_hca_node_is_named_and_drained_alone(fabric_cluster: tuple[Path, dict[str, str]],
+                                                  tmp_path: Path) -> None:
+    _, env = fabric_cluster
+    proc = burnin(env, "run", "--via", "slurm", "--nodes", "sim[01-08]", "--suite", "fabric", "--localize",
+                  "--gate", "slurm", "--out", str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    gate = json.loads((tmp_path / "gate.json").read_text())
+    assert gate["rejected"] == "sim04" and gate["admitted"] == "sim[01-03,05-08]"
+    decision = gate["nodes"]["sim04"]
+    assert "NCCL-04" in decision["failed"] and decision["incomplete"] == []
+    assert any("mlx5_2" in reason for reason in decision["reasons"] if reason.startswith("NCCL-04"))
+    log = (tmp_path / "fabric-commands.log").read_text()
+    assert "srun --jobid=" in log and "--mpi=pmi2" in log and "NCCL_IB_HCA==mlx5_2:1" in log
+    nodes = subprocess.run(["scontrol", "--oneliner", "show", "node", "sim[01-08]"], env=env, capture_output=True,
+                           text=True, timeout=30, check=True).stdout.splitlines()
+    drained = [line.split()[0].removeprefix("NodeName=") for line in nodes if "DRAIN" in line]
+    assert drained == ["sim04"]
+    reason = next(line for line in nodes if line.startswith("NodeName=sim04"))
+    assert "Reason=burnin: NCCL-04" in reason and "mlx5_2" in reason
+
+
+@pytest.mark.sim_slurm
+def test_the_healthy_nodes_pass_the_fabric_suite(fabric_cluster: tuple[Path, dict[str, str]],
+                                                 tmp_path: Path) -> None:
+    _, env = fabric_cluster
+    proc = burnin(env, "run", "--via", "slurm", "--nodes", "sim[01-03,05-08]", "--suite", "fabric",
+                  "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "fabric.json").read_text())
+    assert doc["launcher"] == "slurm" and doc["group_passed"] and doc["localization"] is None

@@ -1,0 +1,139 @@
+"""The fabric phase against a fake launcher: exclusion, group, localisation, rails, regroup, documents."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from fabric_support import FakeLauncher, perf_output, result
+
+from burnin.errors import UsageError
+from burnin.fabric.phase import FabricOptions, Phase, _CommandLog, launcher_for, run_fabric_phase
+from burnin.fabric.results import node_documents
+from burnin.fabric.settings import SIMULATED
+from burnin.facts import Facts
+from burnin.topology import Topology
+from burnin.transport.base import CommandResult
+
+NODES = [f"sim{i:02d}" for i in range(1, 9)]
+NVB = ("nvbandwidth Version: v0.8\n\n"
+       + "".join(f"Running {name}.\nmemcpy CE {kind} bandwidth (GB/s)\n{header}\n{rows}\nSUM {name} 1.00\n\n"
+                 for name, kind, header, rows in (
+                     ("device_to_device_memcpy_read_ce", "GPU(row) -> GPU(column)", "           0         1",
+                      " 0       N/A    392.00\n 1    391.00       N/A"),
+                     ("device_to_device_memcpy_write_ce", "GPU(row) <- GPU(column)", "           0         1",
+                      " 0       N/A    396.00\n 1    396.00       N/A"),
+                     ("host_to_device_memcpy_ce", "CPU(row) -> GPU(column)", "           0         1",
+                      " 0     55.30     55.20"),
+                     ("device_to_host_memcpy_ce", "CPU(row) <- GPU(column)", "           0         1",
+                      " 0     55.10     55.00"))))
+
+
+def fake(slow_node: str | None = "sim04", hang: str | None = "sim06", wrong: str | None = None) -> FakeLauncher:
+    def per_node(node: str, command: Sequence[str]) -> CommandResult:
+        if any("nvbandwidth" in part for part in command):
+            return result(node, NVB)
+        if node == hang:
+            return result(node, perf_output(480.0, rows=1, complete=False), status=124)
+        return result(node, perf_output(479.0, wrong=2 if node == wrong else 0))
+
+    def job(nodes: Sequence[str], ib_hca: str | None) -> CommandResult:
+        rails = 1 if ib_hca else 8
+        slow = slow_node in nodes and (ib_hca is None or "mlx5_2" in ib_hca)
+        value = rails * 46.0 * (0.5 if slow else 1.0)
+        return result(nodes[0], perf_output(value, wrong=1 if wrong in nodes else 0, ranks=8 * len(nodes)))
+
+    return FakeLauncher(per_node, job)
+
+
+def phase(launcher: FakeLauncher, topology: Topology, tmp_path: Path, **settings: object) -> Phase:
+    return Phase(launcher, topology, SIMULATED.replace(**settings), _CommandLog(tmp_path / "log"))
+
+
+def test_slow_hca_named_with_rails_and_the_rest_cleared(h100_topology: Topology, tmp_path: Path) -> None:
+    launcher = fake()
+    res = phase(launcher, h100_topology, tmp_path).run(NODES)
+    assert "sim06" in res.excluded and "hung" in res.excluded["sim06"]
+    assert res.group is not None and "sim06" not in res.group.nodes and not res.group_passed
+    loc = res.localization
+    assert loc is not None and loc.named == ["sim04"] and loc.rounds == 3 and not loc.unresolved
+    assert "the group failed" in loc.reason
+    assert [s.hca for s in loc.slow["sim04"]] == ["mlx5_2"]
+    assert len(loc.rails["sim04"]) == 8 and loc.rail_partner["sim04"] in loc.cleared
+    assert res.regroup is not None and "sim04" not in res.regroup.nodes and res.regroup_passed
+    docs = node_documents(res)
+    assert docs["sim04"]["multi"]["localization"]["status"] == "named"
+    assert docs["sim04"]["multi"]["localization"]["slow_hcas"][0]["hca"] == "mlx5_2"
+    assert docs["sim01"]["multi"]["localization"]["status"] == "cleared"
+    assert docs["sim06"]["multi"]["excluded"].startswith("left out of multi-node runs")
+    assert docs["sim01"]["fleet"]["single.all_reduce"]["count"] == 7  # the hung node has no busbw
+    json.dumps(res.to_json())
+
+
+def test_a_passing_group_is_not_localised_unless_asked(h100_topology: Topology, tmp_path: Path) -> None:
+    res = phase(fake(None, None), h100_topology, tmp_path).run(NODES)
+    assert res.group_passed and res.localization is None and res.regroup is None
+    asked = phase(fake(None, None), h100_topology, tmp_path, localize="always").run(NODES)
+    assert asked.localization is not None and asked.localization.rounds == 1
+    assert asked.localization.named == [] and asked.localization.reason == "--localize"
+    assert sorted(asked.localization.cleared) == NODES
+
+
+def test_wrong_values_fail_the_group_and_name_the_node(h100_topology: Topology, tmp_path: Path) -> None:
+    res = phase(fake(None, None, wrong="sim05"), h100_topology, tmp_path).run(NODES)
+    assert res.group is not None and res.group.corrupt and not res.group_passed
+    assert res.localization is not None and res.localization.named == ["sim05"]
+    assert res.single["sim05"]["all_reduce"].corrupt
+
+
+def test_localisation_off_and_multi_node_off(h100_topology: Topology, tmp_path: Path) -> None:
+    res = phase(fake(), h100_topology, tmp_path, localize="never").run(NODES)
+    assert not res.group_passed and res.localization is None
+    solo = phase(fake(), h100_topology, tmp_path, multi_node=False).run(NODES)
+    assert solo.group is None and node_documents(solo)["sim01"]["multi"]["applicable"] is False
+
+
+def test_one_node_has_no_multi_node_run(h100_topology: Topology, tmp_path: Path) -> None:
+    launcher = fake(None, None)
+    res = phase(launcher, h100_topology, tmp_path).run(["sim01"])
+    assert res.group is None and launcher.jobs == []
+    assert node_documents(res)["sim01"]["multi"] == {"floor_gbps": 300.0, "applicable": False,
+                                                     "reason": "a single node: no multi-node run"}
+
+
+def test_no_allocation_makes_everything_unavailable(h100_topology: Topology, tmp_path: Path) -> None:
+    launcher = FakeLauncher(lambda n, c: result(n), lambda n, h: result(n[0]), unavailable="no Slurm allocation: busy")
+    res = phase(launcher, h100_topology, tmp_path).run(NODES)
+    assert res.unavailable and res.single == {} and launcher.jobs == []
+    assert node_documents(res)["sim03"]["unavailable"] == "no Slurm allocation: busy"
+
+
+class _Dispatcher:
+    def __init__(self, launcher: FakeLauncher) -> None:
+        self.transport = launcher
+
+
+def test_run_fabric_phase_merges_facts_and_writes_fabric_json(h100_topology: Topology, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import burnin.fabric.phase as phase_module
+
+    launcher = fake()
+    monkeypatch.setattr(phase_module, "launcher_for", lambda *a, **k: launcher)
+    facts = {n: Facts(n, {"root": f"/tmp/rack/{n}/root", "sources": {}}) for n in NODES}
+    facts["sim08"] = Facts.unreachable_node("sim08", "ssh: timed out")
+    res = run_fabric_phase(object(), facts, topology=h100_topology, out_dir=tmp_path, options=FabricOptions())
+    assert res.settings.mpi == "pmi2"  # simulated nodes: the simulated preset
+    assert "sim08" not in res.nodes and "fabric" not in facts["sim08"].data
+    assert facts["sim04"].data["fabric"]["multi"]["localization"]["status"] == "named"
+    assert json.loads((tmp_path / "fabric.json").read_text())["localization"]["named"] == ["sim04"]
+    assert launcher.closed
+
+
+def test_launcher_for_needs_a_transport_or_slurm(h100_topology: Topology) -> None:
+    with pytest.raises(UsageError, match="no transport"):
+        launcher_for(object(), h100_topology, SIMULATED)
+    with pytest.raises(UsageError, match="srun needs --via slurm"):
+        launcher_for(object(), h100_topology, SIMULATED.replace(launcher="srun"))
+    assert launcher_for(_Dispatcher(fake()), h100_topology, SIMULATED).name.endswith("+mpirun")
