@@ -108,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INTERNAL
         finally:
             dispatcher.close()  # type: ignore[attr-defined]
+    from burnin.report.html import render
+
+    render(result.out_dir)
     print_summary(result, topology.name, time.monotonic() - started)
     if args.gate == "slurm":
         from burnin.gate.slurm import apply_gate

@@ -49,4 +49,4 @@ def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
             print(f"    ... {len(lines) - 8} more (see gate.json)")
     print(f"admitted: {fold(admitted) or '-'} ({len(admitted)})")
     print(f"rejected: {fold(rejected) or '-'} ({len(rejected)})")
-    print(f"results:  {result.out_dir}/gate.json, {result.out_dir}/junit.xml")
+    print(f"results:  {result.out_dir}/gate.json, {result.out_dir}/junit.xml, {result.out_dir}/report.html")

@@ -144,6 +144,7 @@ def test_issue_done_when_run(tmp_path: Path) -> None:
     assert "17/18" in gate["nodes"]["sim03"]["reasons"][0]
     assert "200" in gate["nodes"]["sim06"]["reasons"][0] and "400" in gate["nodes"]["sim06"]["reasons"][0]
     assert "REJECTED sim03" in proc.stdout and "rejected: sim[03,06] (2)" in proc.stdout
+    assert "<code>sim03</code>" in (tmp_path / "report.html").read_text()
     tree = ET.parse(tmp_path / "junit.xml")
     case = next(c for c in tree.iter("testcase") if c.get("name") == "test_nvlink_links[sim03]")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
