@@ -22,7 +22,14 @@ def _condense(reasons: tuple[str, ...]) -> list[str]:
             by_cause[cause].append(check_id)
         else:
             lines.append(reason)
-    return [f"{','.join(by_cause[line])}{_UNMEASURED}{line}" if line in by_cause else line for line in lines]
+    return [f"{_ids(by_cause[line])}{_UNMEASURED}{line}" if line in by_cause else line for line in lines]
+
+
+def _ids(ids: list[str] | tuple[str, ...], limit: int = 6) -> str:
+    """``GPU-01,GPU-03`` or, for many, ``26 checks (GPU-01,... +20)``."""
+    if len(ids) <= limit:
+        return ",".join(ids)
+    return f"{len(ids)} checks ({','.join(ids[:limit])},... +{len(ids) - limit})"
 
 
 def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
@@ -38,9 +45,9 @@ def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
         decision = rejected[nodes[0]]
         kinds = []
         if decision.failed:
-            kinds.append("failed " + ",".join(decision.failed))
+            kinds.append("failed " + _ids(decision.failed))
         if decision.incomplete:
-            kinds.append("incomplete " + ",".join(decision.incomplete))
+            kinds.append("incomplete " + _ids(decision.incomplete))
         print(f"REJECTED {fold(nodes)}: {'; '.join(kinds)}")
         lines = _condense(reasons)
         for line in lines[:8]:
