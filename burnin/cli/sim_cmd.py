@@ -80,5 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from burnin.lab.common import inject_fault
 
     inject_fault(args.state, args.node, args.fault)
-    print(f"burnin sim: {args.fault} injected into {args.node}")
+    if args.fault == "clear":
+        print(f"burnin sim: faults cleared on {args.node}")
+    else:
+        print(f"burnin sim: {args.fault} injected into {args.node}")
     return 0
