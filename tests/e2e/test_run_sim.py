@@ -112,6 +112,19 @@ def test_healthy_and_nonfatal_nodes_admitted(fault_matrix_run: dict[str, Any]) -
 
 
 def test_junit_is_valid_and_carries_properties(fault_matrix_run: dict[str, Any]) -> None:
+    from junitparser import Error, Failure, JUnitXml
+
+    suites = JUnitXml.fromfile(str(fault_matrix_run["out"] / "junit.xml"))
+    outcomes = {"failure": 0, "error": 0}
+    for suite in suites:
+        for case in suite:
+            for result in case.result:
+                if isinstance(result, Failure):
+                    outcomes["failure"] += 1
+                elif isinstance(result, Error):
+                    outcomes["error"] += 1
+    assert outcomes["failure"] >= len(fault_matrix_run["plan"]) - 2  # every fault is at least one failure
+    assert outcomes["error"] >= 1  # the lost GPU's unmeasured checks are errors, not failures
     tree = ET.parse(fault_matrix_run["out"] / "junit.xml")
     cases = list(tree.iter("testcase"))
     names = fault_matrix_run["names"]
