@@ -185,3 +185,25 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], mess
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+SITE_TEST = '''
+import pytest
+
+@pytest.mark.check("SITE-01")
+def test_numa_balancing_off(node, facts, topology):
+    assert facts.kernel()["numa_balancing"] == 0, f"{node}: kernel.numa_balancing is on"
+'''
+
+
+def test_site_suite_folder_gates_like_a_builtin_check(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "test_site.py").write_text(SITE_TEST)
+    proc = burnin("run", "--sim", "3", "--fault", "sim02:numa-balancing-on", "--suite", "node", "--suite", str(site),
+                  "--out", str(tmp_path / "out"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    gate = json.loads((tmp_path / "out" / "gate.json").read_text())
+    assert gate["rejected"] == "sim02"
+    assert gate["nodes"]["sim02"]["failed"] == ["TOP-08", "SITE-01"]
+    assert any("kernel.numa_balancing is on" in r for r in gate["nodes"]["sim02"]["reasons"])
