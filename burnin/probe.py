@@ -71,10 +71,18 @@ def local_node_name() -> str:
 
 
 def run_probe(topology: Topology, *, root: str | None = None, timeout: float = 5.0,
-              checks: list[str] | None = None) -> ProbeResult:
+              checks: list[str] | None = None, record_baseline: bool = False) -> ProbeResult:
+    from burnin import counters
+
     started = time.monotonic()
     node = local_node_name()
-    data = collect(root or os.environ.get("BURNIN_ROOT", "/"), FAST_SOURCES, timeout)
+    root = root or os.environ.get("BURNIN_ROOT", "/")
+    data = collect(root, FAST_SOURCES, timeout)
+    if record_baseline:
+        counters.record(data, node, root)
+    baseline = counters.load(node, root)
+    if baseline is not None:
+        counters.subtract(data, baseline)
     facts = Facts(node, data)
     registry = load_all(node_only=True)
     verdicts = tuple(registry[cid].func(facts, topology) for cid in (checks or fast_check_ids()))

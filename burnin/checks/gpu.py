@@ -185,6 +185,9 @@ def nvlink_errors(facts: Facts, topology: Topology) -> Verdict:
         links = gpu_field(gpu, "nvlink")
         totals = {name: sum(int(link.get(name) or 0) for link in links) for name in refs}
         over = [f"{name} {totals[name]}" for name, ref in refs.items() if not ref.admits(totals[name])]
+        since = facts.data.get("counter_baseline")
+        if over and since:
+            over[-1] += f" since baseline {since}"
         text = ", ".join(over) if over else "counters " + ", ".join(f"{k} {v}" for k, v in totals.items())
         return judge(subject, not over, text, expected)
 

@@ -96,7 +96,8 @@ def error_counters(facts: Facts, topology: Topology) -> Verdict:
         over += [f"{name}={counters[name]}" for name in ERROR_COUNTERS
                  if name in counters and not error_ref.admits(counters[name])]
         if over:
-            return bad(hca.name, ", ".join(over), expected)
+            since = facts.data.get("counter_baseline")
+            return bad(hca.name, ", ".join(over) + (f" since baseline {since}" if since else ""), expected)
         return ok(hca.name, "counters within limits", expected)
 
     return roll_up("IB-04", facts.node, per_hca(facts, topology.compute_hcas, judge_hca), expected=expected,

@@ -19,13 +19,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--undrain", action="store_true",
                         help="when healthy, resume this node, but only from a drain that burnin set")
     parser.add_argument("--json", action="store_true", help="print every verdict as JSON instead of one line")
+    parser.add_argument("--baseline", action="store_true",
+                        help="record the node's error counters now; later probes judge their growth since then "
+                             "(until the next reboot)")
 
 
 def run(args: argparse.Namespace) -> int:
     from burnin.probe import EXIT_FAIL, EXIT_OK, run_probe
     from burnin.topology.fast import find_topology_fast
 
-    result = run_probe(find_topology_fast(args.topology), timeout=args.timeout)
+    result = run_probe(find_topology_fast(args.topology), timeout=args.timeout, record_baseline=args.baseline)
     if args.json:
         import json
 

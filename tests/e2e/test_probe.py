@@ -70,3 +70,18 @@ def test_probe_start_up_imports_only_what_fast_checks_need(sim_node: SimNode) ->
     proc = subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=60,
                           check=False)
     assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_counter_baseline_judges_growth_not_history(sim_node: SimNode, tmp_path: Path) -> None:
+    env = {"BURNIN_STATE_DIR": str(tmp_path / "state")}
+    apply_fault(sim_node.dir, parse_fault_spec("ib-errors"))
+    history = probe(sim_node, env=env)
+    assert history.returncode == 1 and "IB-04" in history.stdout  # no baseline: totals since boot
+    accepted = probe(sim_node, "--baseline", env=env)
+    assert accepted.returncode == 0, accepted.stdout  # the operator accepted the history
+    assert probe(sim_node, env=env).returncode == 0  # no growth since: stays healthy, no flapping
+    apply_fault(sim_node.dir, parse_fault_spec("nvlink-errors"))
+    grown = probe(sim_node, env=env)
+    assert grown.returncode == 1
+    assert "GPU-11" in grown.stdout and "since baseline" in grown.stdout
+    assert probe(sim_node, env=env).returncode == 1  # a fixed baseline: the event keeps failing

@@ -1,0 +1,102 @@
+"""Error-counter baselines for the health probe.
+
+InfiniBand and NVLink error counters are cumulative since boot (or driver
+load). A node that once logged a burst keeps it until reboot, so a probe that
+judged raw totals could keep draining a node that has long been healthy. After
+a clean acceptance run an operator records a baseline (``burnin probe
+--baseline``); from then on the probe judges the growth since that baseline.
+The baseline is fixed (not advanced by each probe), so a node with a real
+error event stays failed instead of flapping back into the pool, and it is
+dropped when the node reboots (the counters restart from zero).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+NVLINK_COUNTERS = ("replay", "recovery", "crc_flit")
+
+
+def state_dir() -> Path:
+    configured = os.environ.get("BURNIN_STATE_DIR")
+    if configured:
+        return Path(configured)
+    system = Path("/var/lib/burnin")
+    if os.geteuid() == 0:
+        return system
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "burnin"
+
+
+def baseline_file(node: str) -> Path:
+    return state_dir() / f"counters-{node}.json"
+
+
+def boot_id(root: str) -> str:
+    try:
+        return Path(root, "proc/sys/kernel/random/boot_id").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def extract(facts: dict[str, Any]) -> dict[str, Any]:
+    """The cumulative counters of a facts document (InfiniBand ports, NVLink links)."""
+    ib: dict[str, dict[str, dict[str, int]]] = {}
+    for hca, data in (facts.get("infiniband") or {}).get("hcas", {}).items():
+        for port, port_data in (data.get("ports") or {}).items():
+            ib.setdefault(hca, {})[port] = dict(port_data.get("counters") or {})
+    nvlink: dict[str, dict[str, dict[str, int]]] = {}
+    for gpu in (facts.get("nvml") or {}).get("gpus", []):
+        bus = gpu.get("bus_id")
+        for link in gpu.get("nvlink") or []:
+            values = {name: link[name] for name in NVLINK_COUNTERS if isinstance(link.get(name), int)}
+            if bus and values:
+                nvlink.setdefault(bus, {})[str(link.get("link"))] = values
+    return {"ib": ib, "nvlink": nvlink}
+
+
+def record(facts: dict[str, Any], node: str, root: str) -> Path:
+    """Store the current counters as the node's baseline (atomic write)."""
+    path = baseline_file(node)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"boot_id": boot_id(root), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           **extract(facts)}
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load(node: str, root: str) -> dict[str, Any] | None:
+    """The node's baseline, or None (absent, unreadable, or from an earlier boot)."""
+    try:
+        doc: dict[str, Any] = json.loads(baseline_file(node).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if doc.get("boot_id", "") != boot_id(root):
+        return None
+    return doc
+
+
+def subtract(facts: dict[str, Any], baseline: dict[str, Any]) -> None:
+    """Replace cumulative counters in ``facts`` by their growth since ``baseline`` (in place)."""
+    base_ib = baseline.get("ib", {})
+    for hca, data in (facts.get("infiniband") or {}).get("hcas", {}).items():
+        for port, port_data in (data.get("ports") or {}).items():
+            before = base_ib.get(hca, {}).get(port, {})
+            counters = port_data.get("counters") or {}
+            for name, value in counters.items():
+                counters[name] = max(0, value - int(before.get(name, 0)))
+    base_nvlink = baseline.get("nvlink", {})
+    for gpu in (facts.get("nvml") or {}).get("gpus", []):
+        links = base_nvlink.get(gpu.get("bus_id"), {})
+        for link in gpu.get("nvlink") or []:
+            before = links.get(str(link.get("link")), {})
+            for name in NVLINK_COUNTERS:
+                if isinstance(link.get(name), int):
+                    link[name] = max(0, link[name] - int(before.get(name, 0)))
+    facts["counter_baseline"] = baseline.get("created", "")
