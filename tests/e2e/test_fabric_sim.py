@@ -150,3 +150,21 @@ def test_a_single_node_skips_the_multi_node_checks(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     checks = {v["check"] for v in json.loads((tmp_path / "verdicts.json").read_text())}
     assert checks == {"NCCL-01", "NCCL-05", "NVL-01", "NVL-02"}
+
+
+def test_other_collectives_and_host_bandwidth_catch_their_faults(tmp_path: Path) -> None:
+    """NCCL-02 (all_gather & co.) and NVL-02 (host<->device) each catch a fault, on that node only."""
+    config = tmp_path / "fabric.yaml"
+    config.write_text("collectives: [all_reduce, all_gather, reduce_scatter]\n")
+    out = tmp_path / "run"
+    proc = burnin("run", "--sim", "4", "--suite", "fabric", "--fabric-config", str(config), "--out", str(out),
+                  "--fault", "sim02:slow-nvlink", "--fault", "sim03:pcie-x8")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    gate = json.loads((out / "gate.json").read_text())
+    assert gate["rejected"] == "sim[02-03]", gate
+    assert "NCCL-02" in gate["nodes"]["sim02"]["failed"]
+    assert "NVL-02" in gate["nodes"]["sim03"]["failed"]
+    reason = next(r for r in gate["nodes"]["sim03"]["reasons"] if r.startswith("NVL-02"))
+    assert "expected" in reason
+    for node in ("sim01", "sim04"):
+        assert gate["nodes"][node]["admitted"]
