@@ -11,7 +11,7 @@ Slurm starts no job on a drained node. A node that burnin itself drained is
 rechecked when the run gates (``--gate slurm``, not ``--dry-run``): it is moved
 into a maintenance reservation of its own, resumed there (so no other job can
 land on it), checked, drained again with its old reason, and the reservation
-is dropped; the gate then resumes it if it passed. Nodes held by anyone else,
+is dropped (:mod:`burnin.gate.recheck`); the gate then resumes it if it passed. Nodes held by anyone else,
 down or not responding are not touched and come back ``unreachable``.
 """
 
@@ -19,29 +19,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import pwd
 import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from burnin.errors import UsageError
 from burnin.facts import Facts
-from burnin.gate.slurm import SlurmNode, drain_argv, read_nodes, resume_argv
-from burnin.nodes import expand, fold
+from burnin.gate.recheck import Recheck, recheckable
+from burnin.gate.slurm import SlurmNode, read_nodes
+from burnin.nodes import expand
 from burnin.runner import facts_from_result
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import (
     QUICK_TIMEOUT,
     SlurmClient,
     collect_command,
-    create_reservation_argv,
-    delete_reservation_argv,
     granted_job_id,
     salloc_argv,
     sbcast_argv,
@@ -57,7 +54,6 @@ STEP_SLACK = 30.0  # srun start-up and output transfer, beyond the per-node time
 # A resumed node shows idle* for a moment; if the health check drains it again meanwhile
 # (it still fails a fast check), the recheck allocation can never start: do not wait long.
 RECHECK_WAIT = 20.0
-RECHECK_POLL = 0.5
 
 
 @dataclass
@@ -168,7 +164,7 @@ class SlurmDispatcher:
                 skipped[node] = f"{node} is not a node of this Slurm cluster (scontrol: not found)"
             elif info.schedulable:
                 normal.nodes.append(node)
-            elif self.recheck_drained and _recheckable(info):
+            elif self.recheck_drained and recheckable(info):
                 recheck.nodes.append(node)
                 recheck.recheck[node] = info.reason
             else:
@@ -181,9 +177,10 @@ class SlurmDispatcher:
         reservation = self.reservation
         own = self.job_id is None
         job_id = self.job_id
+        recheck = Recheck(name, group.nodes, group.recheck) if group.recheck else None
         try:
-            if group.recheck:
-                failure = self._open_recheck(group, name)
+            if recheck is not None:
+                failure = recheck.open(self._run)
                 if failure:
                     return _all_failed(group.nodes, failure)
                 reservation = name
@@ -191,8 +188,8 @@ class SlurmDispatcher:
                 wait = min(timeout, RECHECK_WAIT) if group.recheck else timeout
                 argv = salloc_argv(group.nodes, job_name=name, time_limit_s=2 * timeout + 4 * STEP_SLACK,
                                    immediate_s=wait, partition=self.partition, reservation=reservation)
-                if group.recheck:
-                    alloc, drained_again = self._allocate_watching(argv, wait + STEP_SLACK, group, name)
+                if recheck is not None:
+                    alloc, drained_again = recheck.allocate(self._run, self.client, argv, wait + STEP_SLACK, name)
                 else:
                     alloc, drained_again = self._run(argv, wait + STEP_SLACK), ""
                 job_id = granted_job_id(alloc.stderr)
@@ -206,8 +203,8 @@ class SlurmDispatcher:
         finally:
             if own and job_id:
                 self._run(scancel_argv(job_id), QUICK_TIMEOUT)
-            if group.recheck:
-                self._close_recheck(group, name)
+            if recheck is not None:
+                recheck.close(self._run, self.client)
 
     def _collect(self, nodes: list[str], job_id: str, name: str, collector_args: list[str],
                  timeout: float) -> dict[str, CommandResult]:
@@ -229,60 +226,6 @@ class SlurmDispatcher:
             self._run(srun_argv(job_id, nodes, ["rm", "-f", path], time_limit_s=CLEANUP_TIMEOUT,
                                 job_name=name, label=False), CLEANUP_TIMEOUT)
         return results
-
-    # -- rechecking nodes burnin drained --------------------------------------------------
-
-    def _open_recheck(self, group: _Group, name: str) -> str | None:
-        user = pwd.getpwuid(os.getuid()).pw_name
-        created = self._run(create_reservation_argv(name, group.nodes, user), QUICK_TIMEOUT)
-        if not created.ok:
-            return f"cannot reserve the node to recheck it: {created.describe_failure()}"
-        resumed = self._run(resume_argv(fold(group.nodes)), QUICK_TIMEOUT)
-        if not resumed.ok:
-            return f"cannot resume the node inside reservation {name}: {resumed.describe_failure()}"
-        return None
-
-    def _allocate_watching(self, argv: list[str], timeout: float, group: _Group, name: str
-                           ) -> tuple[CommandResult, str]:
-        """salloc for the recheck, given up as soon as a node is drained again meanwhile.
-
-        A resumed node is not schedulable for a moment (``idle*``); a health check
-        that finds it still failing drains it again, and the allocation could never
-        start. Returns salloc's result and, in that case, why it was cancelled.
-        """
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(self._run, argv, timeout)
-            while True:
-                try:
-                    return pending.result(timeout=RECHECK_POLL), ""
-                except FutureTimeout:
-                    pass
-                current, _ = read_nodes(group.nodes, timeout=QUICK_TIMEOUT, client=self.client)
-                again = {n: info.reason for n, info in current.items() if info.drained}
-                if again:
-                    self._run(scancel_argv(job_name=name), QUICK_TIMEOUT)
-                    reasons = "; ".join(f"{n}: {r}" for n, r in again.items())
-                    return pending.result(), f"drained again while waiting to be rechecked ({reasons})"
-
-    def _close_recheck(self, group: _Group, name: str) -> None:
-        """Drain each node again with the reason it had, then drop the reservation.
-
-        A node drained again meanwhile (by the health check) keeps that newer
-        reason. The gate decides afterwards; until then the node is out of the
-        pool. If a drain fails the reservation is kept, so the node still takes no job.
-        """
-        restored = True
-        current, error = read_nodes(list(group.recheck), timeout=QUICK_TIMEOUT, client=self.client)
-        by_reason: dict[str, list[str]] = {}
-        for node, reason in group.recheck.items():
-            info = current.get(node)
-            if error is None and info is not None and info.drained:
-                continue
-            by_reason.setdefault(reason, []).append(node)
-        for reason, nodes in by_reason.items():
-            restored &= self._run(drain_argv(fold(nodes), reason), QUICK_TIMEOUT).ok
-        if restored:
-            self._run(delete_reservation_argv(name), QUICK_TIMEOUT)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -320,12 +263,6 @@ class SlurmDispatcher:
             self._scratch.cleanup()
             self._scratch = None
         self.client.close()
-
-
-def _recheckable(info: SlurmNode) -> bool:
-    """Drained by burnin, no job left on it, and slurmd answering."""
-    return (info.drained and info.ours and not info.busy
-            and not info.flags & {"DOWN", "NOT_RESPONDING", "FAIL"})
 
 
 def _refusal(info: SlurmNode, rechecking: bool) -> str:

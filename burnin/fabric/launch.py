@@ -22,8 +22,11 @@ from typing import Literal, Protocol
 
 from burnin.fabric import commands
 from burnin.fabric.settings import FabricSettings
+from burnin.gate.recheck import Recheck, plan_recheck
+from burnin.gate.slurm import read_nodes
 from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult, Transport
+from burnin.transport.slurm import QUICK_TIMEOUT, SlurmRunner
 
 SLACK_S = 30.0  # beyond a launch's own `timeout`: start-up, srun, output transfer
 ALLOC_WAIT_S = 60.0
@@ -98,18 +101,25 @@ class TransportLauncher:
         """The transport belongs to the dispatcher, which closes it."""
 
 
-class SlurmClientLike(Protocol):
-    def run(self, argv: Sequence[str], *, timeout: float = ...) -> CommandResult: ...
+SlurmClientLike = SlurmRunner
 
 
 class SlurmLauncher:
-    """srun steps inside one exclusive allocation of the nodes (or the allocation we run in)."""
+    """srun steps inside one exclusive allocation of the nodes (or the allocation we run in).
+
+    With ``recheck_drained`` (``--gate slurm``, not ``--dry-run``) nodes burnin
+    drained are measured too: one maintenance reservation over all the nodes,
+    the drained ones resumed inside it, the allocation made in it; on close they
+    are drained again with their old reason and the reservation is deleted
+    (:mod:`burnin.gate.recheck`). Nodes drained by anyone else are not touched.
+    """
 
     name = "slurm"
 
     def __init__(self, client: SlurmClientLike, topology: Topology, settings: FabricSettings, *,
                  job_id: str | None = None, partition: str | None = None,
-                 reservation: str | None = None, on_command: OnCommand | None = None) -> None:
+                 reservation: str | None = None, recheck_drained: bool = False,
+                 on_command: OnCommand | None = None) -> None:
         self._client = client
         self._topology = topology
         self._settings = settings
@@ -117,21 +127,36 @@ class SlurmLauncher:
         self._own = job_id is None
         self._partition = partition
         self._reservation = reservation
+        self._recheck_drained = recheck_drained
+        self._recheck: Recheck | None = None
         self._name = f"burnin-fabric-{secrets.token_hex(4)}"
         self._on_command = on_command or _ignore
 
     def open(self, nodes: Sequence[str]) -> str | None:
         if self._job_id is not None or not nodes:
             return None
+        reservation = self._reservation
+        if self._recheck_drained:
+            current, _ = read_nodes(list(nodes), timeout=QUICK_TIMEOUT, client=self._client)
+            self._recheck = plan_recheck(self._name, nodes, current)
+            if self._recheck is not None:
+                failure = self._recheck.open(self._run)
+                if failure:
+                    return f"no Slurm allocation for the fabric phase: {failure}"
+                reservation = self._recheck.name
         wait = min(ALLOC_WAIT_S, self._settings.timeout_s)
         argv = commands.salloc_argv(nodes, job_name=self._name, time_limit_s=self._time_limit(),
-                                    immediate_s=wait, partition=self._partition, reservation=self._reservation)
-        result = self._run(argv, wait + SLACK_S)
+                                    immediate_s=wait, partition=self._partition, reservation=reservation)
+        if self._recheck is not None:
+            result, drained_again = self._recheck.allocate(self._run, self._client, argv, wait + SLACK_S,
+                                                           self._name)
+        else:
+            result, drained_again = self._run(argv, wait + SLACK_S), ""
         match = _GRANTED.search(result.stderr)
         if match is None:
             if result.timed_out:
                 self._run(["scancel", f"--name={self._name}"], 10.0)
-            return f"no Slurm allocation for the fabric phase: {result.describe_failure()}"
+            return f"no Slurm allocation for the fabric phase: {drained_again or result.describe_failure()}"
         self._job_id = match.group(1)
         return None
 
@@ -157,9 +182,14 @@ class SlurmLauncher:
                              result.duration_s, timed_out=result.timed_out, error=result.error)
 
     def close(self) -> None:
-        if self._own and self._job_id is not None:
-            self._run(["scancel", self._job_id], 10.0)
-            self._job_id = None
+        try:
+            if self._own and self._job_id is not None:
+                self._run(["scancel", self._job_id], 10.0)
+                self._job_id = None
+        finally:
+            if self._recheck is not None:
+                self._recheck.close(self._run, self._client)
+                self._recheck = None
 
     def _run(self, argv: list[str], timeout: float) -> CommandResult:
         result = self._client.run(argv, timeout=timeout)

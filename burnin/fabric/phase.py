@@ -76,7 +76,8 @@ def launcher_for(dispatcher: object, topology: Topology, settings: FabricSetting
 
     if isinstance(dispatcher, SlurmDispatcher) and settings.launcher in ("auto", "srun"):
         return SlurmLauncher(dispatcher.client, topology, settings, job_id=dispatcher.job_id,
-                             partition=dispatcher.partition, reservation=dispatcher.reservation, on_command=on_command)
+                             partition=dispatcher.partition, reservation=dispatcher.reservation,
+                             recheck_drained=dispatcher.recheck_drained, on_command=on_command)
     if settings.launcher == "srun":
         raise UsageError("fabric setting launcher: srun needs --via slurm")
     transport = getattr(dispatcher, "transport", None)

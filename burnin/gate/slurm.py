@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from burnin.nodes import fold, validate_name
-from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, show_node_argv
+from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner, show_node_argv
 
 if TYPE_CHECKING:
     from burnin.gate.decide import NodeDecision
@@ -115,7 +115,7 @@ def unknown_nodes(text: str) -> list[str]:
 
 
 def read_nodes(nodes: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
-               client: SlurmClient | None = None) -> tuple[dict[str, SlurmNode], str | None]:
+               client: SlurmRunner | None = None) -> tuple[dict[str, SlurmNode], str | None]:
     """Current state of ``nodes`` in one scontrol call; the error line when it failed."""
     if not nodes:
         return {}, None

@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from burnin.nodes import fold
 from burnin.transport.base import CommandResult
@@ -232,6 +233,12 @@ def _lines_naming(lines: Sequence[str], node: str) -> list[str]:
 def _tail(text: str) -> str:
     last = [line.strip() for line in text.strip().splitlines() if line.strip()][-1:]
     return f" ({last[0][:200]})" if last else ""
+
+
+class SlurmRunner(Protocol):
+    """What runs a Slurm client command: :class:`SlurmClient`, or a test double."""
+
+    def run(self, argv: Sequence[str], *, timeout: float = ...) -> CommandResult: ...
 
 
 class SlurmClient:

@@ -1,6 +1,8 @@
 """A real Slurm cluster (munged, slurmctld, 8 slurmd) of simulated nodes for the fabric suite.
 
 sim04 carries ``slow-hca`` (mlx5_2 at half its rate; invisible to the health probe).
+``readmit_cluster`` is a second one of 4 nodes, sim03 with ``nccl-wrong``, for the
+test that readmits a node burnin drained.
 Missing slurm-wlm/munge or root skips the tier, except under CI where it fails.
 """
 
@@ -17,8 +19,8 @@ from burnin.lab import slurm as lab
 NODES = [f"sim{i:02d}" for i in range(1, 9)]
 
 
-@pytest.fixture(scope="session")
-def fabric_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+def _cluster(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: list[str],
+             fault: str) -> Iterator[tuple[Path, dict[str, str]]]:
     missing = lab.missing_commands()
     if missing or os.geteuid() != 0:
         message = (f"sim-slurm tier needs slurm-wlm and munge (missing: {', '.join(missing)})" if missing
@@ -29,10 +31,20 @@ def fabric_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
     from burnin.dispatch.sim import parse_fault_args
     from burnin.topology import find_topology
 
-    state = tmp_path_factory.mktemp("slurmfab")
-    faults = parse_fault_args(["sim04:slow-hca"], NODES)
-    lab.up(state, find_topology("hgx-h100-8gpu"), NODES, faults, health_interval=300)
+    state = tmp_path_factory.mktemp(name)
+    faults = parse_fault_args([fault], nodes)
+    lab.up(state, find_topology("hgx-h100-8gpu"), nodes, faults, health_interval=300)
     try:
         yield state, {**os.environ, **lab.client_env(state)}
     finally:
         lab.down(state)
+
+
+@pytest.fixture(scope="session")
+def fabric_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    yield from _cluster(tmp_path_factory, "slurmfab", NODES, "sim04:slow-hca")
+
+
+@pytest.fixture(scope="module")
+def readmit_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    yield from _cluster(tmp_path_factory, "slurmre", NODES[:4], "sim03:nccl-wrong")

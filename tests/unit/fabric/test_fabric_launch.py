@@ -115,3 +115,57 @@ def test_transport_launcher_mpirun_from_the_first_node(h100_topology: Topology) 
                                                                            timeout=5)
     node, argv = transport.calls[0]
     assert node == "n1" and "mpirun" in argv and "n1:8,n2:8" in argv
+
+
+class DrainedSlurm(FakeClient):
+    """Node states that scontrol update changes; salloc grants job 21."""
+
+    def __init__(self, states: dict[str, str]) -> None:
+        super().__init__({"salloc": result("ctl", "", stderr="salloc: Granted job allocation 21\n")})
+        self.states = states
+
+    def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
+        if list(argv[:4]) == ["scontrol", "--oneliner", "show", "node"]:
+            self.calls.append(list(argv))
+            return result("ctl", "".join(f"NodeName={n} {s}\n" for n, s in self.states.items()))
+        if list(argv[:2]) == ["scontrol", "update"]:
+            node = argv[2].split("=", 1)[1]
+            self.states[node] = ("State=IDLE" if argv[3] == "State=RESUME"
+                                 else f"State=IDLE+DRAIN {argv[4]} [root@t]")
+        return super().run(argv, timeout=timeout)
+
+
+def test_slurm_launcher_measures_burnin_drained_nodes_in_a_reservation(h100_topology: Topology) -> None:
+    drained = "State=IDLE+DRAIN Reason=burnin: NCCL-05 wrong values [root@t]"
+    client = DrainedSlurm({"sim01": "State=IDLE", "sim02": drained})
+    launcher = SlurmLauncher(client, h100_topology, SIMULATED, recheck_drained=True)
+    assert launcher.open(["sim01", "sim02"]) is None
+    launcher.close()
+    calls = [" ".join(c) for c in client.calls if c[:2] != ["scontrol", "--oneliner"]]
+    name = calls[0].split("ReservationName=")[1].split()[0]
+    assert calls[0].startswith("scontrol create reservation") and "Nodes=sim[01-02]" in calls[0]
+    assert "Flags=MAINT,IGNORE_JOBS" in calls[0] and name.startswith("burnin-fabric-")
+    assert calls[1:] == [
+        "scontrol update NodeName=sim02 State=RESUME",
+        next(c for c in calls if c.startswith("salloc")),
+        "scancel 21",
+        "scontrol update NodeName=sim02 State=DRAIN Reason=burnin: NCCL-05 wrong values",
+        f"scontrol delete ReservationName={name}",
+    ]
+    assert f"--reservation={name}" in calls[2] and "--nodelist=sim[01-02]" in calls[2]
+    assert client.states["sim02"].startswith("State=IDLE+DRAIN Reason=burnin: NCCL-05")
+
+
+def test_slurm_launcher_leaves_other_drains_and_dry_runs_alone(h100_topology: Topology) -> None:
+    states = {"sim01": "State=IDLE", "sim02": "State=IDLE+DRAIN Reason=maintenance [alice@t]"}
+    client = DrainedSlurm(dict(states))
+    launcher = SlurmLauncher(client, h100_topology, SIMULATED, recheck_drained=True)
+    launcher.open(["sim01", "sim02"])
+    launcher.close()
+    assert not any("reservation" in " ".join(c) or c[:2] == ["scontrol", "update"] for c in client.calls)
+    drained = {"sim02": "State=IDLE+DRAIN Reason=burnin: NCCL-05 wrong values [root@t]"}
+    client = DrainedSlurm(dict(drained))
+    launcher = SlurmLauncher(client, h100_topology, SIMULATED)  # --dry-run or no --gate slurm
+    launcher.open(["sim02"])
+    launcher.close()
+    assert [c[0] for c in client.calls] == ["salloc", "scancel"] and client.states == drained
