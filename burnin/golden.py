@@ -1,0 +1,113 @@
+"""Draft a topology from a known-good node's facts (the "golden manifest").
+
+An operator runs the collector on a node they trust, then reviews the YAML this
+writes before using it to judge the rest of the fleet. Layout (bus ids, NUMA,
+GPU/HCA pairing, link layers) and settings come from the node; thresholds are
+taken from a base topology and adjusted to what the node measured, each with a
+source that says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from typing import Any
+
+from burnin.checks.host import pcie_relation
+from burnin.errors import UsageError
+from burnin.facts import Facts
+from burnin.topology.model import Topology
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+FABRIC_STATE_COMPLETED = 3
+
+
+def _require(facts: Facts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    from burnin.evaluate.verdict import Unmeasurable
+
+    try:
+        return facts.nvml(), facts.pci_devices(), facts.hcas(), facts.numa()
+    except Unmeasurable as exc:
+        raise UsageError(f"{facts.node}: cannot draft a topology: {exc.reason}") from None
+
+
+def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
+    """A topology document (plain data, ready for YAML) describing the node in ``facts``."""
+    nvml, pci, hcas, numa = _require(facts)
+    lost = [f"gpu{g.get('index')}" for g in nvml.get("gpus", []) if g.get("lost") or not g.get("bus_id")]
+    if lost:
+        raise UsageError(f"{facts.node}: {', '.join(lost)} did not answer NVML; a golden node must be healthy")
+    gpus = list(nvml.get("gpus", []))
+    if not gpus:
+        raise UsageError(f"{facts.node}: NVML reported no usable GPU; a golden node must be healthy")
+    source = f"measured on golden node {facts.node} ({facts.data.get('collected_at', 'unknown time')})"
+
+    hca_rows: list[dict[str, Any]] = []
+    for hca_name, data in sorted(hcas.items()):
+        bus = data.get("pci")
+        port = (data.get("ports") or {}).get("1") or {}
+        layer = port.get("link_layer")
+        if not bus or layer not in ("InfiniBand", "Ethernet") or bus not in pci:
+            continue
+        hca_rows.append({"name": hca_name, "bus_id": bus, "numa_node": max(0, pci[bus].get("numa_node") or 0),
+                         "link_layer": layer, "role": "compute" if layer == "InfiniBand" else "storage"})
+    compute = [h for h in hca_rows if h["role"] == "compute"]
+
+    devices = []
+    for gpu in gpus:
+        bus = gpu["bus_id"]
+        paired = next((h["name"] for h in compute if bus in pci and pcie_relation(pci, bus, h["bus_id"]) == "PIX"),
+                      None)
+        devices.append({"index": gpu["index"], "bus_id": bus,
+                        "numa_node": max(0, (pci.get(bus) or {}).get("numa_node") or 0), "hca": paired})
+
+    first = gpus[0]
+    links = len(first.get("nvlink") or [])
+    nodes = numa.get("nodes") or {}
+    references = {key: asdict(ref) for key, ref in base.references.items()}
+
+    def measured(key: str, value: float, *, exact: bool = False) -> None:
+        ref = references.get(key, {"unit": ""})
+        references[key] = {"value": value, "lower": value if key != "gpu_memory_mib" else round(value * 0.99),
+                           "upper": value if exact else ref.get("upper"), "unit": ref.get("unit", ""),
+                           "source": source}
+
+    if first.get("memory_total_mib"):
+        measured("gpu_memory_mib", first["memory_total_mib"])
+    default_mw = (first.get("power") or {}).get("default_limit_mw")
+    if default_mw:
+        measured("power_limit_w", default_mw / 1000, exact=True)
+    pcie = first.get("pcie") or {}
+    if pcie.get("max_gen"):
+        measured("gpu_pcie_gen", pcie["max_gen"])
+    if pcie.get("max_width"):
+        measured("gpu_pcie_width", pcie["max_width"], exact=True)
+    if links:
+        measured("nvlink_links_active", links, exact=True)
+    rates = [float(m.group(1)) for h in compute
+             if (m := _RATE.match(str(((hcas[h["name"]].get("ports") or {}).get("1") or {}).get("rate") or "")))]
+    if rates:
+        measured("ib_rate_gbps", min(rates))
+    groups = (facts.data.get("kernel") or {}).get("iommu_group_types") or {}
+    return {
+        "name": name,
+        "description": f"drafted from {facts.node}: {len(gpus)} x {first.get('name')}; review before use",
+        "gpus": {
+            "count": len(gpus), "model": first.get("name"),
+            "nvlink": {"links_per_gpu": links, "pair_link": f"NV{links}"} if links else None,
+            "devices": devices,
+        },
+        "hcas": hca_rows,
+        "numa": {"nodes": len(nodes), "cpulists": {int(k): v.get("cpulist") for k, v in sorted(nodes.items())}},
+        "host": {
+            "driver_version": nvml.get("driver_version"),
+            "fabric_manager": any((g.get("fabric") or {}).get("state") == FABRIC_STATE_COMPLETED for g in gpus),
+            "peermem": bool(((facts.data.get("kernel") or {}).get("modules") or {}).get("nvidia_peermem")),
+            "persistence": bool(first.get("persistence_mode")),
+            "mig": bool((first.get("mig_mode") or {}).get("current")),
+            "ecc": bool((first.get("ecc_mode") or {}).get("current")),
+            "acs_disabled": base.host.acs_disabled,
+            "iommu": "passthrough" if not any(k.startswith("DMA") for k in groups) else "any",
+        },
+        "references": references,
+    }
