@@ -62,7 +62,8 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
                         "numa_node": max(0, (pci.get(bus) or {}).get("numa_node") or 0), "hca": paired})
 
     first = gpus[0]
-    links = len(first.get("nvlink") or [])
+    # Links the golden node has up (a GPU without NVLink peers reports its links inactive).
+    links = sum(1 for link in first.get("nvlink") or [] if link.get("active"))
     nodes = numa.get("nodes") or {}
     references = {key: asdict(ref) for key, ref in base.references.items()}
 
@@ -82,8 +83,7 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
         measured("gpu_pcie_gen", pcie["max_gen"])
     if pcie.get("max_width"):
         measured("gpu_pcie_width", pcie["max_width"], exact=True)
-    if links:
-        measured("nvlink_links_active", links, exact=True)
+    measured("nvlink_links_active", links, exact=True)
     rates = [float(m.group(1)) for h in compute
              if (m := _RATE.match(str(((hcas[h["name"]].get("ports") or {}).get("1") or {}).get("rate") or "")))]
     if rates:
