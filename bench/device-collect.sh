@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run on a lent GPU machine (the `device` tool), where only python3 and the NVIDIA
 # driver can be counted on: the collector zipapp carries pynvml, so nothing is
-# installed. Prepare here first:  PYTHON=.venv/bin/python bash bench/device-collect --prepare
-# then on the device:             bash bench/device-collect
+# installed. Prepare here first:  PYTHON=.venv/bin/python bash bench/device-collect.sh --prepare
+# then on the device:             bash bench/device-collect.sh
 # It writes, under $OUT (or ./device-out): facts.json from the production
 # collector, the fast probe's view of the same node, and raw tool outputs for the
 # parser tests. Judge them here afterwards:
