@@ -9,17 +9,15 @@ source that says so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict
 from typing import Any
 
 from burnin.checks.host import pcie_relation
+from burnin.checks.infiniband import port_rate_gbps
+from burnin.checks.inventory import FABRIC_STATE_COMPLETED
 from burnin.errors import UsageError
 from burnin.facts import Facts
 from burnin.topology.model import Topology
-
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
-FABRIC_STATE_COMPLETED = 3
 
 
 def _require(facts: Facts) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -84,8 +82,8 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
     if pcie.get("max_width"):
         measured("gpu_pcie_width", pcie["max_width"], exact=True)
     measured("nvlink_links_active", links, exact=True)
-    rates = [float(m.group(1)) for h in compute
-             if (m := _RATE.match(str(((hcas[h["name"]].get("ports") or {}).get("1") or {}).get("rate") or "")))]
+    port_rates = (port_rate_gbps(((hcas[h["name"]].get("ports") or {}).get("1") or {}).get("rate")) for h in compute)
+    rates = [rate for rate in port_rates if rate is not None]
     if rates:
         measured("ib_rate_gbps", min(rates))
     groups = (facts.data.get("kernel") or {}).get("iommu_group_types") or {}

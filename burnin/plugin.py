@@ -9,6 +9,7 @@ and at the end writes ``verdicts.json`` and ``gate.json`` to ``--burnin-out``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -221,7 +222,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     outcomes = list(state.outcomes)
     state.out_dir.mkdir(parents=True, exist_ok=True)
     (state.out_dir / "verdicts.json").write_text(
-        json.dumps([_outcome_json(o) for o in outcomes], indent=1),
+        json.dumps([dataclasses.asdict(o) for o in outcomes], indent=1),
         encoding="utf-8",
     )
     decisions = decide(state.nodes, outcomes)
@@ -230,9 +231,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                         facts=str(state.facts_dir))
     (state.out_dir / "gate.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
-
-def _outcome_json(outcome: CheckOutcome) -> dict[str, Any]:
-    return {
-        "node": outcome.node, "check": outcome.check, "status": outcome.status,
-        "reason": outcome.reason, "measured": outcome.measured, "expected": outcome.expected,
-    }

@@ -125,14 +125,10 @@ def per_hca(facts: Facts, hcas: tuple[Hca, ...], judge_hca: Callable[[Hca, dict[
 
 def parse_cpulist(text: str) -> frozenset[int]:
     """``0-3,8,10-11`` → {0,1,2,3,8,10,11}. Raises Unmeasurable on garbage."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        try:
-            start, end = int(lo), int(hi or lo)
-        except ValueError:
-            raise Unmeasurable(f"unreadable cpulist {text!r}") from None
-        cpus.update(range(start, end + 1))
-    return frozenset(cpus)
+    from burnin.errors import ParseError
+    from burnin.parsers._common import expand_cpu_list
+
+    try:
+        return frozenset(expand_cpu_list(text))
+    except ParseError:
+        raise Unmeasurable(f"unreadable cpulist {text!r}") from None

@@ -44,6 +44,12 @@ def port_state(facts: Facts, topology: Topology) -> Verdict:
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 
 
+def port_rate_gbps(rate_text: str | None) -> float | None:
+    """``400 Gb/sec (4X NDR)`` (sysfs ``rate``) → 400.0; None when unreadable."""
+    match = _RATE.match(rate_text or "")
+    return float(match.group(1)) if match else None
+
+
 @check("IB-02", "Compute HCA port rate")
 def port_rate(facts: Facts, topology: Topology) -> Verdict:
     ref = topology.ref("ib_rate_gbps")
@@ -56,10 +62,10 @@ def port_rate(facts: Facts, topology: Topology) -> Verdict:
         if not str(port.get("state") or "").endswith("ACTIVE"):
             # A port that is not up reports a meaningless rate; IB-01 fails it.
             return ok(hca.name, f"port {port.get('state')}: rate not judged (see IB-01)", ref.describe())
-        match = _RATE.match(rate_text or "")
-        if match is None:
+        rate = port_rate_gbps(rate_text)
+        if rate is None:
             raise Unmeasurable(f"rate unreadable: {rate_text!r}")
-        return judge(hca.name, ref.admits(float(match.group(1))), str(rate_text), ref.describe())
+        return judge(hca.name, ref.admits(rate), str(rate_text), ref.describe())
 
     return roll_up("IB-02", facts.node, per_hca(facts, topology.compute_hcas, judge_hca),
                    expected=ref.describe())
