@@ -230,4 +230,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         facts=str(state.facts_dir))
     (state.out_dir / "gate.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-
