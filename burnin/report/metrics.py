@@ -1,0 +1,224 @@
+"""Prometheus exposition of a run's (or a probe's) verdicts and key measurements.
+
+The text is meant for node_exporter's textfile collector (``*.prom`` in its
+directory, written atomically) or a Pushgateway. Pure: documents in, text out;
+:func:`write_textfile` is the only function that touches the disk.
+
+Metric and label names follow Prometheus conventions: ``burnin_`` prefix,
+base units in the name (``_celsius``, ``_watts``, ``_bytes_per_second``),
+snake_case labels, one state set per check (``state`` label, value 1 for the
+state it is in, 0 for the others), gauges for since-boot counters read once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHECK_STATES = ("pass", "fail", "incomplete", "not-applicable")
+
+# name -> (type, help). Every metric burnin writes is declared here; the
+# Grafana dashboard test checks its queries against this table.
+METRICS: dict[str, tuple[str, str]] = {
+    "burnin_run_timestamp_seconds": ("gauge", "When the run (or probe) judged its nodes, Unix time."),
+    "burnin_run_duration_seconds": ("gauge", "Wall time of the run."),
+    "burnin_run_partial": ("gauge", "1 when the run did not judge every check of its suites (admits nobody)."),
+    "burnin_run_nodes": ("gauge", "Nodes judged by the run, by gate decision."),
+    "burnin_node_admitted": ("gauge", "1 when the node was admitted into the pool, 0 when held back."),
+    "burnin_node_checks": ("gauge", "Checks of the node by verdict."),
+    "burnin_check_state": ("gauge", "Verdict of one check on one node, as a state set (1 for its state)."),
+    "burnin_gpu_temperature_celsius": ("gauge", "GPU temperature read by NVML."),
+    "burnin_gpu_power_limit_watts": ("gauge", "Enforced GPU power limit."),
+    "burnin_gpu_ecc_uncorrected_errors": ("gauge", "Uncorrected ECC errors, volatile (since driver load) or aggregate."),
+    "burnin_gpu_remapped_rows": ("gauge", "HBM rows remapped, by cause."),
+    "burnin_gpu_pcie_link_width": ("gauge", "Current PCIe link width of the GPU (lanes)."),
+    "burnin_gpu_pcie_link_generation": ("gauge", "Current PCIe link generation of the GPU."),
+    "burnin_gpu_nvlink_links_active": ("gauge", "NVLink links up on the GPU."),
+    "burnin_gpu_nvlink_errors": ("gauge", "NVLink error counters summed over the GPU's links, by counter."),
+    "burnin_ib_port_rate_bits_per_second": ("gauge", "InfiniBand port rate as ibstat reports it."),
+    "burnin_ib_port_active": ("gauge", "1 when the InfiniBand port state is ACTIVE."),
+    "burnin_ib_port_errors": ("gauge", "InfiniBand port error counters since boot, by counter."),
+    "burnin_nccl_busbw_bytes_per_second": ("gauge", "Peak nccl-tests bus bandwidth of the node's single-node run."),
+    "burnin_nvbandwidth_min_bytes_per_second": ("gauge", "Lowest nvbandwidth value of a test case on the node."),
+}
+
+_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_RATE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec")
+GB = 1e9
+
+
+@dataclass
+class Exposition:
+    """Samples grouped by metric, rendered in declaration order."""
+
+    samples: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
+
+    def add(self, name: str, value: float | int | bool | None, **labels: object) -> None:
+        if name not in METRICS:
+            raise KeyError(f"metric {name} is not declared")
+        if not isinstance(value, int | float):
+            return
+        number = float(value)
+        if not math.isfinite(number):
+            return  # a value that cannot be true is not exported (the check says incomplete)
+        self.samples.setdefault(name, []).append(({k: str(v) for k, v in labels.items()}, number))
+
+    def render(self) -> str:
+        lines: list[str] = []
+        for name, (kind, help_text) in METRICS.items():
+            rows = self.samples.get(name)
+            if not rows:
+                continue
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            for labels, value in rows:
+                lines.append(f"{name}{_labels(labels)} {_number(value)}")
+        return "\n".join(lines) + "\n" if lines else ""
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def verdict_metrics(exp: Exposition, gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]]) -> None:
+    """Run-level, node-level and per-check series from gate.json and verdicts.json."""
+    nodes: Mapping[str, Any] = gate.get("nodes", {})
+    partial = bool(gate.get("partial"))
+    exp.add("burnin_run_partial", partial)
+    admitted = sum(1 for d in nodes.values() if d.get("admitted"))
+    exp.add("burnin_run_nodes", admitted, decision="admitted")
+    exp.add("burnin_run_nodes", len(nodes) - admitted, decision="rejected")
+    for node, decision in nodes.items():
+        exp.add("burnin_node_admitted", bool(decision.get("admitted")), node=node)
+    counts: dict[str, dict[str, int]] = {node: dict.fromkeys(CHECK_STATES, 0) for node in nodes}
+    for outcome in outcomes:
+        node, check, state = str(outcome["node"]), str(outcome["check"]), str(outcome["status"])
+        counts.setdefault(node, dict.fromkeys(CHECK_STATES, 0))
+        counts[node][state] = counts[node].get(state, 0) + 1
+        for candidate in CHECK_STATES:
+            exp.add("burnin_check_state", candidate == state, node=node, check=check, state=candidate)
+    for node, by_state in counts.items():
+        for state, count in by_state.items():
+            exp.add("burnin_node_checks", count, node=node, state=state)
+
+
+def gpu_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
+    nvml = facts.get("nvml")
+    if not isinstance(nvml, dict):
+        return
+    for gpu in nvml.get("gpus", []):
+        if not isinstance(gpu, dict) or gpu.get("lost"):
+            continue
+        index = str(gpu.get("index"))
+        exp.add("burnin_gpu_temperature_celsius", _num(gpu.get("temperature_c")), node=node, gpu=index)
+        power = gpu.get("power") or {}
+        limit_mw = _num(power.get("enforced_limit_mw"))
+        exp.add("burnin_gpu_power_limit_watts", None if limit_mw is None else limit_mw / 1000, node=node, gpu=index)
+        ecc = gpu.get("ecc_errors") or {}
+        for scope in ("volatile", "aggregate"):
+            exp.add("burnin_gpu_ecc_uncorrected_errors", _num(ecc.get(f"{scope}_uncorrected")),
+                    node=node, gpu=index, scope=scope)
+        rows = gpu.get("remapped_rows") or {}
+        for cause in ("correctable", "uncorrectable"):
+            exp.add("burnin_gpu_remapped_rows", _num(rows.get(cause)), node=node, gpu=index, cause=cause)
+        pcie = gpu.get("pcie") or {}
+        exp.add("burnin_gpu_pcie_link_width", _num(pcie.get("curr_width")), node=node, gpu=index)
+        exp.add("burnin_gpu_pcie_link_generation", _num(pcie.get("curr_gen")), node=node, gpu=index)
+        links = gpu.get("nvlink")
+        if isinstance(links, list) and links:
+            exp.add("burnin_gpu_nvlink_links_active", sum(1 for link in links if link.get("active") is True),
+                    node=node, gpu=index)
+            for counter in ("replay", "recovery", "crc_flit"):
+                values = [_num(link.get(counter)) for link in links]
+                if values and all(v is not None for v in values):
+                    exp.add("burnin_gpu_nvlink_errors", sum(v for v in values if v is not None),
+                            node=node, gpu=index, counter=counter)
+
+
+def ib_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
+    infiniband = facts.get("infiniband")
+    if not isinstance(infiniband, dict):
+        return
+    for hca, data in sorted(infiniband.get("hcas", {}).items()):
+        for port, info in sorted((data.get("ports") or {}).items()):
+            match = _RATE.match(str(info.get("rate", "")))
+            if match:
+                exp.add("burnin_ib_port_rate_bits_per_second", float(match.group(1)) * GB,
+                        node=node, hca=hca, port=port)
+            state = str(info.get("state", ""))
+            if state:
+                exp.add("burnin_ib_port_active", "ACTIVE" in state, node=node, hca=hca, port=port)
+            for counter, value in sorted((info.get("counters") or {}).items()):
+                if _NAME.match(counter):
+                    exp.add("burnin_ib_port_errors", _num(value), node=node, hca=hca, port=port, counter=counter)
+
+
+def fabric_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
+    fabric = facts.get("fabric")
+    if not isinstance(fabric, dict):
+        return
+    for collective, run in sorted((fabric.get("single") or {}).items()):
+        if isinstance(run, dict) and run.get("status") == "ok":
+            busbw = _num(run.get("busbw_gbps"))
+            exp.add("burnin_nccl_busbw_bytes_per_second", None if busbw is None else busbw * GB,
+                    node=node, collective=collective, scope="single-node")
+    nvb = fabric.get("nvbandwidth")
+    if isinstance(nvb, dict) and nvb.get("status") == "ok":
+        for testcase, matrix in sorted((nvb.get("testcases") or {}).items()):
+            values = [_num(v) for row in matrix for v in row if _num(v) is not None]
+            finite = [v for v in values if v is not None and math.isfinite(v)]
+            if finite:
+                exp.add("burnin_nvbandwidth_min_bytes_per_second", min(finite) * GB, node=node, testcase=testcase)
+
+
+def exposition(gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]],
+               facts: Mapping[str, Mapping[str, Any]], *, timestamp: float | None = None,
+               duration_s: float | None = None) -> str:
+    """The whole textfile for one run or probe."""
+    exp = Exposition()
+    exp.add("burnin_run_timestamp_seconds", timestamp)
+    exp.add("burnin_run_duration_seconds", duration_s)
+    verdict_metrics(exp, gate, outcomes)
+    for node in sorted(facts):
+        node_facts = facts[node]
+        gpu_metrics(exp, node, node_facts)
+        ib_metrics(exp, node, node_facts)
+        fabric_metrics(exp, node, node_facts)
+    return exp.render()
+
+
+def write_textfile(path: Path, text: str) -> Path:
+    """Write atomically (node_exporter must never read half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
