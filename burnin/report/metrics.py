@@ -35,7 +35,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "burnin_check_state": ("gauge", "Verdict of one check on one node, as a state set (1 for its state)."),
     "burnin_gpu_temperature_celsius": ("gauge", "GPU temperature read by NVML."),
     "burnin_gpu_power_limit_watts": ("gauge", "Enforced GPU power limit."),
-    "burnin_gpu_ecc_uncorrected_errors": ("gauge", "Uncorrected ECC errors, volatile (since driver load) or aggregate."),
+    "burnin_gpu_ecc_uncorrected_errors": ("gauge", "Uncorrected ECC errors, volatile or aggregate."),
     "burnin_gpu_remapped_rows": ("gauge", "HBM rows remapped, by cause."),
     "burnin_gpu_pcie_link_width": ("gauge", "Current PCIe link width of the GPU (lanes)."),
     "burnin_gpu_pcie_link_generation": ("gauge", "Current PCIe link generation of the GPU."),
