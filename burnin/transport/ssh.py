@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 import paramiko
 
 from burnin.errors import TransportError
+from burnin.text import printable
 from burnin.transport.base import CommandResult
-from burnin.transport.ssh_config import Endpoint, HostKeyError
+from burnin.transport.ssh_config import Endpoint
 
 # paramiko logs every failed handshake with a traceback; the node's reason says it once.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
@@ -183,16 +184,21 @@ class SshTransport:
                 options = conn.get_security_options()
                 preferred = [t for t in options.key_types if _base_type(t) in known]
                 options.key_types = preferred + [t for t in options.key_types if t not in preferred]
-            conn.start_client(timeout=limit)
+            try:
+                conn.start_client(timeout=limit)
+            except paramiko.SSHException as exc:
+                raise _handshake_error(conn, endpoint, limit, exc) from None
+            if conn.host_key is None:  # start_client gave up at its timeout without raising
+                raise _handshake_error(conn, endpoint, limit, None)
             endpoint.known_hosts.check(name, conn.get_remote_server_key())
             self._authenticate(conn, endpoint, deadline)
             conn.set_keepalive(max(1, int(endpoint.keepalive_s)))
-        except HostKeyError as exc:
-            _close(conn, sock)
-            raise SshError(str(exc)) from None
         except SshError:
             _close(conn, sock)
             raise
+        except TransportError as exc:  # host key unknown or changed, known_hosts unreadable
+            _close(conn, sock)
+            raise SshError(str(exc)) from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
             _close(conn, sock)
             raise SshError(f"unreachable: SSH handshake with {endpoint.label} failed: "
@@ -401,8 +407,33 @@ def _with_jumps(endpoint: Endpoint, jumps: tuple[Endpoint, ...]) -> Endpoint:
     return replace(endpoint, jumps=jumps)
 
 
+def _handshake_error(conn: paramiko.Transport, endpoint: Endpoint, limit: float,
+                     exc: paramiko.SSHException | None) -> SshError:
+    """Why the SSH handshake did not finish, in words: no banner, not SSH, or a stalled key exchange.
+
+    paramiko reports a peer that accepts TCP and never speaks either as
+    "Error reading SSH protocol banner" (its banner timeout fired first) or not
+    at all (``start_client`` returns at its own timeout and the next call says
+    "No existing session"); both mean the banner never came.
+    """
+    where = f"{endpoint.hostname}:{endpoint.port}"
+    if not conn.remote_version:
+        cause = exc.__context__ if exc is not None else None
+        if exc is None or isinstance(cause, TimeoutError):
+            return SshError(f"unreachable: no SSH banner from {where} within {limit:.1f} s "
+                            "(the port accepts connections but nothing answers in SSH)")
+        if isinstance(cause, EOFError | OSError):
+            return SshError(f"unreachable: {where} closed the connection without an SSH banner")
+        return SshError(f"unreachable: {where} does not speak SSH: {_text(exc)}")
+    if exc is None:
+        return SshError(f"unreachable: SSH key exchange with {endpoint.label} did not finish within "
+                        f"{limit:.1f} s (server {printable(conn.remote_version, limit=80)})")
+    return SshError(f"unreachable: SSH handshake with {endpoint.label} failed: {_text(exc)}")
+
+
 def _text(exc: BaseException) -> str:
-    text = str(exc).strip()
+    """The exception's message, control characters escaped (a peer's words may be in it)."""
+    text = printable(str(exc).strip(), limit=300)
     if isinstance(exc, EOFError) or not text:
         return text or f"{type(exc).__name__} (connection closed by the remote side)"
     return text

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import paramiko
+from paramiko.hostkeys import InvalidHostKey
 
 from burnin.errors import TransportError, UsageError
 
@@ -29,6 +30,7 @@ DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_ho
 MAX_JUMPS = 8
 _USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\$?$")
 _HOST = re.compile(r"^[A-Za-z0-9_.:%\[\]-]{1,253}$")
+_SETTING = paramiko.SSHConfig.SETTINGS_REGEX
 
 
 class HostKeyError(TransportError):
@@ -83,10 +85,7 @@ class KnownHosts:
                 keys = paramiko.HostKeys()
                 for path in self.files:
                     if path.is_file():
-                        try:
-                            keys.load(str(path))
-                        except (OSError, paramiko.SSHException) as exc:
-                            raise TransportError(f"cannot read known_hosts {path}: {exc}") from None
+                        _load_known_hosts(keys, path)
                 self._keys = keys
             return self._keys
 
@@ -133,6 +132,26 @@ class KnownHosts:
                 self._keys.add(name, key.get_name(), key)
 
 
+def _load_known_hosts(keys: paramiko.HostKeys, path: Path) -> None:
+    """Add ``path``'s entries to ``keys``; an error names the file and line, never its content."""
+    try:
+        keys.load(str(path))
+    except UnicodeDecodeError as exc:
+        raise TransportError(f"cannot read known_hosts {path}: not UTF-8 text "
+                             f"(byte offset {exc.start})") from None
+    except InvalidHostKey as exc:
+        where = ""
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            where = next((f" line {n}" for n, line in enumerate(lines, 1) if line.strip() == exc.line), "")
+        except (OSError, UnicodeDecodeError):
+            pass
+        raise TransportError(f"cannot read known_hosts {path}{where}: the key is not valid base64") from None
+    except (OSError, paramiko.SSHException) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise TransportError(f"cannot read known_hosts {path}: {detail}") from None
+
+
 class SshConfigResolver:
     """Resolve node names through an ssh_config file (OpenSSH's first-match-wins rules)."""
 
@@ -159,7 +178,13 @@ class SshConfigResolver:
 
     def _resolve(self, name: str, address: str | None, user: str | None, port: int | None,
                  depth: int) -> Endpoint:
-        options = self._config.lookup(name)
+        try:
+            options = self._config.lookup(name)
+        except (paramiko.ConfigParseError, paramiko.config.CouldNotCanonicalize, ImportError,
+                ValueError, KeyError) as exc:
+            raise UsageError(f"{self.config_path or 'ssh config'}: cannot apply it to {name} "
+                             f"({type(exc).__name__}; Match exec and CanonicalizeHostname are "
+                             "not supported)") from None
         hostname = address or options.get("hostname") or name
         resolved_user = user or options.get("user") or getpass.getuser()
         resolved_port = port or _int_option(options, "port", 22, self.config_path, name)
@@ -269,11 +294,62 @@ def _int_option(options: paramiko.SSHConfigDict, key: str, default: int, path: P
     try:
         return int(value)
     except ValueError:
-        raise UsageError(f"{path or 'ssh config'}: {key} for {name} is not a number: {value!r}") from None
+        where = f"{path}{_bad_number_line(path, key)}" if path is not None else "ssh config"
+        raise UsageError(f"{where}: {key} for {name} is not a number") from None
+
+
+def _read_text(path: Path, what: str) -> str:
+    """The file as UTF-8 text; a UsageError naming the file (and the byte offset) otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read {what} {path}: not UTF-8 text (byte offset {exc.start})") from None
 
 
 def _parse_config(path: Path) -> paramiko.SSHConfig:
+    """Parse an ssh_config; an error names the file and the line, never the line's content.
+
+    burnin may be pointed at any file (``--ssh-config /etc/shadow``): echoing a
+    line it cannot parse would print part of a file the user may not be meant to read.
+    """
+    text = _read_text(path, "ssh config")
     try:
-        return paramiko.SSHConfig.from_path(str(path))
-    except (OSError, paramiko.ConfigParseError) as exc:
-        raise UsageError(f"cannot read ssh config {path}: {exc}") from None
+        return paramiko.SSHConfig.from_text(text)
+    except (paramiko.ConfigParseError, ValueError):
+        pass
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not _SETTING.match(stripped):
+            raise UsageError(f"cannot read ssh config {path}: line {number} is not 'Keyword value' "
+                             "(is this an ssh_config file?)")
+        try:
+            paramiko.SSHConfig.from_text(stripped)
+        except (paramiko.ConfigParseError, ValueError):
+            raise UsageError(f"cannot read ssh config {path}: line {number}: invalid "
+                             "Host or Match patterns (unbalanced quotes or a missing value)") from None
+    raise UsageError(f"cannot read ssh config {path}: not a valid ssh_config file")
+
+
+def _bad_number_line(path: Path | None, key: str) -> str:
+    """`` line N``: the first ``key`` setting in ``path`` whose value is not a number ('' if none)."""
+    if path is None:
+        return ""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    for number, line in enumerate(lines, 1):
+        match = _SETTING.match(line.strip())
+        if match is None or match.group(1).lower() != key:
+            continue
+        try:
+            int(match.group(2).strip('"'))
+        except ValueError:
+            return f" line {number}"
+    return ""
