@@ -16,6 +16,7 @@ from burnin.checks import load_all
 from burnin.collector.core import FAST_SOURCES, collect
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
+from burnin.text import printable
 from burnin.topology.model import Topology
 
 EXIT_OK, EXIT_FAIL, EXIT_INCOMPLETE = 0, 1, 2
@@ -49,7 +50,8 @@ class ProbeResult:
         word = "FAIL" if self.failed else "INCOMPLETE"
         ids = ",".join(v.check_id for v in bad)
         causes = "; ".join(v.reason for v in bad)
-        text = f"burnin: {word} {ids} {causes}"
+        # What the node printed (a GPU name, a dmesg line) is shown escaped, on one line.
+        text = printable(" ".join(f"burnin: {word} {ids} {causes}".split()))
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
     def drain_reason(self, limit: int = 200) -> str:
@@ -58,7 +60,7 @@ class ProbeResult:
         first = bad[0].reason if bad else ""
         if bad and first.startswith(bad[0].check_id):
             first = first[len(bad[0].check_id):].strip()
-        text = f"burnin: {','.join(v.check_id for v in bad)} {first}".strip()
+        text = printable(" ".join(f"burnin: {','.join(v.check_id for v in bad)} {first}".split()))
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

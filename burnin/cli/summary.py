@@ -1,4 +1,9 @@
-"""The end-of-run summary: rejected nodes with their reasons, then the folded sets."""
+"""The end-of-run summary: rejected nodes with their reasons, then the folded sets.
+
+Reasons carry what nodes printed (an IB rate, a GPU name, a dmesg line): every
+line goes through :func:`burnin.text.printable`, so an escape sequence a node
+sent is shown as ``\\x1b[...`` instead of rewriting the operator's terminal.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections import defaultdict
 
 from burnin.nodes import fold
 from burnin.session import RunResult
+from burnin.text import printable
 
 _UNMEASURED = " could not be measured: "
 
@@ -32,11 +38,15 @@ def _ids(ids: list[str] | tuple[str, ...], limit: int = 6) -> str:
     return f"{len(ids)} checks ({','.join(ids[:limit])},... +{len(ids) - limit})"
 
 
+def _say(line: str) -> None:
+    print(printable(line))
+
+
 def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
     decisions = result.decisions
     rejected = {n: d for n, d in decisions.items() if not d.admitted}
     admitted = [n for n, d in decisions.items() if d.admitted]
-    print(f"burnin: {len(decisions)} nodes ({topology}) judged in {elapsed_s:.1f} s")
+    _say(f"burnin: {len(decisions)} nodes ({topology}) judged in {elapsed_s:.1f} s")
     # Group nodes that failed for the very same reasons, as operators read fleets.
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for node, decision in rejected.items():
@@ -48,12 +58,12 @@ def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
             kinds.append("failed " + _ids(decision.failed))
         if decision.incomplete:
             kinds.append("incomplete " + _ids(decision.incomplete))
-        print(f"REJECTED {fold(nodes)}: {'; '.join(kinds)}")
+        _say(f"REJECTED {fold(nodes)}: {'; '.join(kinds)}")
         lines = _condense(reasons)
         for line in lines[:8]:
-            print(f"    {line}")
+            _say(f"    {line}")
         if len(lines) > 8:
-            print(f"    ... {len(lines) - 8} more (see gate.json)")
-    print(f"admitted: {fold(admitted) or '-'} ({len(admitted)})")
-    print(f"rejected: {fold(rejected) or '-'} ({len(rejected)})")
-    print(f"results:  {result.out_dir}/gate.json, {result.out_dir}/junit.xml, {result.out_dir}/report.html")
+            _say(f"    ... {len(lines) - 8} more (see gate.json)")
+    _say(f"admitted: {fold(admitted) or '-'} ({len(admitted)})")
+    _say(f"rejected: {fold(rejected) or '-'} ({len(rejected)})")
+    _say(f"results:  {result.out_dir}/gate.json, {result.out_dir}/junit.xml, {result.out_dir}/report.html")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from burnin.nodes import fold, validate_name
+from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner, show_node_argv
 
 if TYPE_CHECKING:
@@ -77,8 +78,12 @@ class SlurmNode:
 
 
 def burnin_reason(text: str, limit: int = REASON_LIMIT) -> str:
-    """``burnin: <text>`` on one line, at most ``limit`` characters."""
-    text = " ".join(text.split())
+    """``burnin: <text>`` on one line, at most ``limit`` characters.
+
+    The text carries what a node printed: line breaks become spaces and every
+    other control character is shown escaped (``\\x1b``), never passed to Slurm raw.
+    """
+    text = printable(" ".join(text.split()))
     if not text.startswith(BURNIN_PREFIX):
         text = f"{BURNIN_PREFIX} {text}".rstrip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -208,21 +213,21 @@ def execute(actions: Sequence[GateAction], *, dry_run: bool, timeout: float = DE
     for action in actions:
         if dry_run:
             text = f"# {action.target}: {action.note}" if action.action == "keep" else action.command()
-            (out or sys.stdout).write(text + "\n")
+            (out or sys.stdout).write(printable(text) + "\n")
             continue
         if action.action == "keep":
             if out is not None:
-                out.write(f"burnin gate: {action.target}: {action.note}\n")
+                out.write(printable(f"burnin gate: {action.target}: {action.note}") + "\n")
             continue
         result = (client or SlurmClient()).run(action.argv, timeout=timeout)
         if result.ok:
             if out is not None:
                 detail = f": {action.note}" if action.action == "drain" else ""
-                out.write(f"burnin gate: {action.action} {action.target}{detail}\n")
+                out.write(printable(f"burnin gate: {action.action} {action.target}{detail}") + "\n")
         else:
             ok = False
-            err.write(f"burnin gate: could not {action.action} {action.target}: "
-                      f"{result.describe_failure()}\n")
+            err.write(printable(f"burnin gate: could not {action.action} {action.target}: "
+                                f"{result.describe_failure()}") + "\n")
     return ok
 
 
@@ -233,7 +238,7 @@ def apply_gate(decisions: Mapping[str, NodeDecision], *, dry_run: bool,
     client = client or SlurmClient()
     current, read_error = read_nodes(list(decisions), timeout=timeout, client=client)
     if read_error:
-        (err or sys.stderr).write(f"burnin gate: cannot read node states: {read_error}\n")
+        (err or sys.stderr).write(printable(f"burnin gate: cannot read node states: {read_error}") + "\n")
     actions = plan(decisions, current, read_error=read_error)
     execute(actions, dry_run=dry_run, timeout=timeout, client=client, out=out or sys.stdout, err=err)
     return actions
@@ -247,8 +252,8 @@ def drain(node: str, reason: str, *, dry_run: bool = False, timeout: float = DEF
     found, read_error = read_nodes([validate_name(node)], timeout=timeout, client=client)
     info = found.get(node)
     if info is None:
-        (err or sys.stderr).write(f"burnin: cannot read the state of {node}: "
-                                  f"{read_error or 'not found in Slurm'}; not drained\n")
+        (err or sys.stderr).write(printable(f"burnin: cannot read the state of {node}: "
+                                            f"{read_error or 'not found in Slurm'}; not drained") + "\n")
         return False
     if info.held_by_others:
         return False

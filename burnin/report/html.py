@@ -2,6 +2,10 @@
 
 Nodes that failed for the same reasons are grouped and their names folded
 (``FAIL IB-02 on sim[03,17-19]``), as operators read a fleet.
+
+Reasons carry what nodes printed. Jinja's autoescape handles ``<>&``; every
+value shown also goes through :func:`burnin.text.printable` (the environment's
+``finalize``), so control bytes a node sent appear as ``\\x1b`` and never raw.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from burnin.nodes import fold
+from burnin.text import printable
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,17 @@ def check_matrix(verdicts: list[dict[str, Any]]) -> list[CheckRow]:
     return rows
 
 
+def shown(value: object) -> object:
+    """What the page shows for ``value``: text with control characters escaped, anything else as is.
+
+    Text already escaped for HTML (``Markup``, e.g. a ``join`` result) stays ``Markup``:
+    :func:`printable` adds no ``<>&``, so it is still safe and is not escaped twice.
+    """
+    if isinstance(value, str):
+        return type(value)(printable(value))
+    return value
+
+
 def render(out_dir: Path) -> Path:
     """Write ``out_dir/report.html`` and return its path."""
     from jinja2 import Environment, PackageLoader
@@ -66,7 +82,7 @@ def render(out_dir: Path) -> Path:
     gate = json.loads((out_dir / "gate.json").read_text(encoding="utf-8"))
     verdicts_file = out_dir / "verdicts.json"
     verdicts = json.loads(verdicts_file.read_text(encoding="utf-8")) if verdicts_file.exists() else []
-    env = Environment(loader=PackageLoader("burnin.report", "templates"), autoescape=True)
+    env = Environment(loader=PackageLoader("burnin.report", "templates"), autoescape=True, finalize=shown)
     page = env.get_template("report.html.j2").render(
         gate=gate, groups=group_failures(gate), checks=check_matrix(verdicts),
         nodes=sorted(gate.get("nodes", {}).items()),
