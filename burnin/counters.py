@@ -16,7 +16,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 NVLINK_COUNTERS = ("replay", "recovery", "crc_flit")
 
@@ -82,21 +82,38 @@ def load(node: str, root: str) -> dict[str, Any] | None:
     return doc
 
 
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def growth(now: object, before: object) -> object:
+    """How much a cumulative counter grew since ``before``.
+
+    A counter below its baseline was reset (driver reload without a reboot):
+    everything it counts now is new. A value that is not a count is returned
+    as is, for the check to report as not measured; a baseline that is not a
+    count is ignored (the whole value is judged).
+    """
+    if not _is_count(now) or not _is_count(before):
+        return now
+    return now - before if now >= before else now
+
+
 def subtract(facts: dict[str, Any], baseline: dict[str, Any]) -> None:
     """Replace cumulative counters in ``facts`` by their growth since ``baseline`` (in place)."""
-    base_ib = baseline.get("ib", {})
+    base_ib = baseline.get("ib") or {}
     for hca, data in (facts.get("infiniband") or {}).get("hcas", {}).items():
         for port, port_data in (data.get("ports") or {}).items():
-            before = base_ib.get(hca, {}).get(port, {})
+            before = (base_ib.get(hca) or {}).get(port) or {}
             counters = port_data.get("counters") or {}
             for name, value in counters.items():
-                counters[name] = max(0, value - int(before.get(name, 0)))
-    base_nvlink = baseline.get("nvlink", {})
+                counters[name] = growth(value, before.get(name))
+    base_nvlink = baseline.get("nvlink") or {}
     for gpu in (facts.get("nvml") or {}).get("gpus", []):
-        links = base_nvlink.get(gpu.get("bus_id"), {})
+        links = base_nvlink.get(gpu.get("bus_id")) or {}
         for link in gpu.get("nvlink") or []:
-            before = links.get(str(link.get("link")), {})
+            before = links.get(str(link.get("link"))) or {}
             for name in NVLINK_COUNTERS:
-                if isinstance(link.get(name), int):
-                    link[name] = max(0, link[name] - int(before.get(name, 0)))
+                if name in link:
+                    link[name] = growth(link[name], before.get(name))
     facts["counter_baseline"] = baseline.get("created", "")

@@ -13,6 +13,24 @@ from typing import Any
 from burnin.evaluate.verdict import Unmeasurable
 
 
+class NonFiniteNumber(ValueError):
+    """A facts document holds NaN or an infinity, which no hardware reading can be."""
+
+
+def _reject_constant(name: str) -> float:
+    raise NonFiniteNumber(f"facts hold the non-finite number {name}")
+
+
+def loads_facts(text: str) -> Any:
+    """Parse a facts document, rejecting ``NaN``, ``Infinity`` and ``-Infinity``.
+
+    Python's json accepts those constants by default; a node that sends them
+    sends values that cannot be true, so the document is refused
+    (:class:`NonFiniteNumber`, a ValueError) instead of judged.
+    """
+    return json.loads(text, parse_constant=_reject_constant)
+
+
 class Facts:
     """One node's facts. ``unreachable`` is set when nothing could be gathered."""
 
@@ -22,7 +40,12 @@ class Facts:
 
     @classmethod
     def load(cls, path: Path) -> Facts:
-        return cls(path.stem, json.loads(path.read_text(encoding="utf-8")))
+        """A node's facts file; one holding NaN or an infinity is an unreachable node with that cause."""
+        try:
+            data = loads_facts(path.read_text(encoding="utf-8"))
+        except NonFiniteNumber as exc:
+            return cls.unreachable_node(path.stem, f"{path.name}: {exc}")
+        return cls(path.stem, data)
 
     @classmethod
     def unreachable_node(cls, node: str, reason: str) -> Facts:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from burnin.facts import Facts
+from burnin.facts import Facts, NonFiniteNumber, loads_facts
 from burnin.transport.base import CommandResult, Transport
 
 DoneCallback = Callable[[str], None]
@@ -28,7 +28,9 @@ def facts_from_result(result: CommandResult) -> Facts:
     text = result.stdout.strip()
     start = text.find("{")
     try:
-        data = json.loads(text[start:] if start >= 0 else text)
+        data = loads_facts(text[start:] if start >= 0 else text)
+    except NonFiniteNumber as exc:
+        return Facts.unreachable_node(result.node, f"collector output refused: {exc} (not a possible reading)")
     except json.JSONDecodeError:
         excerpt = text[:120].replace("\n", "\\n")
         return Facts.unreachable_node(result.node, f"collector output is not JSON: {excerpt!r}")

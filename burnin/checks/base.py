@@ -1,7 +1,15 @@
-"""Check registry and the helpers every check uses to walk GPUs and HCAs."""
+"""Check registry and the helpers every check uses to walk GPUs and HCAs.
+
+Every value a check judges comes through one of the ``measured_*`` helpers or
+an accessor that raises :class:`Unmeasurable`: a value a node did not report,
+reported as NaN or infinity, of the wrong type, or outside what the hardware can
+physically show, makes the subject ``incomplete`` with the value quoted, never
+``pass``.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -67,45 +75,166 @@ def judge(subject: str, measured: bool, text: str, expected: str) -> Finding:
     return ok(subject, text, expected) if measured else bad(subject, text, expected)
 
 
-def iter_gpus(facts: Facts) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
+# ------------------------------------------------------------ measured values
+
+COUNTER_MAX = 2**64 - 1
+"""Hardware error counters are unsigned and at most 64 bits wide."""
+
+
+@dataclass(frozen=True, slots=True)
+class PhysicalRange:
+    """What a sensor or register can show at all (not what is healthy: that is the topology's)."""
+
+    lo: float
+    hi: float
+    unit: str = ""
+
+    def describe(self) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.lo:g}..{self.hi:g}{unit}"
+
+
+ERROR_COUNT = PhysicalRange(0, COUNTER_MAX)
+GPU_TEMPERATURE_C = PhysicalRange(0, 150, "C")  # NVML reports unsigned degrees; a running GPU shuts down near 92 C
+POWER_LIMIT_W = PhysicalRange(1, 5000, "W")
+PCIE_GENERATION = PhysicalRange(1, 7)
+PCIE_WIDTH = PhysicalRange(1, 32, "lanes")
+GPU_MEMORY_MIB = PhysicalRange(1, 2**24, "MiB")
+CLOCK_EVENT_MASK = PhysicalRange(0, COUNTER_MAX)
+GPU_COUNT = PhysicalRange(0, 1024)
+NVML_ENUM = PhysicalRange(0, 2**32 - 1)  # an NVML enum or return code (unsigned int)
+NUMA_NODE = PhysicalRange(-1, 1023)
+NUMA_BALANCING_MODE = PhysicalRange(0, 3)
+IB_RATE_GBPS = PhysicalRange(1, 10000, "Gb/s")
+
+
+def _quote(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def measured_number(value: object, subject: str, what: str, valid: PhysicalRange, *,
+                    integer: bool = False) -> float:
+    """``value`` as a finite number inside its physical range, else Unmeasurable quoting it.
+
+    ``None`` (not reported), booleans and strings, NaN and infinities, fractions
+    where the hardware counts (``integer``) and values outside ``valid`` are
+    not measurements.
+    """
+    if value is None:
+        raise Unmeasurable(f"{subject} {what} not reported")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not a finite number")
+    if integer and isinstance(value, float) and not value.is_integer():
+        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not a whole number")
+    if value < valid.lo or value > valid.hi:
+        raise Unmeasurable(f"{subject} {what} {_quote(value)} outside its physical range {valid.describe()}")
+    return value
+
+
+def measured_count(value: object, subject: str, what: str, valid: PhysicalRange = ERROR_COUNT) -> int:
+    """A whole number (counter, index, mode) inside ``valid``; Unmeasurable otherwise."""
+    return int(measured_number(value, subject, what, valid, integer=True))
+
+
+def measured_flag(value: object, subject: str, what: str) -> bool:
+    """A yes/no the collector reports as a boolean; anything else is not a measurement."""
+    if value is None:
+        raise Unmeasurable(f"{subject} {what} not reported")
+    if not isinstance(value, bool):
+        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not true/false")
+    return value
+
+
+def _without_subject(subject: str, reason: str) -> str:
+    """A reason as filed under its subject (``gpu3: ...``), without naming the subject twice."""
+    return reason[len(subject) + 1:] if reason.startswith(subject + " ") else reason
+
+
+# ------------------------------------------------------------------ GPUs
+
+
+def gpu_subject(gpu: dict[str, Any], topology: Topology) -> str:
+    """``gpuN`` by the topology's slot at the GPU's bus id (NVML renumbers when one is missing)."""
+    bus = gpu.get("bus_id")
+    for device in topology.gpus.devices:
+        if bus is not None and device.bus_id == bus:
+            return f"gpu{device.index}"
+    return f"gpu{gpu.get('index')}"
+
+
+def iter_gpus(facts: Facts, topology: Topology) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
     """Yield (subject, gpu facts or None, why-not) for every GPU NVML enumerated.
 
     A lost GPU yields None with the NVML error, so checks report it as not
     measured rather than inventing values.
     """
-    for gpu in facts.gpus():
-        subject = f"gpu{gpu.get('index')}"
+    gpus = facts.gpus()
+    if not isinstance(gpus, list):
+        raise Unmeasurable(f"NVML GPU list unreadable: {_quote(gpus)}")
+    for gpu in gpus:
+        if not isinstance(gpu, dict):
+            raise Unmeasurable(f"NVML GPU entry unreadable: {_quote(gpu)}")
+        subject = gpu_subject(gpu, topology)
+        errors = gpu.get("errors") or {}
         if gpu.get("lost"):
             yield subject, None, "NVML_ERROR_GPU_IS_LOST"
-        elif "handle" in gpu.get("errors", {}):
-            yield subject, None, gpu["errors"]["handle"]
+        elif "handle" in errors:
+            yield subject, None, str(errors["handle"])
         else:
             yield subject, gpu, ""
 
 
+def unlisted_gpus(facts: Facts, topology: Topology) -> list[Finding]:
+    """A not-measured finding for each GPU of the topology that NVML did not list.
+
+    The per-GPU checks cannot speak for a GPU they never saw; INV-01 fails
+    the node for it, the others say it was not measured.
+    """
+    gpus = facts.gpus()
+    if not isinstance(gpus, list) or len(gpus) >= topology.gpus.count:
+        return []
+    listed = {g.get("bus_id") for g in gpus if isinstance(g, dict)}
+    missing = [d for d in topology.gpus.devices if d.bus_id not in listed]
+    if len(missing) != topology.gpus.count - len(gpus):
+        return [unknown("node", f"NVML lists {len(gpus)} of {topology.gpus.count} GPUs")]
+    return [unknown(f"gpu{d.index}", f"not listed by NVML ({d.bus_id})") for d in missing]
+
+
 def gpu_field(gpu: dict[str, Any], *path: str) -> Any:
-    """Nested field of a GPU's facts; Unmeasurable (with NVML's error) if absent."""
+    """Nested field of a GPU's facts; Unmeasurable (with NVML's error) if absent.
+
+    The reason does not name the GPU: :func:`per_gpu` files it under the GPU's subject.
+    """
     value: Any = gpu
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
         if value is None:
-            error = gpu.get("errors", {}).get(path[0]) or next(
-                (e for k, e in gpu.get("errors", {}).items() if k.startswith(path[0])), None)
-            raise Unmeasurable(f"gpu{gpu.get('index')} {'.'.join(path)}: {error or 'not reported'}")
+            errors = gpu.get("errors") or {}
+            error = errors.get(path[0]) or next(
+                (e for k, e in errors.items() if k.startswith(path[0])), None)
+            raise Unmeasurable(f"{'.'.join(path)}: {error or 'not reported'}")
     return value
 
 
-def per_gpu(facts: Facts, judge_gpu: Callable[[str, dict[str, Any]], Finding]) -> list[Finding]:
+def per_gpu(facts: Facts, topology: Topology,
+            judge_gpu: Callable[[str, dict[str, Any]], Finding]) -> list[Finding]:
+    """One finding per GPU of the node, plus not-measured ones for GPUs NVML did not list."""
     findings: list[Finding] = []
-    for subject, gpu, why in iter_gpus(facts):
+    for subject, gpu, why in iter_gpus(facts, topology):
         if gpu is None:
             findings.append(unknown(subject, why))
             continue
         try:
             findings.append(judge_gpu(subject, gpu))
         except Unmeasurable as exc:
-            findings.append(unknown(subject, exc.reason))
-    return findings
+            findings.append(unknown(subject, _without_subject(subject, exc.reason)))
+    return findings + unlisted_gpus(facts, topology)
+
+
+# ------------------------------------------------------------------ HCAs
 
 
 def per_hca(facts: Facts, hcas: tuple[Hca, ...], judge_hca: Callable[[Hca, dict[str, Any]], Finding]) -> list[Finding]:
@@ -119,7 +248,7 @@ def per_hca(facts: Facts, hcas: tuple[Hca, ...], judge_hca: Callable[[Hca, dict[
         try:
             findings.append(judge_hca(hca, data))
         except Unmeasurable as exc:
-            findings.append(unknown(hca.name, exc.reason))
+            findings.append(unknown(hca.name, _without_subject(hca.name, exc.reason)))
     return findings
 
 

@@ -5,7 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from burnin.checks import xid as xid_table
-from burnin.checks.base import bad, check, gpu_field, judge, ok, per_gpu
+from burnin.checks.base import (
+    CLOCK_EVENT_MASK,
+    ERROR_COUNT,
+    GPU_TEMPERATURE_C,
+    PCIE_GENERATION,
+    PCIE_WIDTH,
+    POWER_LIMIT_W,
+    bad,
+    check,
+    gpu_field,
+    judge,
+    measured_count,
+    measured_flag,
+    measured_number,
+    ok,
+    per_gpu,
+)
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.topology.model import Reference, Topology
@@ -15,6 +31,7 @@ HW_THERMAL_SLOWDOWN = 0x40
 HW_POWER_BRAKE = 0x80
 _BAD_CLOCK_BITS = {HW_SLOWDOWN: "HwSlowdown", HW_THERMAL_SLOWDOWN: "HwThermalSlowdown",
                    HW_POWER_BRAKE: "HwPowerBrakeSlowdown"}
+NVLINK_COUNTERS = ("recovery", "replay", "crc_flit")
 
 
 def _ref(topology: Topology, key: str) -> Reference:
@@ -31,13 +48,14 @@ def ecc_uncorrectable(facts: Facts, topology: Topology) -> Verdict:
     expected = f"volatile uncorrectable {volatile.describe()}, SRAM aggregate {sram.describe()}"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        vol = gpu_field(gpu, "ecc_errors", "volatile_uncorrected")
-        sram_errors = gpu.get("ecc_errors", {}).get("sram_aggregate_uncorrected")
-        text = f"{vol} volatile uncorrectable" + (f", {sram_errors} SRAM aggregate" if sram_errors else "")
-        healthy = volatile.admits(vol) and (sram_errors is None or sram.admits(sram_errors))
-        return judge(subject, healthy, text, expected)
+        vol = measured_count(gpu_field(gpu, "ecc_errors", "volatile_uncorrected"), subject,
+                             "volatile uncorrectable ECC count")
+        sram_errors = measured_count(gpu_field(gpu, "ecc_errors", "sram_aggregate_uncorrected"), subject,
+                                     "SRAM aggregate uncorrectable ECC count")
+        text = f"{vol} volatile uncorrectable, {sram_errors} SRAM aggregate"
+        return judge(subject, volatile.admits(vol) and sram.admits(sram_errors), text, expected)
 
-    return roll_up("GPU-01", facts.node, per_gpu(facts, judge_gpu), expected=expected,
+    return roll_up("GPU-01", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected,
                    healthy="0 uncorrectable ECC errors")
 
 
@@ -46,17 +64,30 @@ def row_remap(facts: Facts, topology: Topology) -> Verdict:
     expected = "no pending remap, no remap failure"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        pending = gpu_field(gpu, "remapped_rows", "pending")
-        failure = gpu_field(gpu, "remapped_rows", "failure")
-        unc = gpu.get("remapped_rows", {}).get("uncorrectable", 0)
+        pending = measured_flag(gpu_field(gpu, "remapped_rows", "pending"), subject, "row remap pending")
+        failure = measured_flag(gpu_field(gpu, "remapped_rows", "failure"), subject, "row remap failure")
         if failure:
-            return bad(subject, f"row-remap failure ({unc} rows remapped for uncorrectable errors)", expected)
+            rows = gpu["remapped_rows"].get("uncorrectable")
+            count = f"{rows} rows" if isinstance(rows, int) else "rows"
+            return bad(subject, f"row-remap failure ({count} remapped for uncorrectable errors)", expected)
         if pending:
             return bad(subject, "row remap pending (GPU reset needed)", expected)
         return ok(subject, "no pending or failed remap", expected)
 
-    return roll_up("GPU-03", facts.node, per_gpu(facts, judge_gpu), expected=expected,
+    return roll_up("GPU-03", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected,
                    healthy="no pending or failed row remap")
+
+
+def _kernel_log(facts: Facts) -> str:
+    """The collected kernel log; Unmeasurable when dmesg printed nothing at all."""
+    text = facts.command("dmesg")
+    record = facts.command_record("dmesg") or {}
+    total = record.get("lines_total")
+    # The collector keeps only GPU/HCA lines; lines_total says whether the log itself was empty.
+    empty = total == 0 if isinstance(total, int) and not isinstance(total, bool) else not text.strip()
+    if empty:
+        raise Unmeasurable("dmesg printed nothing (kernel log empty or unreadable)")
+    return text
 
 
 @check("GPU-04", "No fatal Xid in the kernel log")
@@ -65,32 +96,23 @@ def xid_scan(facts: Facts, topology: Topology) -> Verdict:
     from burnin.parsers.dmesg import parse_xid_events
 
     expected = "no fatal Xid since boot"
-    text = facts.command("dmesg")
     try:
-        report = parse_xid_events(text)
+        report = parse_xid_events(_kernel_log(facts))
     except ParseError as exc:
         raise Unmeasurable(f"kernel log unreadable: {exc}") from None
-    bus_to_gpu: dict[str, str] = {}
-    try:
-        for gpu in facts.gpus():
-            bus = gpu.get("bus_id")
-            if bus:
-                bus_to_gpu[bus[:10].lower()] = f"gpu{gpu.get('index')}"
-    except Unmeasurable:
-        pass  # without NVML, name the PCI address instead of the GPU index
-    for device in topology.gpus.devices:
-        bus_to_gpu.setdefault(device.bus_id[:10], f"gpu{device.index}")
+    # Name the GPU by the topology's slot at its bus id; without one, by the PCI address.
+    bus_to_gpu = {device.bus_id[:10]: f"gpu{device.index}" for device in topology.gpus.devices}
     findings: list[Finding] = []
-    seen: set[tuple[str, int]] = set()
+    seen: set[tuple[str, int, bool]] = set()
     for event in report.events:
         pci = event.pci.lower()
         if pci.count(":") == 1:
             pci = "0000:" + pci
         subject = bus_to_gpu.get(pci[:10], f"PCI {event.pci}")
-        if (subject, event.xid) in seen:
+        fatal = xid_table.is_fatal(event.xid, event.text)
+        if (subject, event.xid, fatal) in seen:
             continue
-        seen.add((subject, event.xid))
-        fatal = xid_table.is_fatal(event.xid)
+        seen.add((subject, event.xid, fatal))
         findings.append(judge(subject, not fatal, xid_table.describe(event.xid), expected))
     if not findings:
         findings.append(ok("node", "no Xid", expected))
@@ -102,31 +124,33 @@ def clock_events(facts: Facts, topology: Topology) -> Verdict:
     expected = "no HwSlowdown/HwThermalSlowdown/HwPowerBrakeSlowdown"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        reasons = int(gpu_field(gpu, "clock_event_reasons"))
+        reasons = measured_count(gpu_field(gpu, "clock_event_reasons"), subject, "clock event reasons",
+                                 CLOCK_EVENT_MASK)
         active = [name for bit, name in _BAD_CLOCK_BITS.items() if reasons & bit]
         text = f"clock event reasons 0x{reasons:x}" + (f" ({', '.join(active)})" if active else "")
         return judge(subject, not active, text, expected)
 
-    return roll_up("GPU-05", facts.node, per_gpu(facts, judge_gpu), expected=expected,
+    return roll_up("GPU-05", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected,
                    healthy="no hardware slowdown")
 
 
 @check("GPU-06", "GPU temperature below the device's max operating limit")
 def temperature(facts: Facts, topology: Topology) -> Verdict:
-    margin = _ref(topology, "gpu_temp_margin_c")
-    expected = f"temperature <= GPU max - {margin.lower if margin.lower is not None else margin.value:g} C"
+    margin_ref = _ref(topology, "gpu_temp_margin_c")
+    margin = margin_ref.lower if margin_ref.lower is not None else margin_ref.value
+    expected = f"temperature <= GPU max - {margin:g} C"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        temp = gpu_field(gpu, "temperature_c")
-        thresholds = gpu.get("temperature_thresholds") or {}
-        limit = thresholds.get("gpu_max") or thresholds.get("slowdown")
-        if limit is None:
-            raise Unmeasurable(f"{subject}: no temperature threshold reported")
-        headroom = limit - temp
-        return judge(subject, margin.admits(headroom), f"{temp} C (limit {limit} C)",
-                     f"<= {limit - (margin.lower or margin.value):g} C")
+        temp = measured_number(gpu_field(gpu, "temperature_c"), subject, "temperature", GPU_TEMPERATURE_C)
+        thresholds = gpu_field(gpu, "temperature_thresholds")
+        # The catalog's limit is GPU_MAX; a driver without it still reports the slowdown threshold.
+        name = "gpu_max" if thresholds.get("gpu_max") is not None else "slowdown"
+        limit = measured_number(thresholds.get(name), subject, f"{name} temperature threshold",
+                                GPU_TEMPERATURE_C)
+        return judge(subject, margin_ref.admits(limit - temp), f"{temp:g} C (limit {limit:g} C)",
+                     f"<= {limit - margin:g} C")
 
-    return roll_up("GPU-06", facts.node, per_gpu(facts, judge_gpu), expected=expected)
+    return roll_up("GPU-06", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected)
 
 
 @check("GPU-07", "Power limit at the default (not capped)")
@@ -134,10 +158,14 @@ def power_limit(facts: Facts, topology: Topology) -> Verdict:
     ref = _ref(topology, "power_limit_w")
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        enforced = gpu_field(gpu, "power", "enforced_limit_mw") / 1000
+        milliwatts = gpu_field(gpu, "power", "enforced_limit_mw")
+        if isinstance(milliwatts, (int, float)) and not isinstance(milliwatts, bool):
+            milliwatts = milliwatts / 1000
+        enforced = measured_number(milliwatts, subject, "enforced power limit (W)", POWER_LIMIT_W)
         return judge(subject, ref.admits(enforced), f"power limit {enforced:g} W", ref.describe())
 
-    return roll_up("GPU-07", facts.node, per_gpu(facts, judge_gpu), expected=f"power limit {ref.describe()}")
+    return roll_up("GPU-07", facts.node, per_gpu(facts, topology, judge_gpu),
+                   expected=f"power limit {ref.describe()}")
 
 
 @check("GPU-08", "GPU PCIe link generation and width")
@@ -149,12 +177,27 @@ def pcie_link(facts: Facts, topology: Topology) -> Verdict:
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
         # The link may downtrain its speed at idle, so judge the width now and the
         # generation the link can reach (its max), per check-catalog GPU-08.
-        max_gen = gpu_field(gpu, "pcie", "max_gen")
-        curr_width = gpu_field(gpu, "pcie", "curr_width")
+        max_gen = measured_count(gpu_field(gpu, "pcie", "max_gen"), subject, "PCIe max generation",
+                                 PCIE_GENERATION)
+        curr_width = measured_count(gpu_field(gpu, "pcie", "curr_width"), subject, "PCIe link width",
+                                    PCIE_WIDTH)
         text = f"Gen{max_gen} x{curr_width}"
         return judge(subject, gen.admits(max_gen) and width.admits(curr_width), text, expected)
 
-    return roll_up("GPU-08", facts.node, per_gpu(facts, judge_gpu), expected=expected)
+    return roll_up("GPU-08", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected)
+
+
+def _nvlink_links(subject: str, gpu: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GPU's NVLink entries; Unmeasurable when any link's state could not be read."""
+    links = gpu_field(gpu, "nvlink")
+    if not isinstance(links, list) or not all(isinstance(link, dict) for link in links):
+        raise Unmeasurable(f"{subject} NVLink list unreadable")
+    errors = gpu.get("errors") or {}
+    unread = sorted(k for k in errors if k.startswith("nvlink_") and k.endswith("_state"))
+    if unread:
+        raise Unmeasurable(f"{subject} NVLink state unreadable: "
+                           + ", ".join(f"{k[:-6]}: {errors[k]}" for k in unread[:4]))
+    return links
 
 
 @check("GPU-10", "NVLink links active on every GPU")
@@ -162,13 +205,15 @@ def nvlink_links(facts: Facts, topology: Topology) -> Verdict:
     ref = _ref(topology, "nvlink_links_active")
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        links = gpu_field(gpu, "nvlink")
-        active = sum(1 for link in links if link.get("active"))
-        down = [str(link["link"]) for link in links if not link.get("active")]
+        links = _nvlink_links(subject, gpu)
+        states = [(link.get("link"), measured_flag(link.get("active"), subject, f"NVLink {link.get('link')} active"))
+                  for link in links]
+        active = sum(1 for _, up in states if up)
+        down = [str(number) for number, up in states if not up]
         text = f"{active}/{len(links)} NVLink links active" + (f" (down: {','.join(down)})" if down else "")
         return judge(subject, ref.admits(active), text, f"{ref.describe()} active")
 
-    return roll_up("GPU-10", facts.node, per_gpu(facts, judge_gpu),
+    return roll_up("GPU-10", facts.node, per_gpu(facts, topology, judge_gpu),
                    expected=f"{ref.describe()} active per GPU")
 
 
@@ -182,8 +227,19 @@ def nvlink_errors(facts: Facts, topology: Topology) -> Verdict:
     expected = ", ".join(f"{name} {ref.describe()}" for name, ref in refs.items())
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        links = gpu_field(gpu, "nvlink")
-        totals = {name: sum(int(link.get(name) or 0) for link in links) for name in refs}
+        links = _nvlink_links(subject, gpu)
+        if not links:
+            raise Unmeasurable(f"{subject} reports no NVLink links to read counters from")
+        errors = gpu.get("errors") or {}
+        totals = dict.fromkeys(refs, 0)
+        for link in links:
+            number = link.get("link")
+            for name in refs:
+                value = link.get(name)
+                if value is None:
+                    why = errors.get(f"nvlink_{number}_{name}") or "not reported"
+                    raise Unmeasurable(f"{subject} NVLink {number} {name} counter: {why}")
+                totals[name] += measured_count(value, subject, f"NVLink {number} {name} counter", ERROR_COUNT)
         over = [f"{name} {totals[name]}" for name, ref in refs.items() if not ref.admits(totals[name])]
         since = facts.data.get("counter_baseline")
         if over and since:
@@ -191,5 +247,5 @@ def nvlink_errors(facts: Facts, topology: Topology) -> Verdict:
         text = ", ".join(over) if over else "counters " + ", ".join(f"{k} {v}" for k, v in totals.items())
         return judge(subject, not over, text, expected)
 
-    return roll_up("GPU-11", facts.node, per_gpu(facts, judge_gpu), expected=expected,
+    return roll_up("GPU-11", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected,
                    healthy="NVLink error counters within limits")

@@ -5,7 +5,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from burnin.checks.base import bad, check, judge, ok, parse_cpulist, unknown
+from burnin.checks.base import (
+    NUMA_BALANCING_MODE,
+    NUMA_NODE,
+    bad,
+    check,
+    judge,
+    measured_count,
+    ok,
+    parse_cpulist,
+    unknown,
+)
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.topology.model import Topology
@@ -18,22 +28,34 @@ def _devices_in_topology(topology: Topology) -> list[tuple[str, str, int]]:
     return items
 
 
+def _absent(bus_id: str) -> str:
+    """Why a device of the topology is not measured here (INV-01 or IB-01 fails the node for it)."""
+    return f"{bus_id} absent from PCI"
+
+
 @check("TOP-01", "NUMA node of every GPU and HCA")
 def numa_nodes(facts: Facts, topology: Topology) -> Verdict:
     devices = facts.pci_devices()
     findings: list[Finding] = []
-    online = facts.numa().get("online") or ""
-    count = len(parse_cpulist(online)) if online else 0
-    findings.append(judge("node", count == topology.numa.nodes, f"{count} NUMA nodes online",
-                          f"{topology.numa.nodes} NUMA nodes"))
+    online = facts.numa().get("online")
+    if not online:
+        findings.append(unknown("node", "/sys/devices/system/node/online unreadable",
+                                f"{topology.numa.nodes} NUMA nodes"))
+    else:
+        count = len(parse_cpulist(str(online)))
+        findings.append(judge("node", count == topology.numa.nodes, f"{count} NUMA nodes online",
+                              f"{topology.numa.nodes} NUMA nodes"))
     for subject, bus_id, want in _devices_in_topology(topology):
         device = devices.get(bus_id)
         if device is None:
-            continue  # an absent device is INV-01's (GPU) or IB-01's (HCA) finding, not a NUMA one
-        numa = device.get("numa_node")
-        if numa is None:
-            findings.append(unknown(subject, f"{bus_id}/numa_node unreadable"))
-        elif numa == -1:
+            findings.append(unknown(subject, _absent(bus_id), f"NUMA {want}"))
+            continue
+        try:
+            numa = measured_count(device.get("numa_node"), bus_id, "numa_node", NUMA_NODE)
+        except Unmeasurable as exc:
+            findings.append(unknown(subject, exc.reason, f"NUMA {want}"))
+            continue
+        if numa == -1:
             findings.append(bad(subject, "NUMA -1 (firmware published no proximity)", f"NUMA {want}"))
         else:
             findings.append(judge(subject, numa == want, f"NUMA {numa}", f"NUMA {want}"))
@@ -49,15 +71,23 @@ def cpu_affinity(facts: Facts, topology: Topology) -> Verdict:
         subject = f"gpu{gpu.index}"
         want_text = topology.numa.cpulists.get(gpu.numa_node, "")
         want = parse_cpulist(want_text)
+        if not want:
+            raise Unmeasurable(f"topology {topology.name} gives no CPU list for NUMA {gpu.numa_node}")
+        expected = f"CPUs {want_text} (NUMA {gpu.numa_node})"
         device = devices.get(gpu.bus_id)
         if device is None:
-            continue  # absent: INV-01 reports it
-        if device.get("local_cpulist") is None:
-            findings.append(unknown(subject, f"{gpu.bus_id}/local_cpulist unreadable"))
+            findings.append(unknown(subject, _absent(gpu.bus_id), expected))
             continue
-        have = parse_cpulist(str(device["local_cpulist"]))
-        findings.append(judge(subject, have == want, f"CPUs {device['local_cpulist']}",
-                              f"CPUs {want_text} (NUMA {gpu.numa_node})"))
+        text = device.get("local_cpulist")
+        if not text:
+            findings.append(unknown(subject, f"{gpu.bus_id}/local_cpulist unreadable", expected))
+            continue
+        try:
+            have = parse_cpulist(str(text))
+        except Unmeasurable as exc:
+            findings.append(unknown(subject, f"{gpu.bus_id}/local_cpulist: {exc.reason}", expected))
+            continue
+        findings.append(judge(subject, have == want, f"CPUs {text}", expected))
     return roll_up("TOP-02", facts.node, findings, expected="each GPU's local CPUs = its NUMA node's CPUs",
                    healthy="GPU CPU affinity matches NUMA layout")
 
@@ -65,7 +95,7 @@ def cpu_affinity(facts: Facts, topology: Topology) -> Verdict:
 def _ancestors(devices: dict[str, dict[str, Any]], bus_id: str) -> list[str]:
     """PCI addresses from the device up to its root port (nearest first)."""
     path = devices.get(bus_id, {}).get("path")
-    if not path:
+    if not path or not isinstance(path, str):
         raise Unmeasurable(f"PCI path of {bus_id} unknown")
     parts = [p for p in path.split(os.sep) if p.count(":") == 2]
     return list(reversed(parts[:-1]))
@@ -102,8 +132,10 @@ def gpu_nic_pairing(facts: Facts, topology: Topology) -> Verdict:
             continue
         subject = f"gpu{gpu.index}"
         hca = hcas[gpu.hca]
-        if gpu.bus_id not in devices or hca.bus_id not in devices:
-            continue  # absent: INV-01 / IB-01 report it
+        absent = [bus for bus in (gpu.bus_id, hca.bus_id) if bus not in devices]
+        if absent:
+            findings.append(unknown(subject, _absent(absent[0]), f"PIX to {hca.name}"))
+            continue
         try:
             relation = pcie_relation(devices, gpu.bus_id, hca.bus_id)
         except Unmeasurable as exc:
@@ -112,6 +144,12 @@ def gpu_nic_pairing(facts: Facts, topology: Topology) -> Verdict:
         findings.append(judge(subject, relation == "PIX", f"{relation} to {hca.name}", f"PIX to {hca.name}"))
     return roll_up("TOP-03", facts.node, findings, expected="every GPU PIX to its compute HCA",
                    healthy="every GPU PIX to its compute HCA")
+
+
+# lspci's port types whose ACS Control the check judges: switch downstream ports
+# must show one (check-catalog TOP-04); a root port is judged when it shows one.
+_ACS_REQUIRED = "Downstream Port"
+_ACS_JUDGED = ("Downstream Port", "Root Port")
 
 
 @check("TOP-04", "ACS disabled on PCIe switch ports in GPU/HCA paths", fast=False)
@@ -127,19 +165,33 @@ def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
         report = parse_lspci(facts.command("lspci"))
     except ParseError as exc:
         raise Unmeasurable(f"lspci output unreadable: {exc}") from None
-    in_paths: set[str] = set()
-    for _, bus_id, _ in _devices_in_topology(topology):
-        if bus_id in devices:
-            in_paths.update(_ancestors(devices, bus_id))
     findings: list[Finding] = []
-    for device in report.devices:
-        if device.address not in in_paths or device.acs_ctl is None:
+    in_paths: set[str] = set()
+    for subject, bus_id, _ in _devices_in_topology(topology):
+        if bus_id not in devices:
+            findings.append(unknown(subject, _absent(bus_id) + ": its PCIe path is not known", expected))
             continue
-        enabled = sorted(name for name, on in device.acs_ctl.items() if on)
-        text = f"ACSCtl {' '.join(n + '+' for n in enabled)}" if enabled else "ACS off"
-        findings.append(judge(device.address, not enabled, text, "ACS off"))
+        try:
+            in_paths.update(_ancestors(devices, bus_id))
+        except Unmeasurable as exc:
+            findings.append(unknown(subject, exc.reason, expected))
+    listed = {device.address: device for device in report.devices}
+    for address in sorted(in_paths):
+        device = listed.get(address)
+        if device is None:
+            findings.append(unknown(address, "not in the lspci output", expected))
+        elif device.port_type is None:
+            findings.append(unknown(address, "lspci showed no PCI Express capability (capabilities "
+                                             "unreadable: run lspci as root)", expected))
+        elif device.acs_ctl is None:
+            if device.port_type == _ACS_REQUIRED:
+                findings.append(unknown(address, f"{device.port_type} shows no ACSCtl line", expected))
+        elif device.port_type in _ACS_JUDGED:
+            enabled = sorted(name for name, on in device.acs_ctl.items() if on)
+            text = f"ACSCtl {' '.join(n + '+' for n in enabled)}" if enabled else "ACS off"
+            findings.append(judge(address, not enabled, text, "ACS off"))
     if not findings:
-        findings.append(ok("node", "no ACS-capable port in GPU/HCA paths", expected))
+        raise Unmeasurable("no switch port in the GPU/HCA paths showed ACS control")
     return roll_up("TOP-04", facts.node, findings, expected=expected,
                    healthy="ACS off on every switch port in GPU/HCA paths")
 
@@ -147,16 +199,21 @@ def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
 @check("TOP-05", "IOMMU off or in passthrough for GPU/HCA DMA")
 def iommu_mode(facts: Facts, topology: Topology) -> Verdict:
     want = topology.host.iommu
-    kernel = facts.kernel()
-    groups: dict[str, int] = kernel.get("iommu_group_types") or {}
-    translated = {kind: n for kind, n in groups.items() if kind.startswith("DMA")}
     if want == "any":
-        finding = ok("node", "any IOMMU mode allowed", "any")
-    elif not groups:
-        finding = ok("node", "IOMMU off (no groups)", "off or passthrough")
-    elif translated and want in ("passthrough", "off"):
+        return roll_up("TOP-05", facts.node, [ok("node", "any IOMMU mode allowed", "any")], expected="IOMMU any")
+    groups = facts.kernel().get("iommu_group_types")
+    if not isinstance(groups, dict):
+        raise Unmeasurable("/sys/kernel/iommu_groups was not read")
+    translated = {kind: n for kind, n in groups.items() if kind.startswith("DMA")}
+    unreadable = {kind: n for kind, n in groups.items() if kind != "identity" and kind not in translated}
+    if translated:
         text = ", ".join(f"{n} groups {kind}" for kind, n in sorted(translated.items()))
         finding = bad("node", f"IOMMU translating: {text}", "passthrough (identity)")
+    elif unreadable:
+        text = ", ".join(f"{n} groups {kind!r}" for kind, n in sorted(unreadable.items()))
+        finding = unknown("node", f"IOMMU group type unreadable: {text}", "passthrough (identity)")
+    elif not groups:
+        finding = ok("node", "IOMMU off (no groups)", "off or passthrough")
     else:
         finding = ok("node", "IOMMU passthrough (identity)", "passthrough")
     return roll_up("TOP-05", facts.node, [finding], expected=f"IOMMU {want}")
@@ -165,9 +222,10 @@ def iommu_mode(facts: Facts, topology: Topology) -> Verdict:
 @check("TOP-08", "Automatic NUMA balancing off")
 def numa_balancing(facts: Facts, topology: Topology) -> Verdict:
     ref = topology.ref("numa_balancing")
-    value = facts.kernel().get("numa_balancing")
-    if value is None:
+    raw = facts.kernel().get("numa_balancing")
+    if raw is None:
         raise Unmeasurable("/proc/sys/kernel/numa_balancing unreadable")
+    value = measured_count(raw, "node", "kernel.numa_balancing", NUMA_BALANCING_MODE)
     admitted = ref.admits(value) if ref is not None else value == 0
     finding = judge("node", admitted, f"kernel.numa_balancing={value}", "kernel.numa_balancing=0")
     return roll_up("TOP-08", facts.node, [finding], expected="kernel.numa_balancing=0")

@@ -5,7 +5,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from burnin.checks.base import bad, check, judge, ok, per_hca
+from burnin.checks.base import (
+    ERROR_COUNT,
+    IB_RATE_GBPS,
+    bad,
+    check,
+    judge,
+    measured_count,
+    measured_number,
+    ok,
+    per_hca,
+)
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.topology.model import Hca, Topology
@@ -32,8 +42,8 @@ def port_state(facts: Facts, topology: Topology) -> Verdict:
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
         port = _port(data)
         state, phys = port.get("state"), port.get("phys_state")
-        if state is None or phys is None:
-            raise Unmeasurable("state/phys_state unreadable")
+        if not isinstance(state, str) or not isinstance(phys, str) or not state or not phys:
+            raise Unmeasurable(f"state/phys_state unreadable ({state!r} / {phys!r})")
         healthy = state.endswith("ACTIVE") and phys.endswith("LinkUp")
         return judge(hca.name, healthy, f"{state} / {phys}", expected)
 
@@ -59,12 +69,14 @@ def port_rate(facts: Facts, topology: Topology) -> Verdict:
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
         port = _port(data)
         rate_text = port.get("rate")
-        if not str(port.get("state") or "").endswith("ACTIVE"):
-            # A port that is not up reports a meaningless rate; IB-01 fails it.
-            return ok(hca.name, f"port {port.get('state')}: rate not judged (see IB-01)", ref.describe())
-        rate = port_rate_gbps(rate_text)
+        state = port.get("state")
+        if not isinstance(state, str) or not state.endswith("ACTIVE"):
+            # A port that is not up reports a meaningless rate: not measured (IB-01 fails the port).
+            raise Unmeasurable(f"port {state}: no rate while the port is not ACTIVE (see IB-01)")
+        rate = port_rate_gbps(rate_text if isinstance(rate_text, str) else None)
         if rate is None:
             raise Unmeasurable(f"rate unreadable: {rate_text!r}")
+        measured_number(rate, hca.name, "rate (Gb/s)", IB_RATE_GBPS)
         return judge(hca.name, ref.admits(rate), str(rate_text), ref.describe())
 
     return roll_up("IB-02", facts.node, per_hca(facts, topology.compute_hcas, judge_hca),
@@ -75,8 +87,8 @@ def port_rate(facts: Facts, topology: Topology) -> Verdict:
 def link_layer(facts: Facts, topology: Topology) -> Verdict:
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
         layer = _port(data).get("link_layer")
-        if layer is None:
-            raise Unmeasurable("link_layer unreadable")
+        if not layer:
+            raise Unmeasurable(f"link_layer unreadable ({layer!r})")
         return judge(hca.name, layer == hca.link_layer, f"{hca.role} {layer}", f"{hca.role} {hca.link_layer}")
 
     return roll_up("IB-03", facts.node, per_hca(facts, topology.hcas, judge_hca),
@@ -94,13 +106,16 @@ def error_counters(facts: Facts, topology: Topology) -> Verdict:
                 f"{', '.join(ERROR_COUNTERS)} {error_ref.describe()}")
 
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
-        counters: dict[str, int] = _port(data).get("counters") or {}
-        if not counters:
+        counters = _port(data).get("counters")
+        if not isinstance(counters, dict) or not counters:
             raise Unmeasurable("no counters readable")
-        over = [f"{name}={counters[name]}" for name in FATAL_COUNTERS
-                if name in counters and not fatal_ref.admits(counters[name])]
-        over += [f"{name}={counters[name]}" for name in ERROR_COUNTERS
-                 if name in counters and not error_ref.admits(counters[name])]
+        unread = [name for name in (*FATAL_COUNTERS, *ERROR_COUNTERS) if counters.get(name) is None]
+        if unread:
+            raise Unmeasurable(f"counters not readable: {', '.join(unread)}")
+        values = {name: measured_count(counters[name], hca.name, name, ERROR_COUNT)
+                  for name in (*FATAL_COUNTERS, *ERROR_COUNTERS)}
+        over = [f"{name}={values[name]}" for name in FATAL_COUNTERS if not fatal_ref.admits(values[name])]
+        over += [f"{name}={values[name]}" for name in ERROR_COUNTERS if not error_ref.admits(values[name])]
         if over:
             since = facts.data.get("counter_baseline")
             return bad(hca.name, ", ".join(over) + (f" since baseline {since}" if since else ""), expected)

@@ -4,8 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from burnin.checks.base import bad, check, gpu_field, judge, ok, per_gpu, unknown
-from burnin.evaluate.verdict import Finding, Verdict, roll_up
+from burnin.checks.base import (
+    GPU_COUNT,
+    GPU_MEMORY_MIB,
+    NVML_ENUM,
+    bad,
+    check,
+    gpu_field,
+    gpu_subject,
+    judge,
+    measured_count,
+    measured_flag,
+    ok,
+    per_gpu,
+    unknown,
+)
+from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.topology.model import Topology
 
@@ -20,27 +34,54 @@ def gpu_inventory(facts: Facts, topology: Topology) -> Verdict:
     expected = f"{spec.count} x {spec.model}"
     nvml = facts.nvml()
     findings: list[Finding] = []
-    count = int(nvml.get("device_count", 0))
-    seen_bus = {g.get("bus_id") for g in nvml.get("gpus", []) if g.get("bus_id")}
+    count = measured_count(nvml.get("device_count"), "node", "NVML device count", GPU_COUNT)
+    gpus = nvml.get("gpus")
+    if not isinstance(gpus, list):
+        raise Unmeasurable(f"NVML counted {count} GPUs but listed none")
+    if len(gpus) != count:
+        findings.append(unknown("node", f"NVML counted {count} GPUs but listed {len(gpus)}"))
+    slots = {d.bus_id: d for d in spec.devices}
+    seen_bus = {g.get("bus_id") for g in gpus if isinstance(g, dict) and g.get("bus_id")}
     missing = [d for d in spec.devices if d.bus_id not in seen_bus]
     if count != spec.count:
         where = ", ".join(f"gpu{d.index} ({d.bus_id})" for d in missing[: spec.count - count])
         findings.append(bad("node", f"{count} GPUs" + (f", missing {where}" if where else ""),
                             f"{spec.count} GPUs"))
     memory_ref = topology.ref("gpu_memory_mib")
-    for gpu in nvml.get("gpus", []):
-        subject = f"gpu{gpu.get('index')}"
+    for gpu in gpus:
+        if not isinstance(gpu, dict):
+            findings.append(unknown("node", f"NVML GPU entry unreadable: {gpu!r:.40}"))
+            continue
+        subject = gpu_subject(gpu, topology)
+        errors = gpu.get("errors") or {}
         if gpu.get("lost"):
             findings.append(bad(subject, "lost (NVML_ERROR_GPU_IS_LOST)", "present and answering"))
             continue
+        if "handle" in errors:
+            findings.append(unknown(subject, f"handle: {errors['handle']}"))
+            continue
         name = gpu.get("name")
+        if name is None:
+            findings.append(unknown(subject, f"name: {errors.get('name', 'not reported')}"))
+            continue
         if name != spec.model:
             findings.append(bad(subject, f"model {name!r}", spec.model))
             continue
-        memory = gpu.get("memory_total_mib")
-        if memory is None:
-            findings.append(unknown(subject, f"memory: {gpu.get('errors', {}).get('memory', 'not reported')}"))
-        elif memory_ref is not None and not memory_ref.admits(memory):
+        bus = gpu.get("bus_id")
+        if bus is None:
+            findings.append(unknown(subject, f"bus id: {errors.get('pci', 'not reported')}"))
+            continue
+        if bus not in slots:
+            findings.append(bad(subject, f"at {bus}, not a GPU slot of the topology",
+                                f"bus ids {', '.join(sorted(slots))}"))
+            continue
+        try:
+            memory = measured_count(gpu.get("memory_total_mib"), subject, "memory (MiB)", GPU_MEMORY_MIB)
+        except Unmeasurable as exc:
+            note = errors.get("memory") if gpu.get("memory_total_mib") is None else None
+            findings.append(unknown(subject, f"memory: {note}" if note else exc.reason))
+            continue
+        if memory_ref is not None and not memory_ref.admits(memory):
             findings.append(bad(subject, f"memory {memory} MiB", memory_ref.describe()))
         else:
             findings.append(ok(subject, f"{name}", spec.model))
@@ -58,9 +99,15 @@ def driver_version(facts: Facts, topology: Topology) -> Verdict:
     nvml_version = facts.nvml().get("driver_version")
     kernel = facts.kernel()
     module_version = kernel.get("nvidia_module_version")
-    findings = [judge("nvml", nvml_version == want, f"NVML driver {nvml_version}", want)]
+    findings: list[Finding] = []
+    if nvml_version is None:
+        findings.append(unknown("nvml", "NVML reported no driver version", want))
+    else:
+        findings.append(judge("nvml", nvml_version == want, f"NVML driver {nvml_version}", want))
     if module_version is None:
         findings.append(unknown("kernel-module", "/sys/module/nvidia/version not readable", want))
+    elif nvml_version is None:
+        findings.append(judge("kernel-module", module_version == want, f"kernel module {module_version}", want))
     else:
         findings.append(judge("kernel-module", module_version == nvml_version,
                               f"kernel module {module_version} vs NVML {nvml_version}", want))
@@ -84,13 +131,13 @@ def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
         findings.append(judge("fabricmanager", state == "active", f"service {state}", "active"))
 
     def fabric(subject: str, gpu: dict[str, Any]) -> Finding:
-        state = gpu_field(gpu, "fabric", "state")
-        status = gpu_field(gpu, "fabric", "status")
+        state = measured_count(gpu_field(gpu, "fabric", "state"), subject, "fabric state", NVML_ENUM)
+        status = measured_count(gpu_field(gpu, "fabric", "status"), subject, "fabric status", NVML_ENUM)
         healthy = state == FABRIC_STATE_COMPLETED and status == NVML_SUCCESS
         names = {0: "NotSupported", 1: "NotStarted", 2: "InProgress", 3: "Completed"}
         return judge(subject, healthy, f"fabric {names.get(state, state)}/status {status}", "Completed/0")
 
-    findings += per_gpu(facts, fabric)
+    findings += per_gpu(facts, topology, fabric)
     return roll_up("INV-04", facts.node, findings, expected=expected,
                    healthy="fabric manager active, fabric Completed on all GPUs")
 
@@ -99,8 +146,10 @@ def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
 def peermem(facts: Facts, topology: Topology) -> Verdict:
     if not topology.host.peermem:
         return roll_up("INV-05", facts.node, [ok("node", "not required", "n/a")], expected="not required")
-    modules = facts.kernel().get("modules", {})
-    loaded = bool(modules.get("nvidia_peermem") or modules.get("nv_peer_mem"))
+    modules = facts.kernel().get("modules")
+    if not isinstance(modules, dict) or not {"nvidia_peermem", "nv_peer_mem"} & set(modules):
+        raise Unmeasurable("/sys/module: whether nvidia_peermem is loaded was not read")
+    loaded = modules.get("nvidia_peermem") is True or modules.get("nv_peer_mem") is True
     finding = judge("node", loaded, "nvidia_peermem loaded" if loaded else "nvidia_peermem not loaded",
                     "nvidia_peermem loaded")
     return roll_up("INV-05", facts.node, [finding], expected="nvidia_peermem loaded")
@@ -112,10 +161,10 @@ def persistence(facts: Facts, topology: Topology) -> Verdict:
     text = "on" if want else "off"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        mode = gpu_field(gpu, "persistence_mode")
+        mode = measured_flag(gpu_field(gpu, "persistence_mode"), subject, "persistence mode")
         return judge(subject, mode == want, f"persistence {'on' if mode else 'off'}", text)
 
-    return roll_up("INV-06", facts.node, per_gpu(facts, judge_gpu), expected=f"persistence {text}",
+    return roll_up("INV-06", facts.node, per_gpu(facts, topology, judge_gpu), expected=f"persistence {text}",
                    healthy=f"persistence {text} on all GPUs")
 
 
@@ -125,13 +174,13 @@ def mig(facts: Facts, topology: Topology) -> Verdict:
     want_text = "enabled" if want else "disabled"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        current = gpu_field(gpu, "mig_mode", "current")
-        pending = gpu_field(gpu, "mig_mode", "pending")
+        current = measured_count(gpu_field(gpu, "mig_mode", "current"), subject, "MIG mode", NVML_ENUM)
+        pending = measured_count(gpu_field(gpu, "mig_mode", "pending"), subject, "pending MIG mode", NVML_ENUM)
         names = {0: "disabled", 1: "enabled"}
         text = f"MIG {names.get(current, current)}/pending {names.get(pending, pending)}"
         return judge(subject, current == want and pending == want, text, f"MIG {want_text}")
 
-    return roll_up("INV-07", facts.node, per_gpu(facts, judge_gpu), expected=f"MIG {want_text}",
+    return roll_up("INV-07", facts.node, per_gpu(facts, topology, judge_gpu), expected=f"MIG {want_text}",
                    healthy=f"MIG {want_text} on all GPUs")
 
 
@@ -141,10 +190,10 @@ def ecc_mode(facts: Facts, topology: Topology) -> Verdict:
     want_text = "on" if want else "off"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        current = gpu_field(gpu, "ecc_mode", "current")
-        pending = gpu_field(gpu, "ecc_mode", "pending")
+        current = measured_flag(gpu_field(gpu, "ecc_mode", "current"), subject, "ECC mode")
+        pending = measured_flag(gpu_field(gpu, "ecc_mode", "pending"), subject, "pending ECC mode")
         text = f"ECC {'on' if current else 'off'}/pending {'on' if pending else 'off'}"
         return judge(subject, current == want and pending == want, text, f"ECC {want_text}")
 
-    return roll_up("INV-08", facts.node, per_gpu(facts, judge_gpu), expected=f"ECC {want_text}",
+    return roll_up("INV-08", facts.node, per_gpu(facts, topology, judge_gpu), expected=f"ECC {want_text}",
                    healthy=f"ECC {want_text} on all GPUs")

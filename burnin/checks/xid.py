@@ -1,9 +1,14 @@
-"""Xid classification from NVIDIA's Xid catalog, as summarised in check-catalog GPU-04.
+"""The one Xid table: NVIDIA's Xid catalog as summarised in check-catalog GPU-04.
 
-FAIL Xids drain the node; the others are recorded but do not reject it.
+FAIL Xids keep a node out of the pool; WARN/INFO Xids are recorded but do not
+reject it. GPU-04 judges with this table and the simulator imports it (which
+Xids its ``xid:N`` fault makes fatal), so the two cannot drift apart; a test
+compares it with the catalog's table.
 """
 
 from __future__ import annotations
+
+import re
 
 XID_MEANING: dict[int, str] = {
     13: "graphics engine exception", 31: "GPU memory page fault", 32: "PBDMA error",
@@ -25,10 +30,34 @@ FATAL_XIDS: frozenset[int] = frozenset({
     46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 154, 156, 157, 158,
     167, 169, 171, 172,
 })
+"""Suite verdict FAIL in the catalog (171/172 are details of Xid 48)."""
+
+NONFATAL_XIDS: frozenset[int] = frozenset(XID_MEANING) - FATAL_XIDS
+"""Suite verdict WARN or INFO: 13, 31, 32, 43, 45, 63, 92, 94, 137."""
+
+EVICT_XIDS: frozenset[int] = frozenset({48, 79, 94, 95, 119, 120, 140, 171, 172})
+"""The job on the GPU cannot go on: fallen off the bus (79), an ECC error that killed the
+application or escaped (48, 94, 95, 140; 171/172 detail 48), GSP hung (119, 120). ``burnin
+watch`` evicts (drain + requeue now) on these; the other FATAL_XIDS drain, the rest is recorded."""
+
+RECOVERY_ACTION_XID = 154
+# "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)"
+_RECOVERY_TO = re.compile(r"\bto\s+0x([0-9a-fA-F]+)\b")
 
 
-def is_fatal(xid: int) -> bool:
-    """True when the catalog says this Xid keeps a node out of the pool."""
+def recovery_action_cleared(message: str) -> bool:
+    """True when an Xid 154 message says the recovery action is now None (0x0)."""
+    match = _RECOVERY_TO.search(message)
+    return match is not None and int(match.group(1), 16) == 0
+
+
+def is_fatal(xid: int, message: str = "") -> bool:
+    """True when the catalog says this Xid keeps a node out of the pool.
+
+    Xid 154 reports the driver's recovery action: FAIL unless that action is None.
+    """
+    if xid == RECOVERY_ACTION_XID and recovery_action_cleared(message):
+        return False
     return xid in FATAL_XIDS
 
 

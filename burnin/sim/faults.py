@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from burnin.checks.xid import FATAL_XIDS, NONFATAL_XIDS, is_fatal
 from burnin.errors import UsageError
 from burnin.topology.model import Topology
 
@@ -19,18 +20,14 @@ TargetKind = Literal["gpu", "hca", "node"]
 DEFAULT_GPU = "gpu3"
 DEFAULT_HCA = "mlx5_2"
 
-# Xids whose suite verdict is FAIL in check-catalog.md GPU-04 (171/172 detail Xid 48).
-XID_FATAL: frozenset[int] = frozenset(
-    {46, 48, 54, 62, 64, 74, 79, 95, 109, 110, 119, 120, 136, 140, 143, 154, 156, 157, 158,
-     167, 169, 171, 172}
-)
-# Xids the catalog rates INFO or WARN: they do not drain a node by themselves.
-XID_NONFATAL: frozenset[int] = frozenset({13, 31, 32, 43, 45, 63, 92, 94, 137})
+# The Xid classification is the checks' own table (check-catalog GPU-04), not a copy.
+XID_FATAL: frozenset[int] = FATAL_XIDS
+XID_NONFATAL: frozenset[int] = NONFATAL_XIDS
 
 
 def xid_is_fatal(xid: int) -> bool:
     """True when the catalog's GPU-04 table makes this Xid a FAIL (not in the DRAIN set: False)."""
-    return xid in XID_FATAL
+    return is_fatal(xid)
 
 
 @dataclass(frozen=True)
