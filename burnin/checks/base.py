@@ -96,6 +96,7 @@ class PhysicalRange:
 
 ERROR_COUNT = PhysicalRange(0, COUNTER_MAX)
 GPU_TEMPERATURE_C = PhysicalRange(0, 150, "C")  # NVML reports unsigned degrees; a running GPU shuts down near 92 C
+GPU_TEMPERATURE_LIMIT_C = PhysicalRange(1, 150, "C")  # a threshold of 0 C is a threshold not set
 POWER_LIMIT_W = PhysicalRange(1, 5000, "W")
 PCIE_GENERATION = PhysicalRange(1, 7)
 PCIE_WIDTH = PhysicalRange(1, 32, "lanes")
@@ -238,12 +239,15 @@ def per_gpu(facts: Facts, topology: Topology,
 
 
 def per_hca(facts: Facts, hcas: tuple[Hca, ...], judge_hca: Callable[[Hca, dict[str, Any]], Finding]) -> list[Finding]:
-    present = facts.hcas()
+    present: dict[str, Any] = facts.hcas()
     findings: list[Finding] = []
     for hca in hcas:
         data = present.get(hca.name)
         if data is None:
             findings.append(bad(hca.name, "absent", "present"))
+            continue
+        if not isinstance(data, dict):
+            findings.append(unknown(hca.name, f"facts unreadable: {_quote(data)}"))
             continue
         try:
             findings.append(judge_hca(hca, data))

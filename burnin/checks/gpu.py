@@ -9,6 +9,7 @@ from burnin.checks.base import (
     CLOCK_EVENT_MASK,
     ERROR_COUNT,
     GPU_TEMPERATURE_C,
+    GPU_TEMPERATURE_LIMIT_C,
     PCIE_GENERATION,
     PCIE_WIDTH,
     POWER_LIMIT_W,
@@ -143,10 +144,12 @@ def temperature(facts: Facts, topology: Topology) -> Verdict:
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
         temp = measured_number(gpu_field(gpu, "temperature_c"), subject, "temperature", GPU_TEMPERATURE_C)
         thresholds = gpu_field(gpu, "temperature_thresholds")
+        if not isinstance(thresholds, dict):
+            raise Unmeasurable(f"{subject} temperature thresholds unreadable")
         # The catalog's limit is GPU_MAX; a driver without it still reports the slowdown threshold.
         name = "gpu_max" if thresholds.get("gpu_max") is not None else "slowdown"
         limit = measured_number(thresholds.get(name), subject, f"{name} temperature threshold",
-                                GPU_TEMPERATURE_C)
+                                GPU_TEMPERATURE_LIMIT_C)
         return judge(subject, margin_ref.admits(limit - temp), f"{temp:g} C (limit {limit:g} C)",
                      f"<= {limit - margin:g} C")
 

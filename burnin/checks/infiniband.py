@@ -28,10 +28,10 @@ ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "port_rcv_errors")
 
 
 def _port(data: dict[str, Any]) -> dict[str, Any]:
-    ports = data.get("ports") or {}
-    if "1" not in ports:
+    ports = data.get("ports")
+    port = ports.get("1") if isinstance(ports, dict) else None
+    if not isinstance(port, dict):
         raise Unmeasurable("port 1 not present")
-    port: dict[str, Any] = ports["1"]
     return port
 
 

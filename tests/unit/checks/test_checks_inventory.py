@@ -1,0 +1,144 @@
+"""INV-01..INV-08, table-driven: counts and memory at their bounds, each setting on every GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from checks_support import (
+    FAIL,
+    GPU_INDEXES,
+    INCOMPLETE,
+    PASS,
+    TOPOLOGY,
+    assert_status,
+    failing_subjects,
+    gpu,
+    judge,
+    unmeasured_subjects,
+)
+
+from burnin.evaluate.verdict import Status
+
+Facts = dict[str, Any]
+
+
+def _set(*path: str, value: object) -> Callable[[dict[str, Any]], None]:
+    def change(g: dict[str, Any]) -> None:
+        target = g
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+PER_GPU: list[tuple[str, str, Callable[[dict[str, Any]], None], Status]] = [
+    # INV-01: model and memory (>= 81000 MiB)
+    ("INV-01", "memory 81000", _set("memory_total_mib", value=81000), PASS),
+    ("INV-01", "memory 81001", _set("memory_total_mib", value=81001), PASS),
+    ("INV-01", "memory 80999", _set("memory_total_mib", value=80999), FAIL),
+    ("INV-01", "model H800", _set("name", value="NVIDIA H800 80GB HBM3"), FAIL),
+    ("INV-01", "lost", _set("lost", value=True), FAIL),
+    # INV-04: fabric registration Completed (3) with status 0
+    ("INV-04", "fabric in progress", _set("fabric", "state", value=2), FAIL),
+    ("INV-04", "fabric not started", _set("fabric", "state", value=1), FAIL),
+    ("INV-04", "fabric status error", _set("fabric", "status", value=1), FAIL),
+    # INV-06..08: settings, current and pending
+    ("INV-06", "persistence off", _set("persistence_mode", value=False), FAIL),
+    ("INV-07", "MIG on", _set("mig_mode", "current", value=1), FAIL),
+    ("INV-07", "MIG pending", _set("mig_mode", "pending", value=1), FAIL),
+    ("INV-08", "ECC off", _set("ecc_mode", "current", value=False), FAIL),
+    ("INV-08", "ECC off pending", _set("ecc_mode", "pending", value=False), FAIL),
+]
+
+
+@pytest.mark.parametrize(("check_id", "what", "change", "status"), PER_GPU,
+                         ids=[f"{c}-{w}" for c, w, _, _ in PER_GPU])
+@pytest.mark.parametrize("index", GPU_INDEXES)
+def test_setting_on_every_gpu(facts: Facts, check_id: str, what: str, change: Callable[[dict[str, Any]], None],
+                              status: Status, index: int) -> None:
+    change(gpu(facts, index))
+    verdict = judge(check_id, facts)
+    assert verdict.status is status, (what, verdict.reason)
+    if status is FAIL:
+        assert failing_subjects(verdict) == {f"gpu{index}"}, verdict.reason
+
+
+@pytest.mark.parametrize(("count", "status"), [(7, FAIL), (8, PASS), (9, FAIL), (0, FAIL)])
+def test_gpu_count_at_and_around_the_topology(facts: Facts, count: int, status: Status) -> None:
+    gpus = facts["nvml"]["gpus"]
+    while len(gpus) > count:
+        gpus.pop()
+    while len(gpus) < count:
+        gpus.append({**gpus[0], "index": len(gpus), "bus_id": f"0000:e{len(gpus)}:00.0"})
+    facts["nvml"]["device_count"] = count
+    verdict = judge("INV-01", facts)
+    assert verdict.status is status, verdict.reason
+    if status is FAIL:
+        assert f"{count} GPUs" in verdict.reason
+
+
+@pytest.mark.parametrize("index", GPU_INDEXES)
+def test_missing_gpu_is_named_by_its_slot(facts: Facts, index: int) -> None:
+    del facts["nvml"]["gpus"][index]
+    for number, entry in enumerate(facts["nvml"]["gpus"]):
+        entry["index"] = number  # NVML renumbers the GPUs it still sees
+    facts["nvml"]["device_count"] = 7
+    bus = TOPOLOGY.gpus.devices[index].bus_id
+    assert_status(judge("INV-01", facts), FAIL, f"7 GPUs, missing gpu{index} ({bus})")
+    for check_id in ("GPU-01", "INV-06"):
+        verdict = judge(check_id, facts)
+        assert verdict.status is INCOMPLETE and unmeasured_subjects(verdict) == {f"gpu{index}"}, verdict.reason
+
+
+def test_gpu_in_a_slot_the_topology_does_not_have_fails(facts: Facts) -> None:
+    gpu(facts, 2)["bus_id"] = "0000:e0:00.0"
+    assert_status(judge("INV-01", facts), FAIL, "at 0000:e0:00.0, not a GPU slot")
+
+
+@pytest.mark.parametrize(("change", "status", "needle"), [
+    (lambda f: f["nvml"].update(driver_version="535.161.08"), FAIL, "NVML driver 535.161.08"),
+    (lambda f: f["kernel"].update(nvidia_module_version="535.161.08"), FAIL, "kernel module 535.161.08"),
+    (lambda f: f["kernel"].update(nvidia_module_version=None), INCOMPLETE, "/sys/module/nvidia/version"),
+    (lambda f: f["nvml"].update(driver_version=None), INCOMPLETE, "NVML reported no driver version"),
+    (lambda f: (f["nvml"].update(driver_version=None), f["kernel"].update(nvidia_module_version="1.0")),
+     FAIL, "kernel module 1.0"),
+])
+def test_driver_versions(facts: Facts, change: Callable[[Facts], object], status: Status, needle: str) -> None:
+    change(facts)
+    assert_status(judge("INV-03", facts), status, needle)
+
+
+@pytest.mark.parametrize(("stdout", "exit_status", "status"), [
+    ("active\n", 0, PASS), ("inactive\n", 3, FAIL), ("failed\n", 3, FAIL), ("", 3, FAIL), ("activating\n", 3, FAIL),
+])
+def test_fabric_manager_service(facts: Facts, stdout: str, exit_status: int, status: Status) -> None:
+    facts["commands"]["fabricmanager"].update(stdout=stdout, exit_status=exit_status)
+    verdict = judge("INV-04", facts)
+    assert verdict.status is status, verdict.reason
+    if status is FAIL:
+        assert failing_subjects(verdict) == {"fabricmanager"}
+
+
+def test_fabric_manager_not_collected_is_unmeasured(facts: Facts) -> None:
+    del facts["commands"]["fabricmanager"]
+    assert_status(judge("INV-04", facts), INCOMPLETE, "not collected")
+
+
+@pytest.mark.parametrize(("modules", "status"), [
+    ({"nvidia_peermem": True, "nv_peer_mem": False}, PASS),
+    ({"nvidia_peermem": False, "nv_peer_mem": True}, PASS),
+    ({"nvidia_peermem": False, "nv_peer_mem": False}, FAIL),
+    ({"nvidia": True}, INCOMPLETE),
+    ({}, INCOMPLETE),
+])
+def test_peermem(facts: Facts, modules: dict[str, bool], status: Status) -> None:
+    facts["kernel"]["modules"] = modules
+    assert judge("INV-05", facts).status is status
+
+
+def test_peermem_module_list_absent_is_unmeasured(facts: Facts) -> None:
+    del facts["kernel"]["modules"]
+    assert_status(judge("INV-05", facts), INCOMPLETE, "nvidia_peermem")

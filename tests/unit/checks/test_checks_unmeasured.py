@@ -1,0 +1,247 @@
+"""Values a node did not report, or that cannot be true, are `incomplete` with the value quoted.
+
+Each row changes one input of a healthy node and names what the reason must
+say. Rows marked "was pass" passed on the code before issue 9: they are the
+regression tests for the fail-open defects (GPU-11 read an unreadable counter
+as 0, IB-04 skipped absent counters, NaN admitted by every bound, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checks_support import INCOMPLETE, PASS, assert_status, gpu, judge, port, unmeasured_subjects
+
+Facts = dict[str, Any]
+NAN, INF = float("nan"), float("inf")
+LAST = 7  # the last GPU: a loop that stops one short never reaches it
+
+
+def gpu_set(*path: str, value: object, index: int = LAST) -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        target = gpu(facts, index)
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+def gpu_error(*path: str, error: str, index: int = LAST) -> Callable[[Facts], None]:
+    """What the collector writes when NVML refuses a call: None plus the error by field name."""
+    def change(facts: Facts) -> None:
+        gpu_set(*path, value=None, index=index)(facts)
+        gpu(facts, index)["errors"][path[-1] if len(path) == 1 else "_".join(path)] = error
+
+    return change
+
+
+def link_set(counter: str, value: object, link: int = 17) -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        gpu(facts, LAST)["nvlink"][link][counter] = value
+
+    return change
+
+
+def ib_counter(name: str, value: object, hca: str = "mlx5_7") -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        port(facts, hca)["counters"][name] = value
+
+    return change
+
+
+def ib_port(key: str, value: object, hca: str = "mlx5_7") -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        port(facts, hca)[key] = value
+
+    return change
+
+
+def kernel(key: str, value: object) -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        if value is KeyError:
+            del facts["kernel"][key]
+        else:
+            facts["kernel"][key] = value
+
+    return change
+
+
+def nvml(key: str, value: object) -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        if value is KeyError:
+            del facts["nvml"][key]
+        else:
+            facts["nvml"][key] = value
+
+    return change
+
+
+def pci_set(bus: str, key: str, value: object) -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        facts["pci"]["devices"][bus][key] = value
+
+    return change
+
+
+def numa(key: str, value: object) -> Callable[[Facts], None]:
+    def change(facts: Facts) -> None:
+        facts["numa"][key] = value
+
+    return change
+
+
+def links_unreadable(facts: Facts) -> None:
+    g = gpu(facts, LAST)
+    del g["nvlink"][4]
+    g["errors"]["nvlink_4_state"] = "NVML_ERROR_UNKNOWN"
+
+
+def counter_unreadable(facts: Facts) -> None:
+    g = gpu(facts, LAST)
+    g["nvlink"][3]["recovery"] = None
+    g["errors"]["nvlink_3_recovery"] = "NVML_ERROR_NOT_SUPPORTED"
+
+
+GPU7_BUS = "0000:df:00.0"
+
+# (check, what, change, words the reason must contain)
+ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
+    # GPU-01
+    ("GPU-01", "volatile NaN (was pass)", gpu_set("ecc_errors", "volatile_uncorrected", value=NAN), "nan"),
+    ("GPU-01", "volatile inf", gpu_set("ecc_errors", "volatile_uncorrected", value=INF), "inf"),
+    ("GPU-01", "volatile negative (was pass)", gpu_set("ecc_errors", "volatile_uncorrected", value=-1), "-1"),
+    ("GPU-01", "volatile fraction", gpu_set("ecc_errors", "volatile_uncorrected", value=0.5), "0.5"),
+    ("GPU-01", "volatile text", gpu_set("ecc_errors", "volatile_uncorrected", value="0"), "'0'"),
+    ("GPU-01", "volatile 2**64", gpu_set("ecc_errors", "volatile_uncorrected", value=2**64), str(2**64)),
+    ("GPU-01", "volatile unreadable", gpu_error("ecc_errors", "volatile_uncorrected",
+                                                error="NVML_ERROR_NOT_SUPPORTED"), "NVML_ERROR_NOT_SUPPORTED"),
+    ("GPU-01", "SRAM unreadable (was pass)", gpu_set("ecc_errors", "sram_aggregate_uncorrected", value=None),
+     "sram_aggregate_uncorrected"),
+    ("GPU-01", "SRAM NaN (was pass)", gpu_set("ecc_errors", "sram_aggregate_uncorrected", value=NAN), "nan"),
+    ("GPU-01", "ECC section missing", gpu_set("ecc_errors", value=None), "ecc_errors"),
+    # GPU-03
+    ("GPU-03", "pending unreadable", gpu_set("remapped_rows", value=None), "remapped_rows"),
+    ("GPU-03", "pending not a flag", gpu_set("remapped_rows", "pending", value="no"), "'no'"),
+    ("GPU-03", "failure NaN", gpu_set("remapped_rows", "failure", value=NAN), "nan"),
+    # GPU-05
+    ("GPU-05", "reasons NaN (was a crash)", gpu_set("clock_event_reasons", value=NAN), "nan"),
+    ("GPU-05", "reasons negative", gpu_set("clock_event_reasons", value=-1), "-1"),
+    ("GPU-05", "reasons unreadable", gpu_set("clock_event_reasons", value=None), "clock_event_reasons"),
+    # GPU-06
+    ("GPU-06", "temperature NaN (was pass)", gpu_set("temperature_c", value=NAN), "nan"),
+    ("GPU-06", "temperature -inf (was pass)", gpu_set("temperature_c", value=-INF), "-inf"),
+    ("GPU-06", "temperature negative (was pass)", gpu_set("temperature_c", value=-40), "-40"),
+    ("GPU-06", "temperature 151 C", gpu_set("temperature_c", value=151), "151"),
+    ("GPU-06", "temperature unreadable", gpu_set("temperature_c", value=None), "temperature_c"),
+    ("GPU-06", "thresholds unreadable", gpu_set("temperature_thresholds", value=None), "temperature_thresholds"),
+    ("GPU-06", "no threshold at all", gpu_set("temperature_thresholds", value={"gpu_max": None, "slowdown": None}),
+     "threshold not reported"),
+    ("GPU-06", "threshold NaN (was pass)", gpu_set("temperature_thresholds", "gpu_max", value=NAN), "nan"),
+    ("GPU-06", "threshold 0 C", gpu_set("temperature_thresholds", "gpu_max", value=0), "0"),
+    # GPU-07
+    ("GPU-07", "limit NaN (was pass)", gpu_set("power", "enforced_limit_mw", value=NAN), "nan"),
+    ("GPU-07", "limit inf", gpu_set("power", "enforced_limit_mw", value=INF), "inf"),
+    ("GPU-07", "limit negative", gpu_set("power", "enforced_limit_mw", value=-700_000), "-700"),
+    ("GPU-07", "limit 0 W", gpu_set("power", "enforced_limit_mw", value=0), "0"),
+    ("GPU-07", "limit unreadable", gpu_set("power", "enforced_limit_mw", value=None), "enforced_limit_mw"),
+    # GPU-08
+    ("GPU-08", "max gen NaN (was pass)", gpu_set("pcie", "max_gen", value=NAN), "nan"),
+    ("GPU-08", "width NaN (was pass)", gpu_set("pcie", "curr_width", value=NAN), "nan"),
+    ("GPU-08", "width 0", gpu_set("pcie", "curr_width", value=0), "0"),
+    ("GPU-08", "width 64", gpu_set("pcie", "curr_width", value=64), "64"),
+    ("GPU-08", "gen 0", gpu_set("pcie", "max_gen", value=0), "0"),
+    ("GPU-08", "gen 8", gpu_set("pcie", "max_gen", value=8), "8"),
+    ("GPU-08", "gen as text", gpu_set("pcie", "max_gen", value="5"), "'5'"),
+    # GPU-10
+    ("GPU-10", "link state unreadable", links_unreadable, "NVML_ERROR_UNKNOWN"),
+    ("GPU-10", "active not a flag", link_set("active", None), "active"),
+    ("GPU-10", "no NVLink list", gpu_set("nvlink", value=None), "nvlink"),
+    # GPU-11
+    ("GPU-11", "counter unreadable (was pass as 0)", counter_unreadable, "NVML_ERROR_NOT_SUPPORTED"),
+    ("GPU-11", "counter missing (was pass as 0)", link_set("replay", None), "replay counter: not reported"),
+    ("GPU-11", "counter NaN (was pass)", link_set("crc_flit", NAN), "nan"),
+    ("GPU-11", "counter negative (was pass)", link_set("replay", -50), "-50"),
+    ("GPU-11", "counter 2**64", link_set("recovery", 2**64), str(2**64)),
+    ("GPU-11", "link state unreadable", links_unreadable, "NVML_ERROR_UNKNOWN"),
+    ("GPU-11", "no links at all (was pass)", gpu_set("nvlink", value=[]), "no NVLink links"),
+    # INV-01
+    ("INV-01", "memory NaN (was pass)", gpu_set("memory_total_mib", value=NAN), "nan"),
+    ("INV-01", "memory unreadable", gpu_error("memory_total_mib", error="NVML_ERROR_UNKNOWN"), "memory"),
+    ("INV-01", "memory 0", gpu_set("memory_total_mib", value=0), "0"),
+    ("INV-01", "name unreadable (was fail 'None')", gpu_set("name", value=None), "name"),
+    ("INV-01", "bus id unreadable", gpu_set("bus_id", value=None), "bus id"),
+    ("INV-01", "device count missing (was fail '0 GPUs')", nvml("device_count", KeyError), "device count"),
+    ("INV-01", "device count NaN", nvml("device_count", NAN), "nan"),
+    ("INV-01", "GPU list missing", nvml("gpus", KeyError), "listed"),
+    # INV-04, INV-06..08
+    ("INV-04", "fabric state unreadable", gpu_set("fabric", value=None), "fabric"),
+    ("INV-04", "fabric state NaN", gpu_set("fabric", "state", value=NAN), "nan"),
+    ("INV-06", "persistence unreadable", gpu_set("persistence_mode", value=None), "persistence_mode"),
+    ("INV-06", "persistence as text", gpu_set("persistence_mode", value="Enabled"), "'Enabled'"),
+    ("INV-07", "MIG unreadable", gpu_set("mig_mode", value=None), "mig_mode"),
+    ("INV-07", "MIG NaN", gpu_set("mig_mode", "current", value=NAN), "nan"),
+    ("INV-08", "ECC unreadable", gpu_set("ecc_mode", value=None), "ecc_mode"),
+    ("INV-08", "ECC pending as number", gpu_set("ecc_mode", "pending", value=1), "1"),
+    # TOP-01..05
+    ("TOP-01", "NUMA online unreadable (was fail '0 nodes')", numa("online", None), "online"),
+    ("TOP-01", "NUMA node unreadable", pci_set(GPU7_BUS, "numa_node", None), "numa_node"),
+    ("TOP-01", "NUMA node NaN", pci_set(GPU7_BUS, "numa_node", NAN), "nan"),
+    ("TOP-01", "NUMA node -2", pci_set(GPU7_BUS, "numa_node", -2), "-2"),
+    ("TOP-03", "PCI path unreadable", pci_set(GPU7_BUS, "path", None), "PCI path"),
+    ("TOP-05", "IOMMU groups not read (was pass)", kernel("iommu_group_types", KeyError), "iommu_groups"),
+    ("TOP-05", "IOMMU group type unreadable (was pass)", kernel("iommu_group_types", {"unknown": 20}), "unknown"),
+    ("TOP-08", "numa_balancing NaN (was pass)", kernel("numa_balancing", NAN), "nan"),
+    ("TOP-08", "numa_balancing -1 (was pass)", kernel("numa_balancing", -1), "-1"),
+    # IB-01..04
+    ("IB-01", "state unreadable", ib_port("state", None), "state"),
+    ("IB-01", "phys_state empty", ib_port("phys_state", ""), "phys_state"),
+    ("IB-01", "port 1 missing", lambda f: f["infiniband"]["hcas"]["mlx5_7"]["ports"].clear(), "port 1"),
+    ("IB-02", "rate unreadable", ib_port("rate", None), "rate"),
+    ("IB-02", "state unreadable (was pass 'not judged')", ib_port("state", None), "not ACTIVE"),
+    ("IB-03", "link layer unreadable", ib_port("link_layer", None), "link_layer"),
+    ("IB-04", "fatal counter absent (was pass)", lambda f: port(f, "mlx5_7")["counters"].pop("link_downed"),
+     "link_downed"),
+    ("IB-04", "error counter absent (was pass)", lambda f: port(f, "mlx5_7")["counters"].pop("symbol_error"),
+     "symbol_error"),
+    ("IB-04", "counter NaN (was pass)", ib_counter("link_downed", NAN), "nan"),
+    ("IB-04", "counter inf", ib_counter("port_rcv_errors", INF), "inf"),
+    ("IB-04", "counter negative (was pass)", ib_counter("symbol_error", -3), "-3"),
+    ("IB-04", "counter 2**64", ib_counter("symbol_error", 2**64), str(2**64)),
+    ("IB-04", "counter as text", ib_counter("link_error_recovery", "0"), "'0'"),
+    ("IB-04", "no counters at all", lambda f: port(f, "mlx5_7")["counters"].clear(), "no counters"),
+]
+
+
+def _node_checks() -> set[str]:
+    suites = Path(__file__).resolve().parents[3] / "suites" / "node"
+    return {m for path in suites.glob("test_*.py")
+            for m in re.findall(r'@pytest\.mark\.check\("([A-Z]+-\d+)"\)', path.read_text())}
+
+
+@pytest.mark.parametrize("check_id", sorted(_node_checks()))
+def test_every_node_check_passes_on_the_healthy_node(facts: Facts, check_id: str) -> None:
+    """The contrast to the rows below: the same facts, unchanged, pass."""
+    verdict = judge(check_id, facts)
+    assert verdict.status is PASS, verdict.reason
+
+
+@pytest.mark.parametrize(("check_id", "what", "change", "needle"), ROWS, ids=[f"{c}-{w}" for c, w, _, _ in ROWS])
+def test_unreadable_or_impossible_input_is_incomplete(facts: Facts, check_id: str, what: str,
+                                                      change: Callable[[Facts], None], needle: str) -> None:
+    change(facts)
+    verdict = judge(check_id, facts)
+    assert_status(verdict, INCOMPLETE, needle)
+    assert len(unmeasured_subjects(verdict)) <= 1, verdict.reason  # only the subject whose input was changed
+
+
+def test_every_node_check_has_an_unreadable_input_row() -> None:
+    """Every check the node suite runs has a row here (or in its own file, named below)."""
+    node_checks = _node_checks()
+    assert len(node_checks) >= 25, node_checks
+    covered = {row[0] for row in ROWS} | {"INV-03", "INV-05", "TOP-02", "TOP-04", "GPU-04"}  # own test files
+    assert node_checks <= covered, sorted(node_checks - covered)
