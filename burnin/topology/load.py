@@ -6,66 +6,27 @@ path (``gpus.devices[3].numa_node``) and the line.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from burnin.errors import ConfigError
 from burnin.topology.catalog import list_topologies, resolve
 from burnin.topology.model import Topology
+from burnin.topology.yamlsafe import Path_, format_key_path, load_yaml
 
-__all__ = ["find_topology", "list_topologies", "load_topology"]
+__all__ = ["Path_", "find_topology", "format_key_path", "list_topologies", "load_topology", "load_yaml_document"]
 
-Path_ = tuple[str | int, ...]
-
-
-def _line_index(node: yaml.Node, path: Path_ = ()) -> Iterator[tuple[Path_, int]]:
-    """Yield (key path, 1-based line) for every node of a composed YAML tree."""
-    yield path, node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key: str | int = key_node.value
-            if isinstance(key, str) and key.isdigit():
-                yield (*path, int(key)), key_node.start_mark.line + 1
-            yield (*path, key), key_node.start_mark.line + 1
-            for sub_path, line in _line_index(value_node, (*path, key)):
-                if sub_path != (*path, key):
-                    yield sub_path, line
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            yield from _line_index(item, (*path, i))
-
-
-def format_key_path(path: Path_) -> str:
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
+#: Errors of one file shown in full; the rest are counted.
+SHOWN_ERRORS = 5
 
 
 def load_yaml_document(path: Path) -> tuple[Any, dict[Path_, int]]:
-    """Read a YAML file; return the data and a key-path → line index."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(str(path), f"invalid YAML: {problem}", line=line) from None
-    lines = dict(_line_index(node)) if node is not None else {}
-    return data, lines
+    """Read a YAML file (hardened: see :mod:`burnin.topology.yamlsafe`); return the data and a key-path → line index."""
+    document = load_yaml(path)
+    return document.data, document.lines
 
 
 def locate(lines: dict[Path_, int], loc: Path_) -> int | None:
@@ -78,19 +39,32 @@ def locate(lines: dict[Path_, int], loc: Path_) -> int | None:
 
 
 def validation_to_config_error(path: Path, exc: ValidationError, lines: dict[Path_, int]) -> ConfigError:
-    err = exc.errors()[0]
+    """One line: the first error with its key and line, the next few by key and line, then how many more."""
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    described = [_describe(err, lines) for err in errors[:SHOWN_ERRORS]]
+    first_loc, first_line, first_msg = described[0]
+    msg = first_msg
+    others = [f"{format_key_path(loc) or '(top level)'}"
+              + (f" (line {line})" if line is not None else "") + f": {text}"
+              for loc, line, text in described[1:]]
+    if others:
+        msg += "; also " + "; ".join(others)
+    more = len(errors) - len(described)
+    if more:
+        msg += f"; ... and {more} more error{'s' if more > 1 else ''}"
+    return ConfigError(str(path), msg, key=format_key_path(first_loc) or "(top level)", line=first_line)
+
+
+def _describe(err: Any, lines: dict[Path_, int]) -> tuple[Path_, int | None, str]:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    msg = err["msg"]
+    msg = str(err["msg"])
     if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         msg = "unknown key"
     elif err["type"] in ("missing", "missing_argument"):
         msg = "required key is missing"
     elif msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
-    more = len(exc.errors()) - 1
-    if more:
-        msg += f" (and {more} more error{'s' if more > 1 else ''})"
-    return ConfigError(str(path), msg, key=format_key_path(loc) or "(top level)", line=locate(lines, loc))
+    return loc, locate(lines, loc), msg
 
 
 def load_topology(path: str | Path) -> Topology:

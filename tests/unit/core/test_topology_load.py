@@ -106,3 +106,42 @@ def test_cli_bad_topology_exits_2_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert f"{path}:" in proc.stderr and "gpus.count" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_many_errors_show_the_first_few_and_count_the_rest(tmp_path: Path) -> None:
+    text = (topologies_dir() / "hgx-h100-8gpu.yaml").read_text()
+    path = tmp_path / "bloated.yaml"
+    path.write_text(text + "".join(f"unknown_{i:03d}: x\n" for i in range(50)))
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert info.value.key == "unknown_000" and info.value.line == _line_of(path, "unknown_000")
+    for shown in range(1, 5):
+        assert f"unknown_{shown:03d} (line {_line_of(path, f'unknown_{shown:03d}')}): unknown key" in message
+    assert "unknown_005" not in message
+    assert message.endswith("... and 45 more errors")
+
+
+def test_topology_with_a_key_written_twice_is_a_config_error(tmp_path: Path) -> None:
+    path = _broken(tmp_path, "  fabric_manager: true", "  fabric_manager: true\n  fabric_manager: false")
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    first = _line_of(path, "fabric_manager")
+    assert info.value.key == "host.fabric_manager" and info.value.line == first + 1
+    assert f"lines {first} and {first + 1}" in str(info.value)
+
+
+def test_cli_non_utf8_topology_exits_2_naming_the_byte_offset(tmp_path: Path) -> None:
+    raw = (topologies_dir() / "hgx-h100-8gpu.yaml").read_bytes()
+    offset = raw.index(b"description:")
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(raw[:offset] + b"\xff" + raw[offset:])
+    proc = subprocess.run(
+        [sys.executable, "-m", "burnin.cli.main", "run", "--sim", "2", "--topology", str(path),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert str(path) in proc.stderr and f"byte offset {offset}" in proc.stderr

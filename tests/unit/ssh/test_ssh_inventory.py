@@ -124,3 +124,45 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_inventory(tmp_path / "nope.yaml")
+
+
+def test_node_listed_twice_by_a_repeated_key_names_both_lines(tmp_path: Path) -> None:
+    # YAML itself would keep only the last spare7, and the "listed twice" check would never see the first.
+    path = _write(tmp_path, GOOD.replace("  bare:\n", "  bare:\n  spare7: {address: 10.1.99.8}\n", 1))
+    with pytest.raises(ConfigError) as info:
+        load_inventory(path)
+    first, second = _line_of(path, "  spare7:"), _line_of(path, "spare7: {address")
+    assert info.value.key == "nodes.spare7" and info.value.line == second
+    assert f"lines {first} and {second}" in str(info.value)
+
+
+def test_billion_laughs_inventory_is_a_config_error(tmp_path: Path) -> None:
+    levels = "lol0: &lol0 [a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"lol{n}: &lol{n} [{', '.join([f'*lol{n - 1}'] * 9)}]\n" for n in range(1, 7))
+    path = _write(tmp_path, GOOD + levels)
+    with pytest.raises(ConfigError, match="aliases expand to more than") as info:
+        load_inventory(path)
+    assert info.value.path == str(path)
+
+
+def test_self_referencing_alias_in_an_inventory_is_a_config_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, "nodes: &n\n  a: {}\n  b: *n\n", config=False)
+    with pytest.raises(ConfigError, match="refers to itself"):
+        load_inventory(path)
+
+
+def test_inventory_that_is_not_utf8_names_the_byte_offset(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_bytes(b"nodes:\n  caf\xe9: {}\n")
+    with pytest.raises(ConfigError) as info:
+        load_inventory(path)
+    assert str(path) in str(info.value) and "byte offset 12" in str(info.value) and info.value.line == 2
+
+
+def test_many_nodes_and_a_big_group_keep_order_without_duplicates(tmp_path: Path) -> None:
+    names = [f"n{i:05d}" for i in range(3000)]
+    text = "nodes:\n" + "".join(f"  {n}: {{}}\n" for n in names) + \
+        "groups:\n  all: ['n[00000-02999]', n00001, 'n[00002-00010]']\n"
+    inv = load_inventory(_write(tmp_path, text, config=False))
+    assert list(inv.nodes) == names and inv.groups["all"] == names
+    assert inv.select("n00002,n[00001-00003],@all") == ["n00002", "n00001", "n00003", *names[:1], *names[4:]]
