@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topologies": ("burnin.cli.info_cmd", "list the known node types"),
     "faults": ("burnin.cli.faults_cmd", "list the simulator's faults and the check that catches each"),
     "sim": ("burnin.cli.sim_cmd", "start, stop or fault simulated racks behind real sshd or Slurm"),
+    "watch": ("burnin.cli.watch_cmd", "node daemon: evict or drain this node within a second of a GPU/IB fault"),
 }
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3

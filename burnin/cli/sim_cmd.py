@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--topology", default="hgx-h100-8gpu", metavar="NAME|FILE")
     up.add_argument("--health-interval", type=int, default=30, metavar="S",
                     help="slurm: HealthCheckInterval in seconds (default 30)")
+    up.add_argument("--watch", action="store_true",
+                    help="slurm: also run `burnin watch` on every node (evicts within a second of a fault)")
     down = sub.add_parser("down", help="stop exactly what `sim up` started")
     down.add_argument("--state", type=Path, required=True, metavar="DIR")
     fault = sub.add_parser("fault", help="inject a fault into a running simulated node")
@@ -53,11 +55,16 @@ def run(args: argparse.Namespace) -> int:
         if args.ssh is not None:
             from burnin.lab import ssh as lab_ssh
 
+            if args.watch:
+                from burnin.errors import UsageError
+
+                raise UsageError("--watch needs --slurm: burnin watch acts through Slurm")
             lab_ssh.up(args.state, topology, names, faults)
         else:
             from burnin.lab import slurm as lab_slurm
 
-            lab_slurm.up(args.state, topology, names, faults, health_interval=args.health_interval)
+            lab_slurm.up(args.state, topology, names, faults, health_interval=args.health_interval,
+                         watch=[] if args.watch else None)
         print(f"burnin sim: {count} nodes up in {args.state} ({'ssh' if args.ssh is not None else 'slurm'})")
         if args.slurm is not None:
             from burnin.lab import slurm as lab_slurm

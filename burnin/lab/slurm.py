@@ -214,8 +214,12 @@ def free_ports(count: int) -> list[int]:
 
 
 def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[Any]], *,
-       health_interval: int = 30, ready_timeout: float = READY_TIMEOUT) -> dict[str, Any]:
-    """Build the simulated nodes, start the cluster, wait until every node answers."""
+       health_interval: int = 30, ready_timeout: float = READY_TIMEOUT,
+       watch: Sequence[str] | None = None) -> dict[str, Any]:
+    """Build the simulated nodes, start the cluster, wait until every node answers.
+
+    ``watch``: also run ``burnin watch ARGS`` as every node (None: no watch daemons).
+    """
     from burnin.sim import build_rack
 
     missing = missing_commands()
@@ -255,7 +259,10 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
     _write_script(layout.bin / "task-prolog", task_prolog(layout))
     _write_script(layout.bin / "healthcheck", healthcheck(layout, burnin_command()))
     daemon_env = {**os.environ, "SLURM_CONF": str(layout.conf)}
-    layout.plan.write_text(json.dumps({"daemons": _daemon_plan(layout, names, ports[0])}, indent=1),
+    plan = _daemon_plan(layout, names, ports[0])
+    if watch is not None:
+        plan += _watch_plan(layout, names, burnin_command(), watch)
+    layout.plan.write_text(json.dumps({"daemons": plan}, indent=1),
                            encoding="utf-8")
     with (layout.log / "supervisor.log").open("ab") as log:
         supervisor = subprocess.Popen(
@@ -267,7 +274,7 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
         "kind": "slurm", "running": True, "state": str(state), "nodes": names,
         "supervisor": supervisor.pid, "pids": {}, "slurm_conf": str(layout.conf),
         "env": client_env(state), "ports": {"slurmctld": ports[0], **node_ports},
-        "health_interval": health_interval, "started_at": time.time(),
+        "health_interval": health_interval, "started_at": time.time(), "watch": watch is not None,
     }
     _write_lab(layout, lab)
     try:
@@ -347,6 +354,19 @@ def _daemon_plan(layout: Layout, names: Sequence[str], ctld_port: int) -> list[d
     for name in names:
         plan.append({"name": f"slurmd:{name}", "log": str(layout.log / f"slurmd-{name}.out"), "ready": {},
                      "argv": ["unshare", "--uts", "sh", "-c", f"hostname {name} && exec slurmd -D -N {name}"]})
+    return plan
+
+
+def _watch_plan(layout: Layout, names: Sequence[str], burnin_argv: Sequence[str],
+                args: Sequence[str]) -> list[dict[str, Any]]:
+    """``burnin watch`` as every node (its environment file first), journal in ``slurm/watch/<node>``."""
+    plan: list[dict[str, Any]] = []
+    for name in names:
+        argv = [*burnin_argv, "watch", "--state-dir", str(layout.slurm / "watch" / name), *args]
+        script = (f". {shlex.quote(str(layout.env / f'{name}.sh'))} && "
+                  f"exec {' '.join(shlex.quote(part) for part in argv)}")
+        plan.append({"name": f"watch:{name}", "log": str(layout.log / f"watch-{name}.log"), "ready": {},
+                     "argv": ["sh", "-c", script]})
     return plan
 
 
@@ -553,7 +573,8 @@ def _reap(children: dict[str, int]) -> None:
 
 def _stop_all(children: dict[str, int]) -> None:
     """slurmd first, then slurmctld, then munged; TERM, then KILL after a grace period."""
-    stages = [[n for n in children if n.startswith("slurmd:")], ["slurmctld"], ["munged"]]
+    stages = [[n for n in children if n.startswith(prefix)] for prefix in ("watch:", "slurmd:")]
+    stages += [["slurmctld"], ["munged"]]
     for stage in stages:
         pids = [children[name] for name in stage if name in children]
         for pid in pids:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from burnin.errors import UsageError
+from burnin.sim.events import record_changes
 from burnin.sim.faults import Fault, parse_fault_spec, validate_fault
 from burnin.sim.inject import apply_faults
 from burnin.sim.nvml import LIBRARY_NAME, library_path, render_state
@@ -168,10 +169,12 @@ def build_rack(state_dir: Path, topology: Topology, names: list[str],
 
 
 def apply_fault(node_dir: Path, fault: Fault | str) -> None:
-    """Add ``fault`` to an existing (maybe running) node and re-render it."""
+    """Add ``fault`` to an existing (maybe running) node, re-render it and emit its events."""
     node = SimNode.load(Path(node_dir))
     topology = node.topology()
+    before = node.state()
     build_node(node.dir, topology, node.name, [*node.faults, *_as_faults([fault], topology)])
+    record_changes(node.dir, before, node.state())
 
 
 def clear_faults(node_dir: Path) -> None:

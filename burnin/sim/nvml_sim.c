@@ -8,9 +8,19 @@
  * (driver_version=...) and per-GPU keys (gpu.<index>.<field>=...). Lists are
  * comma separated. Unknown keys are ignored so the Python side can add fields.
  *
+ * Events (nvmlEventSetCreate, nvmlDeviceRegisterEvents, nvmlEventSetWait_v2):
+ * the node's event stream is the append-only file "nvml.events" beside the
+ * state file, written by `burnin sim fault` (burnin.sim.events), one event a
+ * line: "event <gpu> <type> <data>", "lost <gpu>" (the GPU falls off the bus:
+ * the wait returns NVML_ERROR_GPU_IS_LOST) or "error <code>" (the wait returns
+ * that error once, as when the driver is reloaded). A set delivers the lines
+ * appended after its creation.
+ *
  * Build: cc -shared -fPIC -O2 -o libnvidia-ml.so.1 nvml_sim.c
  */
 #include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +39,7 @@ enum {
     NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_TIMEOUT = 10,
     NVML_ERROR_GPU_IS_LOST = 15,
     NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
     NVML_ERROR_UNKNOWN = 999
@@ -39,6 +50,21 @@ enum {
 #define NVLINK_COUNTERS 5
 #define MEMORY_LOCATIONS 8
 #define THRESHOLDS 8
+
+/* nvmlEventType* bits (nvml.h) */
+#define EVENT_SINGLE_BIT_ECC 0x1ULL
+#define EVENT_DOUBLE_BIT_ECC 0x2ULL
+#define EVENT_PSTATE 0x4ULL
+#define EVENT_XID 0x8ULL
+#define EVENT_CLOCK 0x10ULL
+#define EVENT_DRAM_RETIREMENT 0x400ULL
+#define EVENT_DRAM_RETIREMENT_FAILURE 0x800ULL
+#define EVENT_GPU_UNAVAILABLE 0x4000ULL
+#define EVENT_GPU_RECOVERY_ACTION 0x8000ULL
+/* What an H100 offers; the state key supported_event_types overrides it (0: no events). */
+#define DEFAULT_SUPPORTED_EVENTS (EVENT_SINGLE_BIT_ECC | EVENT_DOUBLE_BIT_ECC | EVENT_PSTATE | EVENT_XID | \
+                                  EVENT_CLOCK | EVENT_DRAM_RETIREMENT | EVENT_DRAM_RETIREMENT_FAILURE | \
+                                  EVENT_GPU_UNAVAILABLE | EVENT_GPU_RECOVERY_ACTION)
 
 typedef struct {
     char name[96];
@@ -79,6 +105,7 @@ typedef struct {
     int cuda_version;
     unsigned count;
     int init_error;
+    unsigned long long supported_events;
     sim_gpu gpus[MAX_GPUS];
 } sim_state;
 
@@ -224,6 +251,7 @@ static void set_global(sim_state *st, const char *key, const char *value) {
         unsigned long n = strtoul(value, NULL, 0);
         st->count = n > MAX_GPUS ? MAX_GPUS : (unsigned)n;
     } else if (strcmp(key, "init_error") == 0) st->init_error = (int)strtol(value, NULL, 0);
+    else if (strcmp(key, "supported_event_types") == 0) st->supported_events = strtoull(value, NULL, 0);
 }
 
 static int load_state(sim_state *st) {
@@ -232,6 +260,7 @@ static int load_state(sim_state *st) {
     FILE *fh = fopen(path, "r");
     if (fh == NULL) return NVML_ERROR_DRIVER_NOT_LOADED;
     memset(st, 0, sizeof *st);
+    st->supported_events = DEFAULT_SUPPORTED_EVENTS;
     char line[4096];
     while (fgets(line, sizeof line, fh) != NULL) {
         line[strcspn(line, "\r\n")] = '\0';
@@ -881,4 +910,145 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t dev, int count, nvmlFi
     if (values == NULL || count < 0) return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < count; i++) field_value(dev, &values[i]);
     return NVML_SUCCESS;
+}
+
+/* --------------------------------------------------------------- events */
+
+typedef struct {
+    unsigned long long mask[MAX_GPUS]; /* registered event types per GPU index */
+    long offset;                       /* bytes of the event file already consumed */
+    char path[4096];
+} sim_event_set;
+
+typedef sim_event_set *nvmlEventSet_t;
+
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+#define EVENT_POLL_NS 20000000L /* how often a waiting set looks at the event file: 20 ms */
+#define NO_EVENT (-1)
+
+/* "<dir of $BURNIN_SIM_NVML>/nvml.events" */
+static int event_file_path(char *out, size_t size) {
+    const char *state = getenv("BURNIN_SIM_NVML");
+    if (state == NULL || *state == '\0') return 0;
+    const char *slash = strrchr(state, '/');
+    size_t dir = slash == NULL ? 0 : (size_t)(slash - state) + 1;
+    if (dir + sizeof "nvml.events" > size) return 0;
+    memcpy(out, state, dir);
+    memcpy(out + dir, "nvml.events", sizeof "nvml.events");
+    return 1;
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
+    if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!initialized()) return NVML_ERROR_UNINITIALIZED;
+    sim_event_set *created = calloc(1, sizeof *created);
+    if (created == NULL) return NVML_ERROR_UNKNOWN;
+    if (!event_file_path(created->path, sizeof created->path)) {
+        free(created);
+        return NVML_ERROR_UNKNOWN;
+    }
+    created->offset = file_size(created->path); /* only events from now on */
+    *set = created;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+    if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    free(set);
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t dev, unsigned long long *types) {
+    DEVICE_OR_RETURN(dev);
+    if (types == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *types = g_state.supported_events;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t dev, unsigned long long types, nvmlEventSet_t set) {
+    DEVICE_OR_RETURN(dev);
+    if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (g_state.supported_events == 0 || (types & ~g_state.supported_events) != 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    set->mask[dev - g_state.gpus] |= types;
+    return NVML_SUCCESS;
+}
+
+/* One line of the event file: the wait's return code, or NO_EVENT when the set ignores it. */
+static int deliver_line(sim_event_set *set, const char *line, nvmlEventData_t *data) {
+    char kind[16];
+    unsigned long long a = 0, b = 0, c = 0;
+    int n = sscanf(line, "%15s %llu %llu %llu", kind, &a, &b, &c);
+    if (n < 2) return NO_EVENT;
+    if (strcmp(kind, "error") == 0) return (int)a;
+    if (a >= g_state.count || set->mask[a] == 0) return NO_EVENT;
+    sim_gpu *gpu = &g_state.gpus[a];
+    if (strcmp(kind, "lost") == 0) {
+        gpu->lost = 1;
+        return NVML_ERROR_GPU_IS_LOST;
+    }
+    if (strcmp(kind, "event") != 0 || n < 3 || (set->mask[a] & b) == 0) return NO_EVENT;
+    data->device = gpu;
+    data->eventType = b;
+    data->eventData = n >= 4 ? c : 0;
+    data->gpuInstanceId = 0xFFFFFFFFu; /* no MIG: "all instances" */
+    data->computeInstanceId = 0xFFFFFFFFu;
+    return NVML_SUCCESS;
+}
+
+/* The next event for this set from the file, or NO_EVENT; consumes only whole lines. */
+static int next_event(sim_event_set *set, nvmlEventData_t *data) {
+    long size = file_size(set->path);
+    if (size < set->offset) set->offset = size; /* replaced or truncated: nothing old is new */
+    if (size == set->offset) return NO_EVENT;
+    FILE *fh = fopen(set->path, "r");
+    if (fh == NULL) return NO_EVENT;
+    int rc = NO_EVENT;
+    char line[512];
+    if (fseek(fh, set->offset, SEEK_SET) == 0) {
+        while (rc == NO_EVENT && fgets(line, sizeof line, fh) != NULL) {
+            size_t len = strlen(line);
+            if (len == 0 || line[len - 1] != '\n') break; /* being written: read it next time */
+            set->offset += (long)len;
+            rc = deliver_line(set, line, data);
+        }
+    }
+    fclose(fh);
+    return rc;
+}
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+    if (set == NULL || data == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    long long deadline = now_ns() + (long long)timeoutms * 1000000LL;
+    for (;;) {
+        if (!initialized()) return NVML_ERROR_UNINITIALIZED;
+        int rc = next_event(set, data);
+        if (rc != NO_EVENT) return (nvmlReturn_t)rc;
+        long long left = deadline - now_ns();
+        if (left <= 0) return NVML_ERROR_TIMEOUT;
+        struct timespec pause = {0, left < EVENT_POLL_NS ? (long)left : EVENT_POLL_NS};
+        nanosleep(&pause, NULL);
+    }
+}
+
+EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+    return nvmlEventSetWait_v2(set, data, timeoutms);
 }

@@ -1,0 +1,100 @@
+"""``burnin watch``: the node-side event daemon (docs/watch.md).
+
+Listens to NVML events and the kernel log, and within a second evicts (drain +
+requeue the node's jobs, started again at once), drains, or only records.
+Runs until SIGTERM/SIGINT; exit 0 then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+DEFAULT_STATE_DIR = "/var/lib/burnin/watch"
+ACTIONS = ("evict", "drain", "record")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--node", metavar="NAME",
+                        help="this node's Slurm name (default: $BURNIN_SIM_NODE or the short hostname)")
+    parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                        help=f"where the event journal events.jsonl lives (default {DEFAULT_STATE_DIR}, "
+                             "or $STATE_DIRECTORY under systemd)")
+    parser.add_argument("--kernel-log", metavar="PATH",
+                        help="kernel log to follow: /dev/kmsg (default; on a simulated node its kmsg file), "
+                             "a file of log lines, or 'none'")
+    parser.add_argument("--no-nvml", action="store_true",
+                        help="do not subscribe to NVML events (the fallback probe runs instead)")
+    parser.add_argument("--probe-interval", type=_positive, default=60.0, metavar="S",
+                        help="fallback: run the fast probe every S seconds while NVML events are "
+                             "unavailable (default 60)")
+    parser.add_argument("--dedupe-window", type=_positive, default=60.0, metavar="S",
+                        help="sightings of one incident within S seconds of the last are one (default 60)")
+    parser.add_argument("--ib-port-down", choices=ACTIONS, default="evict",
+                        help="site policy for an IB port going down (default evict; 'drain' lets the job finish)")
+    parser.add_argument("--topology", default=os.environ.get("BURNIN_TOPOLOGY", "hgx-h100-8gpu"),
+                        metavar="NAME|FILE", help="node type for the fallback probe (default: $BURNIN_TOPOLOGY "
+                                                  "or hgx-h100-8gpu)")
+    parser.add_argument("--dry-run", action="store_true", help="print the Slurm commands instead of running them")
+
+
+def _kernel_log(value: str | None) -> Path | None:
+    if value == "none":
+        return None
+    if value:
+        return Path(value)
+    state = os.environ.get("BURNIN_SIM_NVML")
+    if state:  # a simulated node: its kernel log lies beside its NVML state (burnin.sim.events)
+        return Path(state).parent / "kmsg"
+    return Path("/dev/kmsg")
+
+
+def _state_dir(value: Path | None) -> Path:
+    if value is not None:
+        return value
+    systemd = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    return Path(systemd or DEFAULT_STATE_DIR)
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from burnin.errors import UsageError
+    from burnin.nodes import validate_name
+    from burnin.probe import local_node_name
+    from burnin.watch.daemon import WatchConfig, Watcher
+    from burnin.watch.events import Action, Policy
+
+    node = validate_name(args.node or local_node_name())
+    state_dir = _state_dir(args.state_dir)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the state folder {state_dir}: {exc.strerror or exc}") from None
+    config = WatchConfig(
+        node=node, state_dir=state_dir, kernel_log=_kernel_log(args.kernel_log),
+        root=os.environ.get("BURNIN_ROOT", "/"), use_nvml=not args.no_nvml,
+        probe_interval=args.probe_interval, dedupe_window=args.dedupe_window,
+        policy=Policy(ib_port_down=Action[args.ib_port_down.upper()]), dry_run=args.dry_run,
+        topology=args.topology,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    return Watcher(config).run(stop)

@@ -1,0 +1,286 @@
+"""The watch daemon: sources feed one queue; the main thread classifies, dedupes, acts, records.
+
+Threads: one waits on NVML events (``burnin.watch.nvml``), one follows the
+kernel log (``burnin.watch.follow``). The main thread handles events one at a
+time, so two sightings of one incident can never race into two actions. When
+NVML events are not available (no pynvml, no driver, no GPU offering events)
+it runs the fast probe every ``probe_interval`` seconds instead, and drains
+when a check starts failing.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from burnin.text import printable
+from burnin.watch.actions import Outcome, SlurmActor, Step
+from burnin.watch.events import Action, Decision, Kind, Policy, WatchEvent, classify
+from burnin.watch.follow import KernelLog
+from burnin.watch.journal import Incidents, Journal
+from burnin.watch.kmsg import KernelRecord, events_from_record
+from burnin.watch.nvml import NvmlWatch
+
+PROBE_GRACE_S = 3.0  # NVML gets this long to come up before the first fallback probe
+RETRY_S = 2.0
+RETRIES = 3
+
+
+@dataclass
+class WatchConfig:
+    node: str
+    state_dir: Path
+    kernel_log: Path | None = Path("/dev/kmsg")
+    root: str = "/"
+    use_nvml: bool = True
+    probe_interval: float = 60.0
+    dedupe_window: float = 60.0
+    policy: Policy = field(default_factory=Policy)
+    dry_run: bool = False
+    topology: str = "hgx-h100-8gpu"
+
+
+@dataclass
+class _Retry:
+    event: WatchEvent
+    decision: Decision
+    attempts: int
+    due: float
+
+
+def hca_labels(root: str) -> dict[str, str]:
+    """PCI function (``0000:4c:00.0``) -> HCA name (``mlx5_2``), from sysfs below ``root``."""
+    labels: dict[str, str] = {}
+    base = Path(root) / "sys/class/infiniband"
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return labels
+    for name in names:
+        try:
+            labels[Path(os.path.realpath(base / name / "device")).name.lower()] = name
+        except OSError:
+            continue
+    return labels
+
+
+def _in_thread(work: Callable[[], None]) -> None:
+    threading.Thread(target=work, name="burnin-release", daemon=True).start()
+
+
+class Watcher:
+    def __init__(self, config: WatchConfig, *, actor: SlurmActor | None = None, out: TextIO | None = None,
+                 err: TextIO | None = None, clock: Callable[[], float] = time.time,
+                 background: Callable[[Callable[[], None]], None] | None = None) -> None:
+        """``background`` runs the release of requeued jobs (default: a daemon thread each)."""
+        self.config = config
+        self.background = background or _in_thread
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.clock = clock
+        self.actor = actor or SlurmActor(config.node, dry_run=config.dry_run, out=self.out)
+        self.journal = Journal(config.state_dir)
+        self.incidents = Incidents(config.dedupe_window)
+        self.incidents.restore(self.journal.recent(clock() - config.dedupe_window))
+        self.events: queue.Queue[WatchEvent] = queue.Queue()
+        self.nvml: NvmlWatch | None = NvmlWatch(self.events.put, self.log) if config.use_nvml else None
+        self.labels: dict[str, str] = hca_labels(config.root)
+        self.kernel: KernelLog | None = None
+        if config.kernel_log is not None:
+            self.kernel = KernelLog(config.kernel_log, self._kernel_record, self.log)
+        self._retries: list[_Retry] = []
+        self._probe_failing: tuple[str, ...] = ()
+        self._probe_topology: Any = None
+        self._probe_broken: str | None = None
+        self.probes = 0
+
+    # ------------------------------------------------------------------ output
+
+    def log(self, text: str) -> None:
+        self.err.write(f"burnin watch: {self.config.node}: {text}\n")
+        self.err.flush()
+
+    def _kernel_record(self, record: KernelRecord, detected: float) -> None:
+        labels = {**self.labels, **(self.nvml.labels if self.nvml else {})}
+        for event in events_from_record(record, detected, labels):
+            self.events.put(event)
+
+    # ------------------------------------------------------------------ one event
+
+    def handle(self, event: WatchEvent) -> dict[str, Any] | None:
+        """Classify, dedupe, act, record; the journal entry (None for a duplicate sighting)."""
+        decision = classify(event, self.config.policy)
+        now = self.clock()
+        if self.incidents.duplicate(decision.key, now):
+            return None
+        covered = self.incidents.covered(decision.action, now)
+        if covered is not None and not self.config.dry_run and not self.actor.out_of_pool():
+            covered = None  # resumed since: a new incident on a node back in the pool is acted on
+        outcome: Outcome | None = None
+        if covered is None and decision.action is not Action.RECORD:
+            outcome = self._act(decision)
+            if outcome.out_of_pool:
+                self.incidents.acted(decision, now)
+            elif not self.config.dry_run:
+                self._retries.append(_Retry(event, decision, 1, now + RETRY_S))
+        entry = self._entry(event, decision, outcome, covered, self.clock())
+        self.journal.append(entry)
+        self._say(entry, outcome)
+        self._release_later(entry, outcome)
+        return entry
+
+    def _release_later(self, entry: dict[str, Any], outcome: Outcome | None) -> None:
+        """Let each requeued job start again at once, in a thread (it waits for the job to complete)."""
+        for job in outcome.requeued if outcome else ():
+            self.background(functools.partial(self._release, entry, job))
+
+    def _release(self, entry: dict[str, Any], job: str) -> None:
+        try:
+            step = self.actor.release(job)
+        except Exception as exc:  # noqa: BLE001 - recorded; the job still starts, only later
+            step = Step(f"scontrol update JobId={job} StartTime=now", False, f"{type(exc).__name__}: {exc}")
+        released = self.clock()
+        self.journal.append({
+            "node": self.config.node, "kind": "job-released", "job": job, "key": entry["key"],
+            "check": entry["check"], "detected_at": entry["detected_at"], "released_at": round(released, 6),
+            "ok": step.ok, "steps": [step.to_json()],
+        })
+        verb = "may start again (StartTime=now)" if step.ok else "not released"
+        self.out.write(printable(f"burnin watch: {self.config.node} job {job} {verb} "
+                                 f"[{released - entry['detected_at']:.3f} s after detection]: {step.detail}")
+                       + "\n")
+        self.out.flush()
+
+    def _act(self, decision: Decision) -> Outcome:
+        try:
+            if decision.action is Action.EVICT:
+                return self.actor.evict(decision.reason())
+            return self.actor.drain(decision.reason())
+        except Exception as exc:  # noqa: BLE001 - a failed action is recorded and retried, never fatal
+            return Outcome((Step(decision.action.word, False, f"{type(exc).__name__}: {exc}"),), False)
+
+    def _entry(self, event: WatchEvent, decision: Decision, outcome: Outcome | None, covered: str | None,
+               acted_at: float) -> dict[str, Any]:
+        action = decision.action.word if covered is None else "none"
+        return {
+            "node": self.config.node, "source": event.source, "kind": event.kind.value,
+            "device": event.device, "subject": event.subject, "code": event.code,
+            "check": decision.check_id, "class": decision.action.word, "action": action,
+            "cause": decision.cause, "reason": decision.reason() if action in ("drain", "evict") else None,
+            "note": covered, "message": printable(event.text, limit=300), "key": list(decision.key),
+            "detected_at": round(event.detected_at, 6), "acted_at": round(acted_at, 6),
+            "kernel_usec": event.kernel_usec, "kernel_seq": event.kernel_seq,
+            "dry_run": self.config.dry_run,
+            "out_of_pool": outcome.out_of_pool if outcome else None,
+            "requeued": list(outcome.requeued) if outcome else [],
+            "steps": [step.to_json() for step in outcome.steps] if outcome else [],
+        }
+
+    def _say(self, entry: dict[str, Any], outcome: Outcome | None) -> None:
+        took = entry["acted_at"] - entry["detected_at"]
+        verb = {"evict": "EVICT", "drain": "DRAIN", "record": "record"}.get(entry["action"], "no action")
+        line = (f"burnin watch: {entry['node']} {verb} {entry['check']} {entry['cause']} "
+                f"[{entry['source']}, {took:.3f} s]")
+        if entry["note"]:
+            line += f": {entry['note']}"
+        if outcome and outcome.requeued:
+            line += f" requeued {','.join(outcome.requeued)}"
+        self.out.write(printable(line) + "\n")
+        self.out.flush()
+        for step in outcome.steps if outcome else ():
+            if not step.ok:
+                self.log(f"{step.command}: {step.detail}")
+
+    def _retry_due(self, now: float) -> None:
+        due = [r for r in self._retries if r.due <= now]
+        self._retries = [r for r in self._retries if r.due > now]
+        for retry in due:
+            if self.incidents.covered(retry.decision.action, now) is not None:
+                continue
+            outcome = self._act(retry.decision)
+            entry = self._entry(retry.event, retry.decision, outcome, None, self.clock())
+            entry["retry"] = retry.attempts
+            self.journal.append(entry)
+            self._say(entry, outcome)
+            self._release_later(entry, outcome)
+            if outcome.out_of_pool:
+                self.incidents.acted(retry.decision, now)
+            elif retry.attempts < RETRIES:
+                self._retries.append(_Retry(retry.event, retry.decision, retry.attempts + 1, now + RETRY_S))
+
+    # ------------------------------------------------------------------ fallback probe
+
+    def _events_live(self) -> bool:
+        return self.nvml is not None and self.nvml.available.is_set()
+
+    def probe_once(self) -> WatchEvent | None:
+        """Run the fast probe in-process; an event when a check newly fails."""
+        from burnin.probe import run_probe
+        from burnin.topology.fast import find_topology_fast
+
+        if self._probe_topology is None:
+            self._probe_topology = find_topology_fast(self.config.topology)
+        result = run_probe(self._probe_topology, root=self.config.root)
+        self.probes += 1
+        failing = tuple(v.check_id for v in result.failed)
+        new = failing and failing != self._probe_failing
+        self._probe_failing = failing
+        if not new:
+            return None
+        cause = result.drain_reason().removeprefix("burnin:").strip()
+        cause = cause[len(",".join(failing)):].strip() if cause.startswith(",".join(failing)) else cause
+        return WatchEvent("probe", Kind.PROBE_FAIL, "", None, cause, self.clock(), checks=failing)
+
+    def _maybe_probe(self, now: float, due: float) -> float:
+        if self._events_live() or self._probe_broken or now < due:
+            return due
+        try:
+            event = self.probe_once()
+        except Exception as exc:  # noqa: BLE001 - the fallback must not take the daemon down
+            self._probe_broken = f"{type(exc).__name__}: {exc}"
+            self.log(f"fallback probe disabled: {self._probe_broken}")
+            return due
+        if event is not None:
+            self.handle(event)
+        return now + self.config.probe_interval
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self, stop: threading.Event) -> int:
+        threads: list[threading.Thread] = []
+        if self.nvml is not None:
+            threads.append(threading.Thread(target=self.nvml.run, args=(stop,), name="burnin-nvml", daemon=True))
+        if self.kernel is not None:
+            threads.append(threading.Thread(target=self.kernel.run, args=(stop,), name="burnin-kmsg",
+                                            daemon=True))
+        for thread in threads:
+            thread.start()
+        source = self.config.kernel_log or "none"
+        self.log(f"watching (kernel log {source}; NVML {'on' if self.nvml else 'off'}; "
+                 f"fallback probe every {self.config.probe_interval:g} s; "
+                 f"{'dry run' if self.config.dry_run else 'acting through Slurm'})")
+        probe_due = time.monotonic() + PROBE_GRACE_S
+        while not stop.is_set():
+            probe_due = self._maybe_probe(time.monotonic(), probe_due)
+            if self._retries:
+                self._retry_due(self.clock())
+            try:
+                event = self.events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            try:
+                self.handle(event)
+            except Exception as exc:  # noqa: BLE001 - one bad event must not stop the watch
+                self.log(f"event {event.kind.value} from {event.source} not handled: {type(exc).__name__}: {exc}")
+        for thread in threads:
+            thread.join(timeout=2.0)
+        self.log(f"stopped ({self.incidents.duplicates} duplicate sightings ignored)")
+        return 0

@@ -1,0 +1,93 @@
+"""Classification: the checks' one Xid table decides evict / drain / record; site policy for IB."""
+
+from __future__ import annotations
+
+import pytest
+
+from burnin.checks import xid as xid_table
+from burnin.watch.events import Action, Kind, Policy, WatchEvent, classify, gpu_bus
+
+
+def _xid(code: int, text: str = "") -> WatchEvent:
+    return WatchEvent("kmsg", Kind.XID, "0000:1b:00", code, text, 1000.0, label="gpu3")
+
+
+@pytest.mark.parametrize("code", sorted(xid_table.XID_MEANING))
+def test_every_catalogued_xid_follows_the_table(code: int) -> None:
+    decision = classify(_xid(code))
+    assert decision.check_id == "GPU-04"
+    if code in xid_table.EVICT_XIDS:
+        assert decision.action is Action.EVICT
+    elif xid_table.is_fatal(code):
+        assert decision.action is Action.DRAIN
+    else:
+        assert decision.action is Action.RECORD
+    assert decision.cause == f"gpu3 {xid_table.describe(code)}"
+
+
+def test_the_issues_fatal_classes_evict_and_xid_63_only_records() -> None:
+    for code in (79, 48, 94, 95, 119, 120):
+        assert classify(_xid(code)).action is Action.EVICT, code
+    assert classify(_xid(63)).action is Action.RECORD
+    assert classify(_xid(13)).action is Action.RECORD
+    assert classify(_xid(74)).action is Action.DRAIN
+
+
+def test_evicting_xids_are_fatal_or_the_contained_ecc_error_that_killed_the_job() -> None:
+    assert {94} == xid_table.EVICT_XIDS - xid_table.FATAL_XIDS
+    assert set(xid_table.XID_MEANING) >= xid_table.EVICT_XIDS
+
+
+def test_xid_154_that_clears_the_recovery_action_is_not_a_drain() -> None:
+    cleared = "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)"
+    assert classify(_xid(154, cleared)).action is Action.RECORD
+    assert classify(_xid(154, "changed from 0x0 (None) to 0x1 (GPU Reset Required)")).action is Action.DRAIN
+
+
+def test_unlisted_xid_is_recorded_and_named() -> None:
+    decision = classify(_xid(999))
+    assert decision.action is Action.RECORD and "Xid 999 (unlisted)" in decision.cause
+
+
+def test_reason_is_burnin_check_id_cause() -> None:
+    assert classify(_xid(79)).reason() == "burnin: GPU-04 gpu3 Xid 79 (GPU has fallen off the bus)"
+
+
+def test_nvml_kinds() -> None:
+    def kind(k: Kind, code: int | None = None) -> tuple[Action, str]:
+        decision = classify(WatchEvent("nvml", k, "0000:1b:00", code, "", 0.0, label="gpu3"))
+        return decision.action, decision.check_id
+
+    assert kind(Kind.ECC_DBE) == (Action.EVICT, "GPU-01")
+    assert kind(Kind.ECC_SBE) == (Action.RECORD, "GPU-01")
+    assert kind(Kind.GPU_LOST) == (Action.EVICT, "INV-01")
+    assert kind(Kind.ROW_REMAP_FAILURE) == (Action.DRAIN, "GPU-03")
+    assert kind(Kind.ROW_REMAP) == (Action.RECORD, "GPU-03")
+    assert kind(Kind.POISON_FATAL) == (Action.EVICT, "GPU-01")
+    assert kind(Kind.RECOVERY_ACTION, 0) == (Action.RECORD, "GPU-04")
+    assert kind(Kind.RECOVERY_ACTION, 2) == (Action.DRAIN, "GPU-04")
+
+
+def test_ib_port_down_evicts_unless_the_site_says_drain() -> None:
+    down = WatchEvent("kmsg", Kind.IB_PORT_DOWN, "0000:4f:00.0", None, "Cable unplugged", 0.0, label="mlx5_2")
+    assert classify(down).action is Action.EVICT
+    decision = classify(down, Policy(ib_port_down=Action.DRAIN))
+    assert decision.action is Action.DRAIN and decision.check_id == "IB-01"
+    assert decision.cause == "mlx5_2 port down (Cable unplugged)"
+    up = WatchEvent("kmsg", Kind.IB_PORT_UP, "ib6", None, "ib6: Gained carrier", 0.0)
+    assert classify(up).action is Action.RECORD
+
+
+def test_one_incident_has_one_key_whichever_source_saw_it() -> None:
+    nvml = WatchEvent("nvml", Kind.XID, gpu_bus("00000000:1B:00.0"), 79, "NVML event", 1.0, label="gpu3")
+    kernel = WatchEvent("kmsg", Kind.XID, gpu_bus("0000:1b:00"), 79, "NVRM: Xid ...", 1.1)
+    assert classify(nvml).key == classify(kernel).key
+    assert classify(kernel).cause == "PCI 0000:1b:00 Xid 79 (GPU has fallen off the bus)"
+
+
+@pytest.mark.parametrize(("text", "bus"), [
+    ("00000000:1B:00.0", "0000:1b:00"), ("0000:9b:00", "0000:9b:00"), ("9b:00", "0000:9b:00"),
+    ("0000:10:1c", "0000:10:1c"), ("00000001:C3:00.1", "0001:c3:00"),
+])
+def test_gpu_bus_normalises_nvml_and_kernel_forms(text: str, bus: str) -> None:
+    assert gpu_bus(text) == bus

@@ -1,0 +1,166 @@
+"""The daemon's decisions: never act twice on one incident, escalate only, record everything once."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from watch_support import FakeSlurm
+
+from burnin.watch.actions import SlurmActor
+from burnin.watch.daemon import WatchConfig, Watcher, hca_labels
+from burnin.watch.events import Action, Kind, Policy, WatchEvent
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _watcher(tmp_path: Path, slurm: FakeSlurm, clock: Clock, *, dry_run: bool = False,
+             policy: Policy | None = None) -> tuple[Watcher, io.StringIO]:
+    out = io.StringIO()
+    config = WatchConfig(node="sim01", state_dir=tmp_path / "state", kernel_log=None, use_nvml=False,
+                         dedupe_window=60.0, policy=policy or Policy(), dry_run=dry_run)
+    actor = SlurmActor("sim01", client=slurm, dry_run=dry_run, out=out, poll_s=0.001)
+    watcher = Watcher(config, actor=actor, out=out, err=io.StringIO(), clock=clock, background=lambda work: work())
+    return watcher, out
+
+
+def _xid(code: int, clock: Clock, source: str = "kmsg", bus: str = "0000:1b:00") -> WatchEvent:
+    return WatchEvent(source, Kind.XID, bus, code, f"NVRM: Xid (PCI:{bus}): {code}", clock(), label="gpu3")
+
+
+def _journal(tmp_path: Path, kind: str | None = None) -> list[dict]:  # type: ignore[type-arg]
+    """Incident entries (``kind`` None), or the entries of one kind (``job-released``)."""
+    path = tmp_path / "state" / "events.jsonl"
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    return [e for e in entries if (e["kind"] == kind if kind else e["kind"] != "job-released")]
+
+
+def test_xid_79_evicts_once_though_nvml_and_the_kernel_both_report_it(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, out = _watcher(tmp_path, slurm, clock)
+    entry = watcher.handle(_xid(79, clock, "nvml"))
+    clock.now += 0.2
+    assert watcher.handle(_xid(79, clock, "kmsg")) is None
+    assert entry is not None and entry["action"] == "evict" and entry["requeued"] == ["41"]
+    assert slurm.commands().count("scontrol requeue") == 1
+    assert slurm.reason == "burnin: GPU-04 gpu3 Xid 79 (GPU has fallen off the bus)"
+    (recorded,) = [e for e in _journal(tmp_path) if e.get("kind") == "xid"]
+    assert recorded["check"] == "GPU-04" and recorded["source"] == "nvml"
+    assert recorded["detected_at"] <= recorded["acted_at"]
+    assert "EVICT GPU-04 gpu3 Xid 79" in out.getvalue()
+    assert watcher.incidents.duplicates == 1
+    (released,) = _journal(tmp_path, "job-released")
+    assert released["job"] == "41" and released["ok"] and released["released_at"] >= recorded["acted_at"]
+    assert ["scontrol", "update", "JobId=41", "StartTime=now"] in slurm.calls
+    assert "job 41 may start again (StartTime=now)" in out.getvalue()
+
+
+def test_xid_63_is_only_recorded(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, out = _watcher(tmp_path, slurm, clock)
+    entry = watcher.handle(_xid(63, clock))
+    assert entry is not None and entry["action"] == "record" and entry["steps"] == []
+    assert slurm.calls == []
+    assert [e["code"] for e in _journal(tmp_path)] == [63]
+    assert "record GPU-04 gpu3 Xid 63 (row-remapping event)" in out.getvalue()
+
+
+def test_repeats_within_the_window_are_one_incident_later_ones_a_new_one(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    for _ in range(5):  # an Xid storm: each repeat within the window of the last one
+        watcher.handle(_xid(13, clock))
+        clock.now += 30
+    assert len(_journal(tmp_path)) == 1
+    clock.now += 61
+    watcher.handle(_xid(13, clock))
+    assert len(_journal(tmp_path)) == 2
+
+
+def test_node_is_escalated_never_acted_on_twice(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    watcher.handle(_xid(74, clock))  # NVLink error: drain
+    assert slurm.commands().count("scontrol update") == 1 and slurm.jobs == ["41"]
+    clock.now += 1
+    watcher.handle(_xid(79, clock))  # escalates: evict (drain again with the new reason, requeue)
+    assert slurm.jobs == []
+    clock.now += 1
+    slurm.jobs.append("42")  # must not happen on a drained node, but if it did, no second eviction
+    entry = watcher.handle(_xid(79, clock, bus="0000:29:00"))
+    assert entry is not None and entry["action"] == "none" and "already evicted" in entry["note"]
+    assert slurm.jobs == ["42"]
+    assert [e["action"] for e in _journal(tmp_path)] == ["drain", "evict", "none"]
+
+
+def test_a_node_resumed_since_is_acted_on_again(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    watcher.handle(_xid(79, clock))
+    slurm.state, slurm.reason, slurm.jobs = "MIXED", "", ["42"]  # an operator resumed it, a job landed
+    clock.now += 5
+    entry = watcher.handle(_xid(79, clock, bus="0000:29:00"))
+    assert entry is not None and entry["action"] == "evict" and entry["requeued"] == ["42"]
+
+
+def test_a_restarted_watch_remembers_what_it_did(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    first, _ = _watcher(tmp_path, slurm, clock)
+    first.handle(_xid(79, clock))
+    clock.now += 10
+    second, _ = _watcher(tmp_path, slurm, clock)
+    assert second.handle(_xid(79, clock)) is None  # the same incident, heard after the restart
+    entry = second.handle(_xid(48, clock))
+    assert entry is not None and entry["action"] == "none"
+
+
+def test_failed_action_is_retried(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"], fail={"scontrol --oneliner"}), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    entry = watcher.handle(_xid(79, clock))
+    assert entry is not None and entry["out_of_pool"] is False
+    slurm.fail.clear()
+    clock.now += 2.5
+    watcher._retry_due(clock())
+    entries = _journal(tmp_path)
+    assert [e.get("retry") for e in entries] == [None, 1]
+    assert entries[1]["out_of_pool"] and entries[1]["requeued"] == ["41"]
+
+
+def test_dry_run_prints_and_records_but_calls_nothing(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, out = _watcher(tmp_path, slurm, clock, dry_run=True)
+    watcher.handle(_xid(79, clock))
+    assert slurm.calls == []
+    text = out.getvalue()
+    assert "scontrol update NodeName=sim01 State=DRAIN 'Reason=burnin: GPU-04 gpu3 Xid 79" in text
+    assert 'scontrol requeue "$job"' in text
+    assert _journal(tmp_path)[0]["dry_run"] is True
+
+
+def test_ib_port_down_with_site_policy_drain_keeps_the_job(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock, policy=Policy(ib_port_down=Action.DRAIN))
+    event = WatchEvent("kmsg", Kind.IB_PORT_DOWN, "0000:4f:00.0", None,
+                       "mlx5_core 0000:4f:00.0: Port module event: module 0, Cable unplugged", clock(),
+                       label="mlx5_2")
+    entry = watcher.handle(event)
+    assert entry is not None and entry["action"] == "drain" and entry["check"] == "IB-01"
+    assert slurm.jobs == ["41"] and slurm.reason.startswith("burnin: IB-01 mlx5_2 port down")
+
+
+def test_hca_labels_from_sysfs(tmp_path: Path) -> None:
+    device = tmp_path / "sys/devices/pci0000:4c/0000:4f:00.0"
+    (device / "infiniband/mlx5_2").mkdir(parents=True)
+    (device / "infiniband/mlx5_2/device").symlink_to("../..")
+    (tmp_path / "sys/class/infiniband").mkdir(parents=True)
+    (tmp_path / "sys/class/infiniband/mlx5_2").symlink_to(device / "infiniband/mlx5_2")
+    assert hca_labels(str(tmp_path)) == {"0000:4f:00.0": "mlx5_2"}
+    assert hca_labels(str(tmp_path / "nowhere")) == {}
