@@ -3,29 +3,67 @@
 Registered through the ``pytest11`` entry point. Suites ask for ``node``,
 ``facts``, ``topology`` or ``verdict``; the plugin parametrizes them over the
 nodes whose facts were gathered (``--burnin-facts DIR``), records the JUnit
-properties ``node``, ``check``, ``measured``, ``expected`` and ``verdict``,
-and at the end writes ``verdicts.json`` and ``gate.json`` to ``--burnin-out``.
+properties ``node``, ``check``, ``measured``, ``expected``, ``verdict`` and
+``reason``, and at the end writes ``verdicts.json`` and ``gate.json`` to
+``--burnin-out``, atomically and once.
+
+It fails closed. Every node-parametrized test ends as pass, fail, incomplete
+or not-applicable (:func:`burnin.suite.not_applicable`, with its reason). A
+skip, an xfail or xpass, an error in setup or teardown, or a test that never
+reported is ``incomplete`` for that node, and is reported to JUnit as a
+failure or error carrying the one-line cause. A run that deselected tests
+(``-k``, ``-m``) or was interrupted admits nobody and says so in gate.json.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from burnin.atomic import write_text_atomic
 from burnin.errors import BurninError
 from burnin.evaluate.verdict import Status, Unmeasurable, Verdict
 from burnin.facts import Facts
-from burnin.gate.decide import CheckOutcome, decide, gate_document
-from burnin.suite import CheckIncomplete
+from burnin.gate.decide import (
+    FAIL,
+    INCOMPLETE,
+    NOT_APPLICABLE,
+    PASS,
+    CheckOutcome,
+    decide,
+    gate_document,
+    hold_all,
+)
+from burnin.suite import CheckIncomplete, NotApplicable
+from burnin.text import printable
 from burnin.topology.model import Topology
 
 _STATE = pytest.StashKey["_PluginState"]()
+_ITEM_RESULT = pytest.StashKey["_ItemResult"]()
 RUN_FILE = "_run.json"
+GATE_FILE = "gate.json"
+VERDICTS_FILE = "verdicts.json"
+_RANK = {PASS: 0, NOT_APPLICABLE: 0, INCOMPLETE: 1, FAIL: 2}
+_REASON_LIMIT = 2000
+
+
+@dataclasses.dataclass
+class _ItemResult:
+    """The worst status an item's phases reported so far (fail > incomplete > pass, not-applicable)."""
+
+    status: str | None = None
+    reason: str = ""
+
+    def add(self, status: str, reason: str) -> None:
+        if self.status is None or _RANK[status] > _RANK[self.status]:
+            self.status, self.reason = status, printable(reason, limit=_REASON_LIMIT)
 
 
 class _PluginState:
@@ -35,7 +73,12 @@ class _PluginState:
         self.out_dir = out_dir
         self.node_topology: dict[str, str] = {}
         self.nodes: list[str] = []
-        self.outcomes: list[CheckOutcome] = []
+        self.outcomes: dict[str, CheckOutcome] = {}  # test id -> final outcome, in report order
+        self.expected: dict[str, tuple[str, str]] = {}  # selected test id -> (node, check)
+        self.selected = 0
+        self.deselected = 0
+        self.collect_skips: list[str] = []
+        self.stopped: str | None = None
         self._facts: dict[str, Facts] = {}
         self._topologies: dict[str, Topology] = {}
         if facts_dir is not None:
@@ -48,11 +91,35 @@ class _PluginState:
             if not self.nodes:
                 self.nodes = sorted(p.stem for p in facts_dir.glob("*.json") if p.name != RUN_FILE)
 
+    # -- pytest hooks of this run (registered as a plugin object) --------------------------------
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += len(items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.selected = len(session.items)
+        for item in session.items:
+            node = _node_of(item)
+            if node is not None:
+                self.expected[item.nodeid] = (node, _check_id(item))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.skipped:
+            self.collect_skips.append(f"{report.nodeid or 'a test module'} skipped at collection: "
+                                      f"{printable(_skip_message(report.longrepr))}")
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.stopped = printable(excinfo.exconly().strip() or excinfo.typename, limit=200)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Turn each node-parametrized test's report into a check outcome."""
-        outcome = outcome_from_report(report)
+        """The teardown report carries the test's final outcome (see :func:`pytest_runtest_makereport`)."""
+        if report.when != "teardown":
+            return
+        outcome = _outcome_from_properties(report.user_properties)
         if outcome is not None:
-            self.outcomes.append(outcome)
+            self.outcomes[report.nodeid] = outcome
+
+    # -- facts and topologies --------------------------------------------------------------------
 
     def facts(self, node: str) -> Facts:
         if node not in self._facts:
@@ -71,6 +138,51 @@ class _PluginState:
         if name not in self._topologies:
             self._topologies[name] = find_topology(name)
         return self._topologies[name]
+
+    # -- the end of the run ----------------------------------------------------------------------
+
+    def final_outcomes(self) -> list[CheckOutcome]:
+        """Every reported outcome, plus ``incomplete`` for each selected test that never finished."""
+        outcomes = list(self.outcomes.values())
+        for test_id, (node, check) in self.expected.items():
+            if test_id not in self.outcomes:
+                outcomes.append(CheckOutcome(node, check, INCOMPLETE,
+                                             f"{check} has no outcome: the test did not run to the end"))
+        return outcomes
+
+    def partial_reasons(self, config: pytest.Config) -> list[str]:
+        """Why this run did not judge every check of its suites (empty: it did)."""
+        reasons = []
+        if self.deselected:
+            how = [f"-k {config.option.keyword!r}"] if getattr(config.option, "keyword", "") else []
+            if getattr(config.option, "markexpr", ""):
+                how.append(f"-m {config.option.markexpr!r}")
+            collected = self.selected + self.deselected
+            reasons.append(f"{' '.join(how) + ' ' if how else ''}selected {self.selected} of {collected} tests")
+        if any("::" in str(arg) for arg in config.args):
+            reasons.append("single tests were named on the command line")
+        reasons.extend(self.collect_skips)
+        return reasons
+
+    def selection(self, config: pytest.Config) -> dict[str, Any]:
+        return {
+            "keyword": getattr(config.option, "keyword", "") or None,
+            "markexpr": getattr(config.option, "markexpr", "") or None,
+            "collected": self.selected + self.deselected,
+            "selected": self.selected,
+            "deselected": self.deselected,
+            "node_tests": len(self.expected),
+            "judged": len(self.outcomes),
+            "skipped_at_collection": list(self.collect_skips),
+        }
+
+
+def _stop_reason(state: _PluginState, exitstatus: int | pytest.ExitCode) -> str | None:
+    if state.stopped:
+        return state.stopped
+    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        return f"pytest stopped with exit status {int(exitstatus)} ({pytest.ExitCode(exitstatus).name.lower()})"
+    return None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,6 +207,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(config.stash[_STATE], "burnin-state")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A gate.json left by an earlier run in the same folder must never be read as this run's."""
+    state: _PluginState = session.config.stash[_STATE]
+    if state.out_dir is not None and state.facts_dir is not None and not hasattr(session.config, "workerinput"):
+        for name in (GATE_FILE, VERDICTS_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (state.out_dir / name).unlink()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "node" not in metafunc.fixturenames:
         return
@@ -116,11 +237,18 @@ def _check_id(item: pytest.Item) -> str:
     return f"SITE:{item.originalname if isinstance(item, pytest.Function) else item.name}"
 
 
+def _node_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "node" in callspec.params:
+        return str(callspec.params["node"])
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and "node" in callspec.params:
-            item.user_properties.append(("node", callspec.params["node"]))
+        node = _node_of(item)
+        if node is not None:
+            item.user_properties.append(("node", node))
             item.user_properties.append(("check", _check_id(item)))
 
 
@@ -168,41 +296,22 @@ def verdict(request: pytest.FixtureRequest, node: str, facts: Facts, topology: T
     return result
 
 
-def outcome_from_report(report: pytest.TestReport) -> CheckOutcome | None:
-    props = dict(report.user_properties)
-    node, check = props.get("node"), props.get("check")
+def _outcome_from_properties(properties: Iterable[tuple[str, object]]) -> CheckOutcome | None:
+    props = dict(properties)
+    node, check, status = props.get("node"), props.get("check"), props.get("verdict")
     if node is None or check is None:
         return None
-    status: str | None = None
-    if report.when == "setup" and report.failed:
-        status = "incomplete"
-    elif report.when == "call":
-        status = "pass" if report.passed else "fail" if report.failed else None
-        if status == "fail" and props.get("verdict") == "incomplete":
-            status = "incomplete"
-    if status is None:
-        return None
-    reason = str(props.get("reason") or "")
-    if status != "pass" and not reason:
-        reason = f"{check} {_crash_line(report)}".strip()
-    return CheckOutcome(str(node), str(check), status, reason,
+    if status not in _RANK:
+        status = INCOMPLETE
+        props["reason"] = f"{check} has no outcome: the test reported no result"
+    return CheckOutcome(str(node), str(check), str(status), str(props.get("reason") or ""),
                         str(props.get("measured", "")), str(props.get("expected", "")))
 
 
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """A test that hit an unmeasurable fact (or CheckIncomplete) is incomplete, not failed."""
-    report = yield
-    excinfo = call.excinfo
-    if excinfo is not None and isinstance(excinfo.value, Unmeasurable | CheckIncomplete):
-        reason = excinfo.value.reason if isinstance(excinfo.value, Unmeasurable) else str(excinfo.value)
-        props = dict(report.user_properties)
-        if props.get("verdict") != "incomplete":
-            report.user_properties.append(("verdict", "incomplete"))
-        if not props.get("reason"):
-            report.user_properties.append(("reason", f"{props.get('check', '')} could not be measured: {reason}"))
-    return report
+def _skip_message(longrepr: object) -> str:
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr or "").strip().removeprefix("Skipped: ")
 
 
 def _crash_line(report: pytest.TestReport) -> str:
@@ -213,20 +322,124 @@ def _crash_line(report: pytest.TestReport) -> str:
     return text[-1] if text else ""
 
 
+def _as_error(report: pytest.TestReport, reason: str) -> None:
+    """Turn a report into a failure (call) or an error (setup, teardown) whose whole text is ``reason``."""
+    report.outcome = "failed"
+    report.longrepr = reason
+    if hasattr(report, "wasxfail"):
+        del report.wasxfail
+
+
+def _judge_phase(report: pytest.TestReport, call: pytest.CallInfo[None], check: str,
+                 props: dict[str, object]) -> tuple[str, str] | None:
+    """This phase's (status, reason), rewriting the report where pytest's own outcome would mislead."""
+    exc = call.excinfo.value if call.excinfo is not None else None
+    verdict_status, verdict_reason = props.get("verdict"), str(props.get("reason") or "")
+    if isinstance(exc, NotApplicable) and report.skipped and exc.reason.strip():
+        reason = printable(f"{check} not applicable: {exc.reason}", limit=_REASON_LIMIT)
+        path, lineno = (report.longrepr[0], report.longrepr[1]) if isinstance(report.longrepr, tuple) else ("", 0)
+        report.longrepr = (path, lineno, reason)
+        return NOT_APPLICABLE, reason
+    strict_xpass = isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]")
+    if hasattr(report, "wasxfail") or strict_xpass:
+        what = "xpassed" if report.passed or strict_xpass else "xfailed"
+        why = str(getattr(report, "wasxfail", "") or report.longrepr).removeprefix("[XPASS(strict)]")
+        why = why.strip().removeprefix("reason: ")
+        reason = f"{check} xfail is not a verdict ({what}{': ' + why if why else ''})"
+        _as_error(report, printable(reason, limit=_REASON_LIMIT))
+        return INCOMPLETE, reason
+    if report.skipped:
+        reason = (f"{check} skipped: {_skip_message(report.longrepr)} "
+                  "(a skip is not a verdict; a check that does not apply calls burnin.suite.not_applicable)")
+        _as_error(report, printable(reason, limit=_REASON_LIMIT))
+        return INCOMPLETE, reason
+    if isinstance(exc, Unmeasurable | CheckIncomplete):
+        cause = exc.reason if isinstance(exc, Unmeasurable) else str(exc)
+        reason = verdict_reason if verdict_status == INCOMPLETE and verdict_reason else \
+            f"{check} could not be measured: {cause}"
+        report.longrepr = printable(reason, limit=_REASON_LIMIT)
+        return INCOMPLETE, reason
+    if report.failed:
+        if report.when == "call":
+            reason = verdict_reason if verdict_status == FAIL and verdict_reason else f"{check} {_crash_line(report)}"
+            if isinstance(report.longrepr, str):
+                report.longrepr = printable(report.longrepr, keep_newlines=True)
+            return FAIL, reason
+        return INCOMPLETE, f"{check} error in {report.when}: {_crash_line(report)}"
+    if report.when == "call":
+        if verdict_status in (FAIL, INCOMPLETE):  # the test passed over its own check's verdict
+            reason = verdict_reason or f"{check} verdict {verdict_status}"
+            _as_error(report, printable(reason, limit=_REASON_LIMIT))
+            return str(verdict_status), reason
+        return PASS, verdict_reason
+    return None
+
+
+def _set_property(props: list[tuple[str, object]], name: str, value: object) -> None:
+    for index, (key, _) in enumerate(props):
+        if key == name:
+            props[index] = (name, value)
+            return
+    props.append((name, value))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Judge each phase of a node test; the teardown report carries the final verdict and reason.
+
+    Runs outermost (after pytest's skip/xfail handling) so that a skip or an
+    xfail can be turned into the ``incomplete`` it is.
+    """
+    report: pytest.TestReport = yield
+    node = _node_of(item)
+    if node is None:
+        return report
+    check = _check_id(item)
+    result = item.stash.setdefault(_ITEM_RESULT, _ItemResult())
+    judged = _judge_phase(report, call, check, dict(item.user_properties))
+    if judged is not None:
+        result.add(*judged)
+    if report.when == "teardown" and result.status is None:
+        result.add(INCOMPLETE, f"{check} has no outcome: the test reported no result")
+    if result.status is not None:
+        _set_property(item.user_properties, "verdict", result.status)
+        if result.reason or result.status != PASS:
+            _set_property(item.user_properties, "reason", result.reason)
+    report.user_properties = [(name, printable(value)) for name, value in item.user_properties]
+    return report
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return  # xdist worker: the controller writes the gate
     state: _PluginState = session.config.stash[_STATE]
     if state.out_dir is None or state.facts_dir is None:
         return
-    outcomes = list(state.outcomes)
-    state.out_dir.mkdir(parents=True, exist_ok=True)
-    (state.out_dir / "verdicts.json").write_text(
-        json.dumps([dataclasses.asdict(o) for o in outcomes], indent=1),
-        encoding="utf-8",
-    )
+    outcomes = state.final_outcomes()
     decisions = decide(state.nodes, outcomes)
-    doc = gate_document(decisions, topology=state.default_topology,
-                        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        facts=str(state.facts_dir))
-    (state.out_dir / "gate.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    stopped = _stop_reason(state, exitstatus)
+    partial = state.partial_reasons(session.config)
+    if stopped:
+        decisions = hold_all(decisions, f"interrupted ({stopped}) after {len(state.outcomes)} of "
+                                        f"{len(state.expected)} tests: an interrupted run admits nobody")
+    if partial:
+        decisions = hold_all(decisions, f"partial run ({'; '.join(partial)}): "
+                                        "a run that did not judge every check admits nobody")
+    meta: dict[str, Any] = {
+        "topology": state.default_topology,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "facts": str(state.facts_dir),
+        "partial": bool(partial),
+        "interrupted": bool(stopped),
+        "selection": state.selection(session.config),
+    }
+    if stopped:
+        meta["interrupted_reason"] = stopped
+    if partial:
+        meta["partial_reasons"] = partial
+    doc = gate_document(decisions, **meta)
+    verdicts = [{**dataclasses.asdict(o), "reason": printable(o.reason), "measured": printable(o.measured),
+                 "expected": printable(o.expected)} for o in outcomes]
+    # verdicts first: whoever sees gate.json sees the verdicts it came from
+    write_text_atomic(state.out_dir / VERDICTS_FILE, json.dumps(verdicts, indent=1))
+    write_text_atomic(state.out_dir / GATE_FILE, json.dumps(doc, indent=2) + "\n")

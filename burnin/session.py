@@ -17,7 +17,7 @@ from burnin.dispatch.base import Dispatcher
 from burnin.errors import BurninError, UsageError
 from burnin.facts import Facts
 from burnin.gate.decide import NodeDecision
-from burnin.plugin import RUN_FILE
+from burnin.plugin import GATE_FILE, RUN_FILE, VERDICTS_FILE
 from burnin.resources import suites_dir
 
 if TYPE_CHECKING:
@@ -36,6 +36,12 @@ class RunResult:
     decisions: dict[str, NodeDecision]
     gate: dict[str, object]
     pytest_exit: int
+
+
+def remove_stale_results(out_dir: Path) -> None:
+    """Remove an earlier run's gate.json and verdicts.json: no gate may outlive the run that wrote it."""
+    for name in (GATE_FILE, VERDICTS_FILE):
+        (out_dir / name).unlink(missing_ok=True)
 
 
 def write_facts(out_dir: Path, facts: dict[str, Facts], topology: str,
@@ -84,11 +90,25 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
         args += ["-k", keyword]
 
     class _Progress:
+        interrupt: KeyboardInterrupt | None = None
+
         def pytest_runtest_logfinish(self) -> None:
             if on_test is not None:
                 on_test()
 
-    return int(pytest.main(args, plugins=[_Progress()]))
+        def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+            # pytest stops on SIGINT and still finishes the session (the plugin writes a gate.json
+            # that admits nobody); the interrupt then goes on to the caller. A collection error
+            # (pytest's Session.Interrupted) is not an interrupt by the user.
+            value = excinfo.value
+            if isinstance(value, KeyboardInterrupt) and not isinstance(value, pytest.Session.Interrupted):
+                self.interrupt = value
+
+    progress = _Progress()
+    code = int(pytest.main(args, plugins=[progress]))
+    if progress.interrupt is not None:
+        raise progress.interrupt
+    return code
 
 
 def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Sequence[str] = ("node",),
@@ -100,6 +120,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     from burnin.gate.decide import NodeDecision as _Decision
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_results(out_dir)
     facts = dispatcher.gather(sources="all", timeout=timeout, on_done=on_gathered)
     if fabric is not None:
         from burnin.fabric.phase import run_fabric_phase
@@ -108,14 +129,15 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
         run_fabric_phase(dispatcher, facts, topology=find_topology(topology), out_dir=out_dir, options=fabric)
     facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
     code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test)
-    gate_file = out_dir / "gate.json"
+    gate_file = out_dir / GATE_FILE
     if code not in (0, 1) or not gate_file.exists():
         if code == 5:
             raise UsageError(f"no test matched (-k {keyword!r})" if keyword else "the suites hold no test")
         raise SuiteError(f"pytest could not run the suites (exit {code}); see {out_dir}")
     gate = json.loads(gate_file.read_text(encoding="utf-8"))
     decisions = {
-        node: _Decision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]))
+        node: _Decision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),
+                        tuple(d.get("not_applicable", {}).items()))
         for node, d in gate["nodes"].items()
     }
     return RunResult(out_dir, decisions, gate, code)

@@ -80,6 +80,23 @@ def _dispatcher(args: argparse.Namespace, topology_name: str, out_dir: Path) -> 
     raise UsageError("no nodes: pass --sim [N], --via ssh --hosts/--inventory, or --via slurm")
 
 
+def _partial_reason(gate_doc: dict[str, object]) -> str | None:
+    """Why gate.json says the run is partial (None: it judged every check)."""
+    if not gate_doc.get("partial"):
+        return None
+    reasons = gate_doc.get("partial_reasons")
+    return "; ".join(map(str, reasons)) if isinstance(reasons, list) and reasons else "gate.json says so"
+
+
+def _refuse_partial_gate(gate: str, partial: str | None) -> None:
+    """A gate acts only on a run that judged every check: refuse a partial one (exit 2, one line)."""
+    from burnin.errors import UsageError
+
+    if gate != "none" and partial:
+        raise UsageError(f"--gate {gate} refuses a partial run ({partial}): "
+                         "only a run that judged every check may drain or resume nodes")
+
+
 def run(args: argparse.Namespace) -> int:
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary
@@ -88,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from burnin.topology.load import find_topology
 
     topology = find_topology(args.topology)  # validate before touching any node
+    _refuse_partial_gate(args.gate, args.keyword and f"-k {args.keyword!r} selects a subset of the checks")
     topology_ref = args.topology
     out_dir = args.out or _default_out()
     dispatcher = _dispatcher(args, topology_ref, out_dir)
@@ -114,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     print_summary(result, topology.name, time.monotonic() - started)
     if args.gate == "slurm":
         from burnin.gate.slurm import apply_gate
+
+        _refuse_partial_gate(args.gate, _partial_reason(result.gate))
 
         apply_gate(result.decisions, dry_run=args.dry_run)
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED
