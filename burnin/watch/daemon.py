@@ -120,6 +120,9 @@ class Watcher:
         decision = classify(event, self.config.policy)
         now = self.clock()
         if self.incidents.duplicate(decision.key, now):
+            if self.incidents.repeats(decision.key) == 1:  # say it once per incident, not per repeat
+                self.log(f"{event.source}: {decision.check_id} {decision.cause}: heard again, same incident "
+                         "(further repeats not logged)")
             return None
         covered = self.incidents.covered(decision.action, now)
         if covered is not None and not self.config.dry_run and not self.actor.out_of_pool():

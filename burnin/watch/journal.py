@@ -60,6 +60,7 @@ class Incidents:
     def __init__(self, window: float) -> None:
         self.window = window
         self._last_seen: dict[tuple[str, ...], float] = {}
+        self._repeats: dict[tuple[str, ...], int] = {}
         self._acted: tuple[Action, float, str] | None = None  # highest action on the node, when, why
         self.duplicates = 0
 
@@ -71,8 +72,14 @@ class Incidents:
             self._forget(now)
         if last is not None and now - last <= self.window:
             self.duplicates += 1
+            self._repeats[key] = self._repeats.get(key, 0) + 1
             return True
+        self._repeats.pop(key, None)
         return False
+
+    def repeats(self, key: tuple[str, ...]) -> int:
+        """Sightings of the incident ``key`` ignored so far."""
+        return self._repeats.get(key, 0)
 
     def covered(self, action: Action, now: float) -> str | None:
         """Why ``action`` is not needed (the node got as much or more within the window), or None."""
@@ -101,3 +108,4 @@ class Incidents:
 
     def _forget(self, now: float) -> None:
         self._last_seen = {k: t for k, t in self._last_seen.items() if now - t <= self.window}
+        self._repeats = {k: n for k, n in self._repeats.items() if k in self._last_seen}
