@@ -90,6 +90,39 @@ def rank_command(topology: Topology, settings: FabricSettings, collective: str, 
     return with_env(with_timeout(tool, settings.timeout_s), env)
 
 
+# IB-08 loopback: the server in the background, the client connecting to it on the same node (retried
+# while the server is not listening yet), the server's own output shown when the client failed.
+# "$@" is ib_write_bw with its arguments; the client adds the server name.
+LOOPBACK_TASK = (
+    'log=$(mktemp) || exit 1; "$@" >"$log" 2>&1 & server=$!; n=0; '
+    'while :; do out=$("$@" localhost 2>&1); rc=$?; [ "$rc" -eq 0 ] && break; n=$((n + 1)); '
+    'case "$out" in *"Couldn\'t connect"*|*"Unable to init the socket"*) '
+    '[ "$n" -lt 50 ] && { sleep 0.2; continue; } ;; esac; break; done; '
+    '[ "$rc" -eq 0 ] || kill "$server" 2>/dev/null; wait "$server"; printf "%s\\n" "$out"; '
+    '[ "$rc" -eq 0 ] || sed "s/^/server: /" "$log" >&2; rm -f "$log"; exit "$rc"'
+)
+MEMORY_KINDS = ("cuda", "host")
+"""IB-08 runs every HCA twice: GPU memory of its paired GPU (``--use_cuda``), then host memory."""
+
+
+def ib_write_bw_port(settings: FabricSettings, hca_index: int, kind: str) -> int:
+    return settings.ib_write_bw_port + 2 * hca_index + MEMORY_KINDS.index(kind)
+
+
+def ib_write_bw_command(settings: FabricSettings, hca: str, gpu: int | None, *, port: int) -> list[str]:
+    """``ib_write_bw -d HCA -F --report_gbits -s S -n N -q Q -p P [--use_cuda=GPU]`` as a loopback pair.
+
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` makes CUDA number the GPUs as nvidia-smi
+    and the topology do (CUDA's default order is fastest first).
+    """
+    tool = [settings.ib_write_bw, "-d", hca, "-F", "--report_gbits", "-s", str(settings.ib_write_bw_size),
+            "-n", str(settings.ib_write_bw_iters), "-q", str(settings.ib_write_bw_qps), "-p", str(port)]
+    if gpu is not None:
+        tool.append(f"--use_cuda={gpu}")
+    pair = ["sh", "-c", LOOPBACK_TASK, "sh", *tool]
+    return with_env(with_timeout(pair, settings.timeout_s), {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+
+
 def nvbandwidth_command(settings: FabricSettings) -> list[str]:
     tool = [settings.nvbandwidth, "-i", str(settings.nvbandwidth_iters)]
     for testcase in settings.nvbandwidth_testcases:

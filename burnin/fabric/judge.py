@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from burnin.fabric.measure import NcclMeasurement
+from burnin.fabric.measure import NcclMeasurement, bandwidth_ok
 from burnin.topology.model import Reference, Topology
 
 DEFAULT_TOLERANCE = 0.10
@@ -25,6 +25,10 @@ D2D_REF = "nvl_d2d_read_gbps"
 H2D_REF = "nvl_h2d_gbps"
 D2H_REF = "nvl_d2h_gbps"
 TOLERANCE_REF = "fabric_straggler_tolerance"
+GDR_REF = "ib_write_bw_gdr_gbps"
+GDR_HOST_REF = "ib_write_bw_host_gbps"
+GDR_SPREAD_REF = "ib_write_bw_spread"
+DEFAULT_GDR_SPREAD = 0.05
 
 
 def tolerance(topology: Topology) -> float:
@@ -41,9 +45,17 @@ def floor(ref: Reference | None) -> float:
     return ref.lower if ref is not None and ref.lower is not None else 0.0
 
 
+def gdr_spread(topology: Topology) -> float:
+    ref = topology.ref(GDR_SPREAD_REF)
+    return ref.value if ref is not None else DEFAULT_GDR_SPREAD
+
+
 def median(values: Iterable[float | None]) -> float | None:
-    """The median (no ``statistics`` import: the health probe imports every check module)."""
-    data = sorted(v for v in values if v is not None)
+    """The median of the measured values (None, NaN and infinities are not measurements).
+
+    No ``statistics`` import: the health probe imports every check module.
+    """
+    data = sorted(v for v in values if bandwidth_ok(v))
     if not data:
         return None
     mid = len(data) // 2
@@ -60,9 +72,9 @@ def pair_floor(topology: Topology, median_value: float | None) -> float:
 
 
 def passed(measurement: NcclMeasurement, minimum: float) -> bool:
-    """Completed, no wrong value, busbw at least ``minimum``."""
-    return (measurement.ok and not measurement.corrupt and measurement.busbw_gbps is not None
-            and measurement.busbw_gbps >= minimum)
+    """Completed, no wrong value, a real busbw of at least ``minimum``."""
+    return (measurement.ok and not measurement.corrupt and bandwidth_ok(measurement.busbw_gbps)
+            and measurement.busbw_gbps is not None and measurement.busbw_gbps >= minimum)
 
 
 def describe(measurement: NcclMeasurement) -> str:
@@ -92,18 +104,24 @@ class Straggler:
 
 
 def straggler(value: float | None, fleet: Mapping[str, float] | None, tol: float) -> Straggler | None:
-    """``value`` more than ``tol`` below the fleet median (which needs MIN_FLEET values)."""
+    """``value`` more than ``tol`` below the fleet median (which needs MIN_FLEET values).
+
+    A fleet entry that is not a real median and count (NaN, negative, not a number) is no fleet.
+    """
     if value is None or not fleet:
         return None
-    mid, count = fleet.get("median"), int(fleet.get("count", 0))
-    if mid is None or count < MIN_FLEET or value >= (1.0 - tol) * mid:
+    mid, count = fleet.get("median"), fleet.get("count", 0)
+    if not bandwidth_ok(mid) or not bandwidth_ok(count) or count < MIN_FLEET:
         return None
-    return Straggler(value, mid, tol, count)
+    assert mid is not None
+    if value >= (1.0 - tol) * mid:
+        return None
+    return Straggler(value, mid, tol, int(count))
 
 
 def fleet_stats(values: Mapping[str, float | None]) -> dict[str, float]:
     """``{"median": m, "count": n}`` over the values that were measured."""
-    data = [v for v in values.values() if v is not None]
+    data = [v for v in values.values() if bandwidth_ok(v)]
     mid = median(data)
     return {"median": round(mid, 3), "count": float(len(data))} if mid is not None else {}
 
@@ -118,7 +136,7 @@ class SlowRail:
 
 def slow_rails(rails: Mapping[str, NcclMeasurement], topology: Topology) -> list[SlowRail]:
     """Rails of one node below (1 - tolerance) x the median of its rails, or below the rail reference."""
-    values = {hca: m.busbw_gbps for hca, m in rails.items() if m.ok and m.busbw_gbps is not None}
+    values = {hca: m.busbw_gbps for hca, m in rails.items() if m.ok and bandwidth_ok(m.busbw_gbps)}
     mid = median(values.values())
     if mid is None:
         return []

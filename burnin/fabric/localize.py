@@ -9,7 +9,8 @@ round in parallel and reports, per test, whether it passed. Rounds:
    that has already passed; passing clears it;
 3. **confirm** (``confirm=True``): a suspect that failed with one known-good
    partner is named only if it fails again with a different one, so one noisy
-   test never names a healthy node;
+   test never names a healthy node (a node it met in pass one, cleared since,
+   may be that second partner: 3-node racks have no other);
 4. **bisection** settles what pairing cannot: suspects left without a free
    known-good partner are tested as groups, split in halves; a passing group
    clears all its members. Fewer than 8 such suspects are instead paired
@@ -18,7 +19,8 @@ round in parallel and reports, per test, whether it passed. Rounds:
 
 Without noise, 1 to 3 bad nodes among 1,024 are named in 3 rounds (2 with
 ``confirm=False``). A suspect that can never be paired with a known-good node
-(two nodes, one failing pair) stays ``unresolved``: fail closed.
+(two nodes, one failing pair) stays ``unresolved``: never named, never
+cleared (its checks are incomplete, not failed).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class Localizer:
     named: set[str] = field(default_factory=set)
     strikes: dict[str, int] = field(default_factory=dict)
     partners: dict[str, set[str]] = field(default_factory=dict)
+    vouchers: dict[str, set[str]] = field(default_factory=dict)
+    """suspect -> the known-good nodes it has already been tested with (partner and confirm tests)."""
     history: list[list[tuple[Job, bool]]] = field(default_factory=list)
     _pending: list[Job] = field(default_factory=list)
 
@@ -107,6 +111,7 @@ class Localizer:
                     self.suspects.update(n for n in test.nodes if n not in self.good)
             else:
                 assert test.suspect is not None
+                self.vouchers.setdefault(test.suspect, set()).update(n for n in test.nodes if n != test.suspect)
                 if passed:
                     self._clear((test.suspect,))
                 else:
@@ -140,10 +145,15 @@ class Localizer:
         left: list[str] = []
         for suspect in sorted(self.suspects):
             kind: Kind = "confirm" if self.strikes.get(suspect) else "partner"
-            tried = self.partners.get(suspect, set())
-            partner = next((g for g in free if g not in used and g not in tried), None)
-            if partner is None and kind == "partner":
-                partner = next((g for g in free if g not in used), None)
+            if kind == "confirm":
+                # a different known-good node than the one it already failed with (a pair mate of pass
+                # one that was cleared later is fine: that pair was not a test of this node alone)
+                vouched = self.vouchers.get(suspect, set())
+                partner = next((g for g in free if g not in used and g not in vouched), None)
+            else:
+                tried = self.partners.get(suspect, set())
+                partner = next((g for g in free if g not in used and g not in tried), None)
+                partner = partner or next((g for g in free if g not in used), None)
             if partner is None:
                 left.append(suspect)
                 continue

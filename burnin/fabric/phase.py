@@ -5,12 +5,19 @@ Order (each launch bounded by ``timeout_s``; every command goes to
 
 1. single-node nccl-tests on every node, one collective after the other;
 2. nvbandwidth on every node;
-3. one multi-node all_reduce over every node whose single-node run completed;
-4. localisation rounds (:mod:`burnin.fabric.localize`) when that group fails
+3. ``ib_write_bw`` loopback through each compute HCA of every node, from the
+   paired GPU's memory and from host memory (IB-08), one HCA after the other;
+4. the single-node checks judge those results (NCCL-01/02/05, NVL-01/02,
+   IB-08): a node that failed one, or could not be measured, is left out of
+   everything multi-node, with the reason recorded;
+5. one multi-node all_reduce over the other nodes (none when fewer than two
+   are left: the multi-node checks then do not apply to them, as in a run of
+   one node);
+6. localisation rounds (:mod:`burnin.fabric.localize`) when that group fails
    (below its reference, wrong values, hang) or with ``--localize``;
-5. single-rail runs (``NCCL_IB_HCA=<one HCA>``) of each named node with a
+7. single-rail runs (``NCCL_IB_HCA=<one HCA>``) of each named node with a
    known-good partner, one HCA after the other, to name the slow HCA;
-6. the group again without the named nodes, to clear the others.
+8. the nodes localisation cleared, alone together again, to confirm them.
 
 The results are merged into each node's facts (``fabric``) and written to
 ``OUT/fabric.json``.
@@ -30,7 +37,7 @@ from burnin.errors import UsageError
 from burnin.fabric import commands, judge
 from burnin.fabric.launch import Launcher, OnCommand, SlurmLauncher, TransportLauncher
 from burnin.fabric.localize import Job, Localizer
-from burnin.fabric.measure import NcclMeasurement, nccl_measurement, nvb_measurement
+from burnin.fabric.measure import NcclMeasurement, gdr_measurement, nccl_measurement, nvb_measurement
 from burnin.fabric.results import JobRecord, Localization, PhaseResult, node_documents
 from burnin.fabric.settings import FabricSettings, load_settings, size_bytes
 from burnin.facts import Facts
@@ -126,7 +133,9 @@ class Phase:
             return result
         self._single(result, nodes)
         self._nvbandwidth(result, nodes)
+        self._ib_write_bw(result, nodes)
         if self.settings.multi_node and len(nodes) >= 2:
+            self._leave_out_failed(result, nodes)
             self._multi(result, nodes)
         return result
 
@@ -146,8 +155,39 @@ class Phase:
         for node, run in runs.items():
             result.nvb[node] = nvb_measurement(run, self.settings.nvbandwidth_testcases, timeout_s=self.timeout)
 
+    def _ib_write_bw(self, result: PhaseResult, nodes: list[str]) -> None:
+        """IB-08: each compute HCA in loopback, from its paired GPU's memory, then from host memory."""
+        paired = {d.hca: d.index for d in self.topology.gpus.devices if d.hca}
+        for index, hca in enumerate(self.topology.compute_hcas):
+            for kind in commands.MEMORY_KINDS:
+                gpu = paired.get(hca.name) if kind == "cuda" else None
+                if kind == "cuda" and gpu is None:
+                    continue  # the topology pairs no GPU with this HCA: host memory only
+                port = commands.ib_write_bw_port(self.settings, index, kind)
+                runs = self._per_node(nodes, commands.ib_write_bw_command(self.settings, hca.name, gpu, port=port))
+                for node, run in runs.items():
+                    result.gdr.setdefault(node, {}).setdefault(hca.name, {})[kind] = gdr_measurement(
+                        run, hca.name, gpu, timeout_s=self.timeout)
+
     def _per_node(self, nodes: list[str], command: list[str]) -> dict[str, CommandResult]:
         return self.launcher.per_node(nodes, command, timeout=self.timeout)
+
+    def _leave_out_failed(self, result: PhaseResult, nodes: list[str]) -> None:
+        """Nodes that failed a single-node check, or could not be measured there, stay out of multi-node runs."""
+        from burnin.checks.fabric import single_node_verdicts
+        from burnin.evaluate.verdict import Status
+
+        documents = node_documents(result)
+        for node in nodes:
+            verdicts = single_node_verdicts(Facts(node, {"fabric": documents[node]}), self.topology)
+            bad = [v for v in verdicts if v.status is not Status.PASS]
+            if bad:
+                ids = ", ".join(f"{v.check_id} {'failed' if v.status is Status.FAIL else v.status.value}"
+                                for v in bad)
+                result.excluded_by[node] = ids
+                result.excluded_why[node] = [v.reason for v in bad]
+                result.excluded[node] = f"left out of multi-node runs and localisation: {ids} on this node"
+                self.log.line(f"# {node} {result.excluded[node]}")
 
     # -- multi-node -----------------------------------------------------------------------
 
@@ -164,27 +204,23 @@ class Phase:
             return list(pool.map(lambda g: self._job(g, ib_hca=ib_hca), groups))
 
     def _multi(self, result: PhaseResult, nodes: list[str]) -> None:
-        for node in nodes:
-            single = result.single.get(node, {}).get("all_reduce")
-            if single is None or not single.finished:
-                why = single.reason.split(";")[0] if single else "no single-node run"
-                result.excluded[node] = f"left out of multi-node runs: single-node all_reduce incomplete ({why})"
         members = [n for n in nodes if n not in result.excluded]
         if len(members) < 2:
+            left_out = "; ".join(f"{n} {result.excluded_by.get(n, 'left out')}" for n in nodes
+                                 if n in result.excluded)
             for node in members:
-                result.excluded[node] = "left out of multi-node runs: no partner with a complete single-node run"
+                result.alone[node] = f"no multi-node partner: every other node was left out ({left_out})"
             return
         result.group = self._job(members)
         wanted = self.settings.localize == "always" or (self.settings.localize == "auto" and not result.group_passed)
         if not wanted:
             return
         why = "--localize" if result.group_passed else f"the group failed: {judge.describe(result.group)}"
-        result.localization = self._localize(members, why)
-        named = result.localization.named
-        if named and not result.group_passed:
-            rest = [n for n in members if n not in named]
-            if len(rest) >= 2:
-                result.regroup = self._job(rest)
+        loc = result.localization = self._localize(members, why)
+        if not result.group_passed and (loc.named or loc.unresolved):
+            cleared = [n for n in members if n in loc.cleared]
+            if len(cleared) >= 2:
+                result.regroup = self._job(cleared)
 
     def _localize(self, members: list[str], why: str) -> Localization:
         planner = Localizer(members, seed=self.settings.seed, confirm=self.settings.confirm)

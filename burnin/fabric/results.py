@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from burnin.fabric import judge
-from burnin.fabric.measure import NcclMeasurement, NvbMeasurement
+from burnin.fabric.measure import GdrMeasurement, NcclMeasurement, NvbMeasurement, bandwidth_ok
 
 if TYPE_CHECKING:
     from burnin.fabric.settings import FabricSettings
@@ -78,7 +78,16 @@ class PhaseResult:
     unavailable: str | None = None
     single: dict[str, dict[str, NcclMeasurement]] = field(default_factory=dict)
     nvb: dict[str, NvbMeasurement] = field(default_factory=dict)
+    gdr: dict[str, dict[str, dict[str, GdrMeasurement]]] = field(default_factory=dict)
+    """node -> HCA -> ``cuda`` / ``host`` -> the ib_write_bw loopback (IB-08)."""
     excluded: dict[str, str] = field(default_factory=dict)
+    """Nodes left out of multi-node runs and localisation, and why (a single-node check did not pass)."""
+    excluded_by: dict[str, str] = field(default_factory=dict)
+    """The same nodes: the checks that kept them out (``IB-08 failed, NCCL-01 incomplete``)."""
+    excluded_why: dict[str, list[str]] = field(default_factory=dict)
+    """The same nodes: those checks' reasons."""
+    alone: dict[str, str] = field(default_factory=dict)
+    """Nodes left without a partner because every other node was left out: multi-node checks do not apply."""
     group: NcclMeasurement | None = None
     group_floor_gbps: float = 0.0
     localization: Localization | None = None
@@ -98,7 +107,9 @@ class PhaseResult:
             "unavailable": self.unavailable,
             "single": {n: {c: m.to_json() for c, m in r.items()} for n, r in self.single.items()},
             "nvbandwidth": {n: m.to_json() for n, m in self.nvb.items()},
-            "excluded": self.excluded,
+            "ib_write_bw": {n: {h: {k: m.to_json() for k, m in kinds.items()} for h, kinds in hcas.items()}
+                            for n, hcas in self.gdr.items()},
+            "excluded": self.excluded, "excluded_reasons": self.excluded_why, "alone": self.alone,
             "group": self.group.to_json() if self.group else None,
             "group_floor_gbps": self.group_floor_gbps, "group_passed": self.group_passed,
             "localization": self.localization.to_json() if self.localization else None,
@@ -119,12 +130,13 @@ def nvb_minimum(nvb: NvbMeasurement | None, testcase: str) -> float | None:
     if nvb is None or nvb.status != "ok" or testcase not in nvb.testcases:
         return None
     cells = matrix_cells(nvb.testcases[testcase], skip_diagonal=testcase.startswith("device_to_device"))
-    return min(v for _, _, v in cells) if cells else None
+    values = [v for _, _, v in cells if bandwidth_ok(v)]
+    return min(values) if values else None
 
 
 def single_busbw(measurements: dict[str, NcclMeasurement] | None, collective: str) -> float | None:
     m = (measurements or {}).get(collective)
-    return m.busbw_gbps if m is not None and m.ok else None
+    return m.busbw_gbps if m is not None and m.ok and bandwidth_ok(m.busbw_gbps) else None
 
 
 def fleet(result: PhaseResult) -> dict[str, dict[str, float]]:
@@ -150,6 +162,8 @@ def node_documents(result: PhaseResult) -> dict[str, dict[str, Any]]:
         doc["single"] = {c: m.to_json() for c, m in result.single.get(node, {}).items()}
         nvb = result.nvb.get(node)
         doc["nvbandwidth"] = nvb.to_json() if nvb else None
+        doc["ib_write_bw"] = {h: {k: m.to_json() for k, m in kinds.items()}
+                              for h, kinds in result.gdr.get(node, {}).items()}
         doc["multi"] = _multi(result, node)
         docs[node] = doc
     return docs
@@ -163,6 +177,8 @@ def _multi(result: PhaseResult, node: str) -> dict[str, Any]:
         return {**multi, "applicable": False, "reason": "a single node: no multi-node run"}
     if node in result.excluded:
         return {**multi, "applicable": True, "excluded": result.excluded[node]}
+    if node in result.alone:
+        return {**multi, "applicable": False, "reason": result.alone[node]}
     multi["applicable"] = True
     multi["group"] = result.group.to_json() if result.group else None
     multi["group_passed"] = result.group_passed

@@ -19,6 +19,7 @@ its nodes declare this machine's few CPUs, so one rank drives the 8 GPUs
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -97,7 +98,16 @@ class FabricSettings:
     nvbandwidth_testcases: tuple[str, ...] = NVB_TESTCASES
     nvbandwidth_iters: int = 10
     timeout_s: float = 600.0
-    """Every launch (single-node, multi-node, nvbandwidth) is killed after this many seconds."""
+    """Every launch (single-node, multi-node, nvbandwidth, ib_write_bw) is killed after this many seconds."""
+
+    # IB-08: perftest ib_write_bw loopback through each compute HCA, GPU memory and host memory
+    ib_write_bw: str = "ib_write_bw"
+    """Path of perftest's ib_write_bw on the nodes."""
+    ib_write_bw_size: int = 1 << 20
+    ib_write_bw_iters: int = 5000
+    ib_write_bw_qps: int = 4
+    ib_write_bw_port: int = 18515
+    """TCP port of the first run's out-of-band exchange; each HCA and memory kind uses the next ones."""
 
     # multi-node and localisation
     multi_node: bool = True
@@ -118,11 +128,14 @@ class FabricSettings:
             raise ValueError(f"collectives must be among {', '.join(COLLECTIVES)} (got {list(self.collectives)})")
         if "all_reduce" not in self.collectives:
             raise ValueError("collectives must include all_reduce (NCCL-01/03/04 judge it)")
-        for name in ("ranks_per_node", "gpus_per_rank", "step_factor", "iters", "nvbandwidth_iters"):
+        for name in ("ranks_per_node", "gpus_per_rank", "step_factor", "iters", "nvbandwidth_iters",
+                     "ib_write_bw_size", "ib_write_bw_iters", "ib_write_bw_qps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        if self.warmup < 0 or self.timeout_s <= 0:
-            raise ValueError("warmup must be >= 0 and timeout_s > 0")
+        if not 1024 <= self.ib_write_bw_port <= 65535 - 64:
+            raise ValueError(f"ib_write_bw_port must be within 1024..{65535 - 64}")
+        if self.warmup < 0 or not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
+            raise ValueError("warmup must be >= 0 and timeout_s a finite number > 0")
 
     @property
     def gpus_per_node(self) -> int:

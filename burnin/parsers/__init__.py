@@ -35,6 +35,7 @@ PARSERS: dict[str, str] = {
     "numactl": "burnin.parsers.cpu:parse_numactl_hardware",
     "lspci": "burnin.parsers.lspci:parse_lspci",
     "dcgmi-diag": "burnin.parsers.dcgmi:parse_dcgmi_diag",
+    "perftest": "burnin.parsers.perftest:parse_perftest",
 }
 
 __all__ = ["PARSERS", "get_parser", "parse", "to_jsonable"]

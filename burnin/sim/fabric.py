@@ -1,9 +1,10 @@
-"""Fabric tools of a simulated node: ``bin/<collective>_perf``, ``bin/nvbandwidth`` and their inputs.
+"""Fabric tools of a simulated node: ``bin/<collective>_perf``, ``bin/nvbandwidth``, ``bin/ib_write_bw``.
 
 ``out/fabric/health.json`` is what the model needs of the node (NVLink share
 per GPU, PCIe share, each HCA's state and bandwidth factor, the NCCL faults);
 ``out/fabric/model.py`` is a copy of :mod:`burnin.sim.fabric_model` (standard
-library only), which reads the health of every member of a job. The shims
+library only), which reads the health of every member of a job, and
+``out/fabric/perftest_format.py`` a copy of :mod:`burnin.sim.formats.perftest`. The shims
 prefer the interpreter that rendered the node (fast to start) and fall back to
 the node's ``python3``.
 """
@@ -22,6 +23,7 @@ from burnin.sim.state import NodeState
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
 MODEL = "fabric/model.py"
+PERFTEST_FORMAT = "fabric/perftest_format.py"
 HEALTH = "fabric/health.json"
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
@@ -31,9 +33,33 @@ exec "$py" -S "${{0%/*}}/../out/fabric/model.py" {tool} "$@"
 '''
 
 
+# ib_write_bw without a server name is the server of a loopback pair: its output is never read, so the
+# shim answers it without starting Python (half the processes of an IB-08 run).
+_IB_WRITE_BW_SERVER = r'''skip=0 server=1
+for a in "$@"; do
+  if [ "$skip" = 1 ]; then skip=0; continue; fi
+  case "$a" in
+    -d|-s|-n|-q|-p|-D|-x|-i|-m|--ib-dev|--size|--iters|--qp|--port|--duration|--use_cuda) skip=1 ;;
+    -*) ;;
+    *) server=0 ;;
+  esac
+done
+if [ "$server" = 1 ]; then
+  printf '\n************************************\n* Waiting for client to connect... *\n'
+  printf '************************************\n'
+  exit 0
+fi
+'''
+
+
 @cache
 def model_source() -> str:
     return (Path(__file__).with_name("fabric_model.py")).read_text(encoding="utf-8")
+
+
+@cache
+def perftest_format_source() -> str:
+    return (Path(__file__).parent / "formats" / "perftest.py").read_text(encoding="utf-8")
 
 
 def _rate(text: str) -> float:
@@ -66,7 +92,8 @@ def health(state: NodeState) -> dict[str, Any]:
 
 def outputs(state: NodeState) -> dict[str, str]:
     """``out/<path>`` -> text."""
-    return {HEALTH: json.dumps(health(state), indent=1) + "\n", MODEL: model_source()}
+    return {HEALTH: json.dumps(health(state), indent=1) + "\n", MODEL: model_source(),
+            PERFTEST_FORMAT: perftest_format_source()}
 
 
 def scripts() -> dict[str, str]:
@@ -74,4 +101,5 @@ def scripts() -> dict[str, str]:
     python = shlex.quote(sys.executable)
     bodies = {f"{c}_perf": _SHIM.format(python=python, tool=f"perf {c}") for c in COLLECTIVES}
     bodies["nvbandwidth"] = _SHIM.format(python=python, tool="nvbandwidth")
+    bodies["ib_write_bw"] = _IB_WRITE_BW_SERVER + _SHIM.format(python=python, tool="ib_write_bw")
     return bodies

@@ -1,9 +1,10 @@
-"""Simulated ``*_perf`` (nccl-tests) and ``nvbandwidth``: real output formats, bandwidth from node health.
+"""Simulated ``*_perf`` (nccl-tests), ``nvbandwidth`` and ``ib_write_bw``: real formats, bandwidth from node health.
 
 Standard library only: each simulated node carries a copy as
 ``out/fabric/model.py``, run by its ``bin/all_reduce_perf`` (and the other
-``*_perf``) and ``bin/nvbandwidth`` shims with whatever ``python3`` the node
-has. It reads ``out/fabric/health.json`` of every member of the job, found
+``*_perf``), ``bin/nvbandwidth`` and ``bin/ib_write_bw`` shims with whatever
+``python3`` the node has (``ib_write_bw`` prints through ``perftest_format.py``,
+a copy of :mod:`burnin.sim.formats.perftest`). It reads ``out/fabric/health.json`` of every member of the job, found
 next to its own node directory (``<rack>/nodes/<member>/``).
 
 Who is in the job: ``BURNIN_SIM_JOB_NODES`` (a comma list: burnin's local
@@ -22,7 +23,13 @@ The model (figures from shared/reference/NUMBERS.md; the shape is [U]):
 - busbw ramps up with message size; seeded noise (``BURNIN_SIM_NOISE``, a
   fraction, default 0.005; ``BURNIN_SIM_SEED``);
 - ``nccl_wrong``: non-zero ``#wrong`` from 1 KiB up; ``nccl_hang``: the header
-  and the first rows, then nothing (until killed).
+  and the first rows, then nothing (until killed);
+- ``ib_write_bw`` (perftest): the server (no host argument) prints its banner
+  and exits; the client writes through the HCA at 392 Gb/s (the real sample)
+  times the HCA's bandwidth factor, or with ``--use_cuda=N`` at 388 Gb/s times
+  the lower of that factor and GPU N's PCIe share; loopback stays inside the
+  HCA, so the link rate does not limit it [U]. A port that is down, an unknown
+  device, a missing or lost GPU fail as perftest does.
 """
 
 from __future__ import annotations
@@ -56,6 +63,13 @@ NVB = {
     "device_to_device_bidirectional_memcpy_write_ce": ("memcpy CE GPU(row) <-> GPU(column) bandwidth (GB/s)",
                                                        "peer", 783.7),
 }
+WRITE_BW_HOST_GBPS = 392.0  # the real CX-7 NDR ib_write_bw --report_gbits sample: 392.34 Gb/s average
+WRITE_BW_CUDA_GBPS = 388.0  # GPU memory through the HCA's PCIe switch: a little below host memory [U]
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+PERFTEST_FLAGS = {"-F", "--report_gbits", "--report-both", "-R", "-a", "-b", "-z"}
+PERFTEST_OPTIONS = {"-d": "d", "--ib-dev": "d", "-s": "s", "--size": "s", "-n": "n", "--iters": "n", "-q": "q",
+                    "--qp": "q", "-p": "p", "--port": "p", "-D": "D", "--duration": "D", "-x": "x", "-i": "i",
+                    "-m": "m", "--use_cuda": "use_cuda"}
 _PAD = " " * 30
 HEADER = (
     f"#{_PAD}                                out-of-place                       in-place          \n"
@@ -375,13 +389,117 @@ def nvbandwidth(args: list[str]) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- perftest ib_write_bw
+
+
+def _perftest_format() -> Any:
+    """The format module: a copy next to this file on a node, the package module in the repository."""
+    try:
+        import perftest_format  # type: ignore[import-not-found]
+    except ImportError:
+        from burnin.sim.formats import perftest as perftest_format
+    return perftest_format
+
+
+def parse_perftest_args(args: list[str]) -> tuple[dict[str, str], str | None]:
+    """``-d mlx5_0 -s 1048576 --use_cuda=2 ... [server]`` -> (options, server or None)."""
+    opts: dict[str, str] = {}
+    server: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--") and "=" in arg:
+            key, _, value = arg[2:].partition("=")
+            opts[key] = value
+        elif arg in PERFTEST_FLAGS:
+            opts[arg.lstrip("-")] = ""
+        elif arg in PERFTEST_OPTIONS:
+            if i + 1 >= len(args):
+                raise SimFailure(f" Parser function exited with Error (option {arg} needs a value)")
+            opts[PERFTEST_OPTIONS[arg]] = args[i + 1]
+            i += 1
+        elif arg.startswith("-"):
+            raise SimFailure(f"ib_write_bw: unrecognized option '{arg}'\n Parser function exited with Error")
+        else:
+            server = arg
+        i += 1
+    return opts, server
+
+
+def _int_option(opts: dict[str, str], key: str, default: int) -> int:
+    try:
+        return int(opts.get(key, default))
+    except ValueError:
+        raise SimFailure(f" Parser function exited with Error (invalid {key} {opts[key]!r})") from None
+
+
+def write_bw_gbps(node: Node, hca: dict[str, Any], gpu: dict[str, Any] | None) -> float:
+    """Loopback RDMA write through one HCA: its own share, and the GPU's PCIe share with --use_cuda."""
+    if gpu is None:
+        return WRITE_BW_HOST_GBPS * float(hca["factor"])
+    return WRITE_BW_CUDA_GBPS * min(float(hca["factor"]), float(gpu["pcie"]))
+
+
+def ib_write_bw(args: list[str]) -> int:
+    fmt = _perftest_format()
+    opts, server = parse_perftest_args(args)
+    device = opts.get("d") or opts.get("ib-dev") or ""
+    size = _int_option(opts, "s", 65536)
+    iterations = _int_option(opts, "n", 5000)
+    qps = _int_option(opts, "q", 1)
+    node = load(os.path.basename(node_dir()))
+    hca = next((h for h in node.data["hcas"] if h["name"] == device), None)
+    if hca is None:
+        raise SimFailure(f"IB device {device} not found\n Unable to find the Infiniband/RoCE device")
+    if not hca["up"]:
+        raise SimFailure(" Port number 1 state is Down\n Couldn't get context for the device")
+    digest = int(hashlib.sha256(f"{node.name}{device}{server}".encode()).hexdigest()[:8], 16)
+    lid = 1 + digest % 0x200
+    qpn, psn, vaddr = 0x40 + digest % 0x80, digest & 0xffffff, 0x7E0000000000 + (digest & 0xFFFFF) * 0x1000
+    out = sys.stdout
+    gpu: dict[str, Any] | None = None
+    if "use_cuda" in opts:
+        index = _int_option(opts, "use_cuda", 0)
+        if index < 0 or index >= len(node.gpus):
+            out.write("initializing CUDA\n")
+            out.flush()
+            raise SimFailure(f"No such device ID ({index}) exists in system\nCouldn't init GPU context: 1")
+        gpu = node.gpus[index]
+        out.write(fmt.cuda_setup(index, [g["bus_id"] for g in node.gpus], node.data["gpu_name"],
+                                 20000 + digest % 30000, 2 * size))
+        if gpu["lost"]:
+            out.write("cuCtxCreate() error=999\n")
+            out.flush()
+            raise SimFailure("Couldn't init GPU context: 1")
+    if server is None:
+        out.write(fmt.server_report(device, qps=qps, lid=lid, qpn=qpn, psn=psn, vaddr=vaddr))
+        return 0
+    value = write_bw_gbps(node, hca, gpu)
+    if server not in LOOPBACK_NAMES and server != node.name:
+        peer = load(server)
+        peer_hca = next((h for h in peer.data["hcas"] if h["name"] == device and h["up"]), None)
+        if peer_hca is None:
+            raise SimFailure(" Unable to Connect the HCA's through the link")
+        value = min(value, write_bw_gbps(peer, peer_hca, None))
+    rng = rng_for("ib_write_bw", node.name, device, "cuda" if gpu is not None else "host", server)
+    average = max(0.01, value * (1.0 + rng.gauss(0.0, noise() / 2)))
+    peak = average * (1.0 + abs(rng.gauss(0.0, noise() / 4)))
+    out.write(fmt.client_report(device, qps=qps, size=size, iterations=iterations, peak_gbps=peak,
+                                average_gbps=average, lid=lid, qpn=qpn, psn=psn, vaddr=vaddr))
+    if gpu is not None:
+        out.write("destroying current CUDA Ctx\n")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     try:
         if len(argv) >= 2 and argv[0] == "perf":
             return perf(argv[1], argv[2:])
         if argv and argv[0] == "nvbandwidth":
             return nvbandwidth(argv[1:])
-        raise SimFailure("usage: model.py perf COLLECTIVE ARGS... | nvbandwidth ARGS...")
+        if argv and argv[0] == "ib_write_bw":
+            return ib_write_bw(argv[1:])
+        raise SimFailure("usage: model.py perf COLLECTIVE ARGS... | nvbandwidth ARGS... | ib_write_bw ARGS...")
     except SimFailure as exc:
         sys.stdout.flush()
         sys.stderr.write(f"{exc}\n")

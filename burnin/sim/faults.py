@@ -141,12 +141,12 @@ _SPECS: tuple[FaultSpec, ...] = (
          "ibstat 'Link layer' agrees"),
     _hca("ib-errors", "IB-04", "link errors on the HCA's port",
          "ports/1/counters: link_downed 2, symbol_error 250, link_error_recovery 3"),
-    FaultSpec("slow-hca", "NCCL-04", "the HCA moves data at half its rate while its port looks healthy",
+    FaultSpec("slow-hca", "IB-08", "the HCA moves data at half its rate while its port looks healthy",
               "hca", DEFAULT_HCA,
-              "no fast source changes (ibstat and sysfs say ACTIVE, 400 Gb/s, clean counters); multi-node "
-              "nccl-tests runs through the HCA reach 50% of a rail, so any ring with the node runs at 8 x the "
-              "slow rail (NCCL-03 group below reference); pairwise localisation and single-rail runs name the "
-              "node and the HCA (NCCL-04)", suite="fabric"),
+              "no fast source changes (ibstat and sysfs say ACTIVE, 400 Gb/s, clean counters); ib_write_bw "
+              "loopback through the HCA reaches 50% from GPU and host memory (IB-08 names the HCA on the node "
+              "alone, which then stays out of multi-node runs); multi-node nccl-tests runs through it reach 50% "
+              "of a rail (NCCL-04 names node and HCA when IB-08 does not run first)", suite="fabric"),
     FaultSpec("slow-nvlink", "NVL-01", "the GPU's NVLink delivers 60% of its bandwidth with all links up",
               "gpu", DEFAULT_GPU,
               "NVML and nvidia-smi still show 18/18 links at 26.562 GB/s; nvbandwidth pairs with the GPU at 60% "

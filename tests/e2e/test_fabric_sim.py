@@ -1,9 +1,12 @@
-"""`burnin run --sim N --suite fabric`: nccl-tests and nvbandwidth shims, localisation and the gate, end to end.
+"""`burnin run --sim N --suite fabric`: nccl-tests, nvbandwidth and ib_write_bw shims, localisation, the gate.
 
 Local dispatch: single-node runs on each simulated node, multi-node runs as
 simulated jobs (one local process per job, its members named in the
 environment). One faulted rack holds every fabric fault; each must be caught by
-its check on its node only, and the healthy nodes must be admitted.
+its check on its node only, and the healthy nodes must be admitted. Small racks
+(2-4 nodes) reject exactly their bad nodes: a node that fails a single-node
+check stays out of the multi-node runs, IB-08 names a slow HCA on a node alone,
+and a pair nothing can separate leaves both nodes incomplete, never failed.
 """
 
 from __future__ import annotations
@@ -20,8 +23,21 @@ import pytest
 from burnin.sim import FAULTS
 
 PLAN = {"sim02": "nvlink-down", "sim03": "nccl-wrong", "sim04": "slow-hca", "sim05": "nccl-hang",
-        "sim06": "slow-nvlink"}
-HEALTHY = ["sim01", "sim07", "sim08"]
+        "sim06": "slow-nvlink", "sim07": "ib-rate-200"}
+HEALTHY = ["sim01", "sim08"]
+MULTI = ["NCCL-03", "NCCL-04"]
+# The exact verdicts on each faulted node: (failed, incomplete). A node that fails or cannot complete a
+# single-node check is left out of the multi-node runs, so NCCL-03/04 are incomplete on it (never failed,
+# never charged to the others). ib-rate-200 is invisible to IB-08 (loopback stays in the HCA): the group
+# and pairwise localisation name it.
+EXPECTED = {
+    "sim02": (["NCCL-01"], MULTI),                      # NVLS lost: ring rate (+ straggler)
+    "sim03": (["NCCL-05"], MULTI),
+    "sim04": (["IB-08"], MULTI),                        # mlx5_2 at half rate, GPU and host memory
+    "sim05": ([], ["NCCL-01", "NCCL-05", *MULTI]),      # hung: nothing measured, nothing failed
+    "sim06": (["NCCL-01", "NVL-01"], MULTI),
+    "sim07": (MULTI, []),
+}
 
 
 def burnin(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -36,27 +52,51 @@ def properties(junit: Path) -> dict[str, dict[str, str]]:
     return cases
 
 
+def fabric_run(out: Path, nodes: int, *faults: str, config: str | None = None) -> dict[str, Any]:
+    """``burnin run --sim N --suite fabric --fault ...``: the process, gate.json and fabric.json."""
+    args = ["run", "--sim", str(nodes), "--suite", "fabric", "--out", str(out / "run")]
+    if config is not None:
+        (out / "fabric.yaml").write_text(config)
+        args += ["--fabric-config", str(out / "fabric.yaml")]
+    for fault in faults:
+        args += ["--fault", fault]
+    proc = burnin(*args)
+    gate_file, fabric_file = out / "run" / "gate.json", out / "run" / "fabric.json"
+    return {"proc": proc, "out": out / "run",
+            "gate": json.loads(gate_file.read_text()) if gate_file.exists() else None,
+            "fabric": json.loads(fabric_file.read_text()) if fabric_file.exists() else None}
+
+
+def verdicts(gate: dict[str, Any], node: str) -> tuple[list[str], list[str]]:
+    decision = gate["nodes"][node]
+    return sorted(decision["failed"]), sorted(decision["incomplete"])
+
+
+def assert_admitted(gate: dict[str, Any], *nodes: str) -> None:
+    for node in nodes:
+        decision = gate["nodes"][node]
+        assert decision["admitted"] and decision["failed"] == [] and decision["incomplete"] == [], decision
+
+
 @pytest.fixture(scope="module")
 def faulted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("fabric")
-    config = out / "fabric.yaml"
-    config.write_text("timeout_s: 3\n")  # the hung node costs 3 s per launch, not 60
-    args = ["run", "--sim", "8", "--suite", "fabric", "--fabric-config", str(config), "--out", str(out / "run")]
-    for node, fault in PLAN.items():
-        args += ["--fault", f"{node}:{fault}"]
-    proc = burnin(*args)
-    gate_file = out / "run" / "gate.json"
-    gate = json.loads(gate_file.read_text()) if gate_file.exists() else None
-    return {"proc": proc, "gate": gate, "out": out / "run"}
+    # the hung node costs 3 s per launch, not 60
+    return fabric_run(tmp_path_factory.mktemp("fabric"), 8, *(f"{n}:{f}" for n, f in PLAN.items()),
+                      config="timeout_s: 3\n")
 
 
 def test_faulted_rack_rejects_exactly_the_faulted_nodes(faulted: dict[str, Any]) -> None:
     proc, gate = faulted["proc"], faulted["gate"]
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert gate["rejected"] == "sim[02-06]" and gate["admitted"] == "sim[01,07-08]", gate
-    for node in HEALTHY:
-        assert gate["nodes"][node] == {"admitted": True, "failed": [], "incomplete": [], "reasons": []}
+    assert gate["rejected"] == "sim[02-07]" and gate["admitted"] == "sim[01,08]", gate
+    assert_admitted(gate, *HEALTHY)
+
+
+@pytest.mark.parametrize("node", sorted(EXPECTED))
+def test_each_faulted_node_has_exactly_its_verdicts(faulted: dict[str, Any], node: str) -> None:
+    failed, incomplete = EXPECTED[node]
+    assert verdicts(faulted["gate"], node) == (sorted(failed), sorted(incomplete)), faulted["gate"]["nodes"][node]
 
 
 def test_the_plan_covers_every_fabric_fault() -> None:
@@ -71,38 +111,46 @@ def test_each_fabric_fault_is_caught_by_its_check(faulted: dict[str, Any], node:
     assert spec.check_id in decision[{"fail": "failed", "incomplete": "incomplete"}[spec.outcome]], decision
 
 
+def test_left_out_nodes_say_why_in_their_multi_node_checks(faulted: dict[str, Any]) -> None:
+    reasons = faulted["gate"]["nodes"]["sim04"]["reasons"]
+    assert any(r.startswith("NCCL-03 could not be measured: left out of multi-node runs and localisation: "
+                            "IB-08 failed on this node") for r in reasons), reasons
+    doc = faulted["fabric"]
+    assert set(doc["excluded"]) == {"sim02", "sim03", "sim04", "sim05", "sim06"}
+    assert "mlx5_2" in doc["excluded_reasons"]["sim04"][0]
+    assert doc["group"]["nodes"] == ["sim01", "sim07", "sim08"]
+
+
 def test_nvlink_down_fails_nccl_01(faulted: dict[str, Any]) -> None:
-    decision = faulted["gate"]["nodes"]["sim02"]
-    assert decision["failed"] == ["NCCL-01"]
-    reason = decision["reasons"][0]
+    reason = next(r for r in faulted["gate"]["nodes"]["sim02"]["reasons"] if r.startswith("NCCL-01"))
     assert "GB/s at 8 GiB" in reason and ">= 440 GB/s" in reason
 
 
-def test_nccl_wrong_fails_nccl_05_and_is_named(faulted: dict[str, Any]) -> None:
-    decision = faulted["gate"]["nodes"]["sim03"]
-    assert "NCCL-05" in decision["failed"] and "NCCL-04" in decision["failed"]
-    assert any(r.startswith("NCCL-05") and "wrong" in r for r in decision["reasons"])
+def test_nccl_wrong_fails_nccl_05(faulted: dict[str, Any]) -> None:
+    reasons = faulted["gate"]["nodes"]["sim03"]["reasons"]
+    assert any(r.startswith("NCCL-05") and "wrong" in r for r in reasons)
 
 
-def test_slow_hca_named_by_nccl_04_with_the_hca(faulted: dict[str, Any]) -> None:
-    decision = faulted["gate"]["nodes"]["sim04"]
-    assert set(decision["failed"]) == {"NCCL-03", "NCCL-04"} and decision["incomplete"] == []
-    reason = next(r for r in decision["reasons"] if r.startswith("NCCL-04"))
-    assert "slow HCA mlx5_2" in reason and "sim04+" in reason
+def test_slow_hca_named_by_ib_08_with_the_hca(faulted: dict[str, Any]) -> None:
+    reason = next(r for r in faulted["gate"]["nodes"]["sim04"]["reasons"] if r.startswith("IB-08"))
+    assert "mlx5_2 gpu2 memory" in reason and "mlx5_2 host memory" in reason and ">= 360 Gb/s" in reason
+    assert "mlx5_1" not in reason
+
+
+def test_a_slow_link_is_named_by_localisation_with_its_rail(faulted: dict[str, Any]) -> None:
+    reason = next(r for r in faulted["gate"]["nodes"]["sim07"]["reasons"] if r.startswith("NCCL-04"))
+    assert "slow HCA mlx5_2" in reason and "sim07+" in reason
 
 
 def test_nccl_hang_is_incomplete_with_the_last_output_lines(faulted: dict[str, Any]) -> None:
-    decision = faulted["gate"]["nodes"]["sim05"]
-    assert "NCCL-01" in decision["incomplete"] and decision["failed"] == []
-    reason = next(r for r in decision["reasons"] if r.startswith("NCCL-01"))
+    reason = next(r for r in faulted["gate"]["nodes"]["sim05"]["reasons"] if r.startswith("NCCL-01"))
     assert "hung on sim05" in reason and "no result within 3 s" in reason
     assert "last output:" in reason and "float sum" in reason  # the rows it printed before it stopped
 
 
 def test_slow_nvlink_fails_nvl_01(faulted: dict[str, Any]) -> None:
-    decision = faulted["gate"]["nodes"]["sim06"]
-    assert "NVL-01" in decision["failed"] and "NCCL-01" in decision["failed"]
-    assert any(r.startswith("NVL-01") and "gpu3" in r for r in decision["reasons"])
+    reasons = faulted["gate"]["nodes"]["sim06"]["reasons"]
+    assert any(r.startswith("NVL-01") and "gpu3" in r for r in reasons)
 
 
 def test_junit_names_the_node_and_carries_measured_values(faulted: dict[str, Any]) -> None:
@@ -117,14 +165,20 @@ def test_junit_names_the_node_and_carries_measured_values(faulted: dict[str, Any
 
 def test_fabric_json_and_command_log(faulted: dict[str, Any]) -> None:
     out = faulted["out"]
-    doc = json.loads((out / "fabric.json").read_text())
+    doc = faulted["fabric"]
     assert "sim05" in doc["excluded"]
-    assert set(doc["localization"]["named"]) >= {"sim03", "sim04"}
-    assert doc["localization"]["rounds"] >= 3 and doc["regroup_passed"]
-    facts = json.loads((out / "facts" / "sim04.json").read_text())
+    assert doc["localization"]["named"] == ["sim07"] and doc["localization"]["unresolved"] == []
+    assert doc["localization"]["rounds"] >= 3 and doc["regroup"]["nodes"] == ["sim01", "sim08"]
+    assert doc["regroup_passed"]
+    facts = json.loads((out / "facts" / "sim07.json").read_text())
     assert facts["fabric"]["multi"]["localization"]["slow_hcas"][0]["hca"] == "mlx5_2"
+    gdr = json.loads((out / "facts" / "sim04.json").read_text())["fabric"]["ib_write_bw"]
+    assert set(gdr) == {f"mlx5_{i}" for i in range(8)} and gdr["mlx5_2"]["cuda"]["cuda_device"] == 2
+    assert gdr["mlx5_2"]["host"]["bw_average_gbps"] < 0.6 * gdr["mlx5_1"]["host"]["bw_average_gbps"]
     log = (out / "fabric-commands.log").read_text()
     assert "NCCL_IB_HCA==mlx5_0:1," in log and "NCCL_IB_HCA==mlx5_2:1" in log and "mlx5_8" not in log
+    assert "ib_write_bw -d mlx5_2 -F --report_gbits" in log and "--use_cuda=2" in log
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in log
 
 
 def test_healthy_rack_passes_with_localize_and_every_collective(tmp_path: Path) -> None:
@@ -140,8 +194,9 @@ def test_healthy_rack_passes_with_localize_and_every_collective(tmp_path: Path) 
     assert doc["group_passed"] and doc["localization"]["rounds"] == 1 and doc["localization"]["named"] == []
     assert set(doc["single"]["sim01"]) == {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"}
     cases = properties(out / "junit.xml")
-    assert len(cases) == 7 * 4
+    assert len(cases) == 8 * 4
     assert all(p["verdict"] == "pass" for p in cases.values())
+    assert "GPUDirect min" in cases["test_gpudirect_rdma_bandwidth_per_hca[sim03]"]["measured"]
     assert "all_gather" in cases["test_nccl_single_node_other_collectives[sim02]"]["measured"]
 
 
@@ -150,7 +205,8 @@ def test_a_single_node_skips_the_multi_node_checks(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     checks = {v["check"] for v in verdicts if v["status"] != "not-applicable"}
-    assert checks == {"NCCL-01", "NCCL-05", "NVL-01", "NVL-02"}
+    assert checks == {"NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "IB-08"}
+    assert all(v["status"] == "pass" for v in verdicts if v["check"] in checks)
     # the multi-node checks stand aside explicitly, with the reason (burnin.suite.not_applicable)
     aside = {v["check"]: v["reason"] for v in verdicts if v["status"] == "not-applicable"}
     assert {"NCCL-03", "NCCL-04"} <= set(aside) and all(aside.values()), aside
@@ -167,8 +223,89 @@ def test_other_collectives_and_host_bandwidth_catch_their_faults(tmp_path: Path)
     gate = json.loads((out / "gate.json").read_text())
     assert gate["rejected"] == "sim[02-03]", gate
     assert "NCCL-02" in gate["nodes"]["sim02"]["failed"]
-    assert "NVL-02" in gate["nodes"]["sim03"]["failed"]
+    # the x8 GPU halves its GPUDirect path too (IB-08 through its paired HCA mlx5_3)
+    assert verdicts(gate, "sim03") == (["IB-08", "NVL-02"], MULTI)
+    assert any(r.startswith("IB-08 mlx5_3 gpu3 memory") for r in gate["nodes"]["sim03"]["reasons"])
     reason = next(r for r in gate["nodes"]["sim03"]["reasons"] if r.startswith("NVL-02"))
     assert "expected" in reason
     for node in ("sim01", "sim04"):
         assert gate["nodes"][node]["admitted"]
+
+
+# ---------------------------------------------------------------- small racks (issue 9, "Small racks")
+
+
+@pytest.mark.parametrize("nodes", [2, 3])
+def test_a_slow_hca_rejects_its_node_only_in_a_small_rack(tmp_path: Path, nodes: int) -> None:
+    run = fabric_run(tmp_path, nodes, "sim01:slow-hca")
+    gate = run["gate"]
+    assert run["proc"].returncode == 1, run["proc"].stdout + run["proc"].stderr
+    assert gate["rejected"] == "sim01", gate
+    assert verdicts(gate, "sim01") == (["IB-08"], MULTI)
+    reason = next(r for r in gate["nodes"]["sim01"]["reasons"] if r.startswith("IB-08"))
+    assert "mlx5_2 gpu2 memory" in reason and "mlx5_2 host memory" in reason
+    others = [f"sim{i:02d}" for i in range(2, nodes + 1)]
+    assert_admitted(gate, *others)
+    assert run["fabric"]["excluded"] == {
+        "sim01": "left out of multi-node runs and localisation: IB-08 failed on this node"}
+    if nodes == 2:  # its only partner was left out: the multi-node checks stand aside, with the reason
+        aside = gate["nodes"]["sim02"]["not_applicable"]
+        assert set(aside) >= set(MULTI) and "every other node was left out (sim01 IB-08 failed)" in aside["NCCL-03"]
+        assert run["fabric"]["group"] is None
+    else:
+        assert run["fabric"]["group"]["nodes"] == others and run["fabric"]["group_passed"]
+
+
+def test_two_slow_hcas_in_four_nodes_reject_exactly_those_two(tmp_path: Path) -> None:
+    run = fabric_run(tmp_path, 4, "sim01:slow-hca", "sim02:slow-hca")
+    gate = run["gate"]
+    assert gate["rejected"] == "sim[01-02]" and gate["admitted"] == "sim[03-04]", gate
+    for node in ("sim01", "sim02"):
+        assert verdicts(gate, node) == (["IB-08"], MULTI)
+    assert_admitted(gate, "sim03", "sim04")
+    assert run["fabric"]["group"]["nodes"] == ["sim03", "sim04"] and run["fabric"]["group_passed"]
+
+
+def test_nvlink_down_and_wrong_values_in_three_nodes(tmp_path: Path) -> None:
+    run = fabric_run(tmp_path, 3, "sim01:nvlink-down", "sim03:nccl-wrong")
+    gate = run["gate"]
+    assert run["proc"].returncode == 1
+    assert gate["rejected"] == "sim[01,03]" and gate["admitted"] == "sim02", gate
+    assert verdicts(gate, "sim01") == (["NCCL-01"], MULTI)
+    assert verdicts(gate, "sim03") == (["NCCL-05"], MULTI)
+    assert_admitted(gate, "sim02")
+    assert set(gate["nodes"]["sim02"]["not_applicable"]) >= set(MULTI)
+
+
+@pytest.mark.parametrize("nodes", [2, 3, 4])
+def test_a_healthy_small_rack_admits_everyone(tmp_path: Path, nodes: int) -> None:
+    run = fabric_run(tmp_path, nodes)
+    assert run["proc"].returncode == 0, run["proc"].stdout + run["proc"].stderr
+    names = [f"sim{i:02d}" for i in range(1, nodes + 1)]
+    assert_admitted(run["gate"], *names)
+    assert run["fabric"]["excluded"] == {} and run["fabric"]["group_passed"]
+    for node in names:  # judged, not stood aside
+        assert "not_applicable" not in run["gate"]["nodes"][node] or \
+            set(run["gate"]["nodes"][node]["not_applicable"]) == {"NCCL-02"}
+
+
+def test_a_pair_nothing_can_separate_is_incomplete_never_failed(tmp_path: Path) -> None:
+    """Two nodes, their only pair slow, every per-node check passes (a slow link IB-08 cannot see)."""
+    run = fabric_run(tmp_path, 2, "sim01:ib-rate-200")
+    gate = run["gate"]
+    assert run["proc"].returncode == 1 and gate["admitted"] == "", gate
+    for node in ("sim01", "sim02"):
+        assert verdicts(gate, node) == ([], MULTI), gate["nodes"][node]
+    assert run["fabric"]["localization"]["unresolved"] == ["sim01", "sim02"]
+
+
+def test_a_slow_link_in_three_nodes_is_named_and_the_others_cleared(tmp_path: Path) -> None:
+    run = fabric_run(tmp_path, 3, "sim01:ib-rate-200")
+    gate = run["gate"]
+    assert gate["rejected"] == "sim01" and gate["admitted"] == "sim[02-03]", gate
+    assert verdicts(gate, "sim01") == (MULTI, [])
+    reason = next(r for r in gate["nodes"]["sim01"]["reasons"] if r.startswith("NCCL-04"))
+    assert "slow HCA mlx5_2" in reason
+    loc = run["fabric"]["localization"]
+    assert loc["named"] == ["sim01"] and loc["cleared"] == ["sim02", "sim03"] and run["fabric"]["regroup_passed"]
+

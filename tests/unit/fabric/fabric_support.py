@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from burnin.fabric.measure import NcclMeasurement, NvbMeasurement
+from burnin.fabric.measure import GdrMeasurement, NcclMeasurement, NvbMeasurement
 from burnin.transport.base import CommandResult
 
 GIB8 = 8 << 30
@@ -53,6 +53,7 @@ def section(node: str = "sim01", *, single: NcclMeasurement | None = None, nvbw:
         "settings": {"nvls": True}, "fleet": fleet_stats if fleet_stats is not None else fleet(), "run_nodes": 8,
         "single": {"all_reduce": (single or nccl([node])).to_json()},
         "nvbandwidth": (nvbw or nvb()).to_json(),
+        "ib_write_bw": gdr_section(),
         "multi": multi if multi is not None else {"applicable": True, "group": nccl(["sim01", "sim02"], 360).to_json(),
                                                   "group_passed": True, "floor_gbps": 300.0},
     }
@@ -112,3 +113,54 @@ def perf_output(busbw: float, *, wrong: int = 0, rows: int = 4, complete: bool =
         lines += [f"# Out of bounds values : {total} {'FAILED' if total else 'OK'}",
                   f"# Avg bus bandwidth    : {busbw:g}", "#"]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- IB-08 (ib_write_bw) and 8-GPU nvbandwidth
+
+
+def gdr(hca: str, gpu: int | None, bw: float | None = 392.0, *, status: str = "ok",
+        reason: str = "") -> GdrMeasurement:
+    return GdrMeasurement(hca, gpu, status, bw_average_gbps=bw, bw_peak_gbps=bw, size_bytes=1 << 20,
+                          iterations=5000, qps=4, cuda_device=gpu, reason=reason)
+
+
+def gdr_section(slow: dict[tuple[str, str], float] | None = None) -> dict[str, dict[str, Any]]:
+    """A node's ``ib_write_bw`` facts: every compute HCA at 388 (GPU) / 392 (host) Gb/s unless ``slow``."""
+    doc: dict[str, dict[str, Any]] = {}
+    for i in range(8):
+        hca = f"mlx5_{i}"
+        doc[hca] = {"cuda": gdr(hca, i, (slow or {}).get((hca, "cuda"), 388.0)).to_json(),
+                    "host": gdr(hca, None, (slow or {}).get((hca, "host"), 392.0)).to_json()}
+    return doc
+
+
+def nvbandwidth_output(gpus: int = 8, d2d: float = 392.0, h2d: float = 55.3) -> str:
+    """nvbandwidth v0.8 text of the four default testcases over ``gpus`` GPUs."""
+    header = "  " + "".join(f"{c:10d}" for c in range(gpus))
+    text = "nvbandwidth Version: v0.8\n\n"
+    for name, kind in (("device_to_device_memcpy_read_ce", "GPU(row) -> GPU(column)"),
+                       ("device_to_device_memcpy_write_ce", "GPU(row) <- GPU(column)"),
+                       ("host_to_device_memcpy_ce", "CPU(row) -> GPU(column)"),
+                       ("device_to_host_memcpy_ce", "CPU(row) <- GPU(column)")):
+        host = name.startswith(("host", "device_to_host"))
+        rows = [[None]] if host else [[r] for r in range(gpus)]
+        lines = []
+        for n, row in enumerate(rows):
+            cells = "".join(f"{'N/A':>10}" if not host and row[0] == c else f"{(h2d if host else d2d):10.2f}"
+                            for c in range(gpus))
+            lines.append(f"{n:2d}{cells}")
+        text += f"Running {name}.\nmemcpy CE {kind} bandwidth (GB/s)\n{header}\n" + "\n".join(lines)
+        text += f"\n\nSUM {name} 1.00\n\n"
+    return text
+
+
+def ib_write_bw_output(command: Sequence[str], gbps: float = 392.0) -> str:
+    """What the loopback client of an ``ib_write_bw`` command prints (the simulator's format)."""
+    from burnin.sim.formats import perftest
+
+    hca = command[command.index("-d") + 1]
+    cuda = next((int(a.split("=", 1)[1]) for a in command if a.startswith("--use_cuda=")), None)
+    text = perftest.cuda_setup(cuda, [f"0000:{b}:00" for b in ("1b", "43", "52", "61", "9d", "c3", "d1", "df")],
+                               "NVIDIA H100 80GB HBM3", 4242, 1 << 21) if cuda is not None else ""
+    return text + perftest.client_report(hca, qps=4, size=1 << 20, iterations=5000, peak_gbps=gbps + 0.3,
+                                         average_gbps=gbps, lid=1, qpn=0x4a, psn=0xbe352e, vaddr=0x7E6F4ED11000)

@@ -50,7 +50,7 @@ def test_a_fleet_of_two_has_no_stragglers(h100_topology: Topology) -> None:
 
 
 def test_no_fabric_section_is_incomplete(h100_topology: Topology) -> None:
-    for check_id in ("NCCL-01", "NCCL-03", "NCCL-04", "NCCL-05", "NVL-01", "NVL-02"):
+    for check_id in ("NCCL-01", "NCCL-03", "NCCL-04", "NCCL-05", "NVL-01", "NVL-02", "IB-08"):
         verdict = evaluate(check_id, Facts("sim01", {"sources": {}}), h100_topology)
         assert verdict.status is Status.INCOMPLETE and "fabric phase did not run" in verdict.reason
         down = evaluate(check_id, Facts.unreachable_node("sim01", "ssh: no route to host"), h100_topology)
@@ -107,21 +107,39 @@ def test_cleared_node_passes_when_the_group_without_the_named_passes(h100_topolo
     assert run("NCCL-03", h100_topology, multi=multi).status is Status.PASS
     verdict = run("NCCL-04", h100_topology, multi=multi)
     assert verdict.status is Status.PASS and "sim01+sim02 367.0 GB/s" in verdict.reason
+    # the cleared nodes still slow together: not one node's fault, so nobody is failed for it
     still_slow = _multi(nccl(GROUP, 180.0), False, loc, nccl(["sim01", "sim02", "sim03"], 250.0), False)
-    assert run("NCCL-03", h100_topology, multi=still_slow).status is Status.FAIL
+    verdict = run("NCCL-03", h100_topology, multi=still_slow)
+    assert verdict.status is Status.INCOMPLETE and "not one node's fault" in verdict.reason
+    assert "sim[01-03] 250.0 GB/s" in verdict.reason
 
 
-def test_group_failure_nobody_explains_fails_everyone(h100_topology: Topology) -> None:
+def test_group_failure_nobody_explains_is_incomplete_for_everyone(h100_topology: Topology) -> None:
     loc = _loc("cleared", [("pair", ("sim01", "sim02"), True, 367.0, 1)])
     verdict = run("NCCL-03", h100_topology, multi=_multi(nccl(GROUP, 250.0), False, loc))
-    assert verdict.status is Status.FAIL and "found no bad node" in verdict.reason
+    assert verdict.status is Status.INCOMPLETE and "every pair passed" in verdict.reason
+    assert "sim01+sim02 367.0 GB/s" in verdict.reason
 
 
-def test_unresolved_is_incomplete_for_nccl_04_and_fails_nccl_03(h100_topology: Topology) -> None:
+def test_unresolved_is_incomplete_never_failed(h100_topology: Topology) -> None:
+    """Two nodes, one failing pair, no per-node test that separates them: both incomplete."""
     loc = _loc("unresolved", [("pair", ("sim01", "sim02"), False, 180.0, 1)])
     multi = _multi(nccl(["sim01", "sim02"], 180.0), False, loc)
-    assert run("NCCL-04", h100_topology, multi=multi).status is Status.INCOMPLETE
-    assert run("NCCL-03", h100_topology, multi=multi).status is Status.FAIL
+    for node in ("sim01", "sim02"):
+        for check_id in ("NCCL-03", "NCCL-04"):
+            verdict = run(check_id, h100_topology, node, multi=multi)
+            assert verdict.status is Status.INCOMPLETE, verdict.reason
+    assert "neither clear nor name sim02" in run("NCCL-03", h100_topology, "sim02", multi=multi).reason
+
+
+def test_unlocalised_failing_group_is_incomplete(h100_topology: Topology) -> None:
+    """localize: never: a failing group cannot be pinned on anyone."""
+    multi = _multi(nccl(GROUP, 180.0), False)
+    for check_id in ("NCCL-03", "NCCL-04"):
+        verdict = run(check_id, h100_topology, multi=multi)
+        assert verdict.status is Status.INCOMPLETE and "localize: never" in verdict.reason
+    hung = _multi(nccl(GROUP, None, status="incomplete", reason="all_reduce_perf hung"), False)
+    assert "did not complete" in run("NCCL-03", h100_topology, multi=hung).reason
 
 
 def test_passing_group_without_localisation(h100_topology: Topology) -> None:
@@ -151,6 +169,9 @@ def test_nccl_05_wrong_values(h100_topology: Topology) -> None:
     cleared = {**loc, "status": "cleared", "tests": []}
     assert run("NCCL-05", h100_topology, "sim02", multi=_multi(nccl(GROUP, 367.0, wrong=5), False, cleared)
                ).status is Status.PASS
+    # not localised: wrong values in the group are nobody's in particular (incomplete, not failed)
+    unpinned = run("NCCL-05", h100_topology, "sim02", multi=_multi(nccl(GROUP, 367.0, wrong=5), False))
+    assert unpinned.status is Status.INCOMPLETE and "not pinned on one node" in unpinned.reason
 
 
 def test_nvl_01_pairs_node_median_and_fleet(h100_topology: Topology) -> None:

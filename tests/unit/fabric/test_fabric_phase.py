@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from fabric_support import FakeLauncher, perf_output, result
+from fabric_support import FakeLauncher, ib_write_bw_output, nvbandwidth_output, perf_output, result
 
 from burnin.errors import UsageError
 from burnin.fabric.phase import FabricOptions, Phase, _CommandLog, launcher_for, run_fabric_phase
@@ -18,23 +18,20 @@ from burnin.topology import Topology
 from burnin.transport.base import CommandResult
 
 NODES = [f"sim{i:02d}" for i in range(1, 9)]
-NVB = ("nvbandwidth Version: v0.8\n\n"
-       + "".join(f"Running {name}.\nmemcpy CE {kind} bandwidth (GB/s)\n{header}\n{rows}\nSUM {name} 1.00\n\n"
-                 for name, kind, header, rows in (
-                     ("device_to_device_memcpy_read_ce", "GPU(row) -> GPU(column)", "           0         1",
-                      " 0       N/A    392.00\n 1    391.00       N/A"),
-                     ("device_to_device_memcpy_write_ce", "GPU(row) <- GPU(column)", "           0         1",
-                      " 0       N/A    396.00\n 1    396.00       N/A"),
-                     ("host_to_device_memcpy_ce", "CPU(row) -> GPU(column)", "           0         1",
-                      " 0     55.30     55.20"),
-                     ("device_to_host_memcpy_ce", "CPU(row) <- GPU(column)", "           0         1",
-                      " 0     55.10     55.00"))))
+NVB = nvbandwidth_output(8)
 
 
-def fake(slow_node: str | None = "sim04", hang: str | None = "sim06", wrong: str | None = None) -> FakeLauncher:
+def fake(slow_node: str | None = "sim04", hang: str | None = "sim06", wrong: str | None = None,
+         slow_gdr: str | None = None, wrong_multi: str | None = None) -> FakeLauncher:
+    """A rack where ``slow_node`` is slow only in multi-node runs (mlx5_2's rail: invisible in loopback),
+    ``hang`` hangs nccl-tests, ``wrong`` corrupts them, and ``slow_gdr`` has mlx5_2 at half rate in IB-08."""
+
     def per_node(node: str, command: Sequence[str]) -> CommandResult:
         if any("nvbandwidth" in part for part in command):
             return result(node, NVB)
+        if "ib_write_bw" in command:
+            slow = node == slow_gdr and "mlx5_2" in command
+            return result(node, ib_write_bw_output(command, 196.0 if slow else 392.0))
         if node == hang:
             return result(node, perf_output(480.0, rows=1, complete=False), status=124)
         return result(node, perf_output(479.0, wrong=2 if node == wrong else 0))
@@ -43,7 +40,8 @@ def fake(slow_node: str | None = "sim04", hang: str | None = "sim06", wrong: str
         rails = 1 if ib_hca else 8
         slow = slow_node in nodes and (ib_hca is None or "mlx5_2" in ib_hca)
         value = rails * 46.0 * (0.5 if slow else 1.0)
-        return result(nodes[0], perf_output(value, wrong=1 if wrong in nodes else 0, ranks=8 * len(nodes)))
+        corrupt = wrong in nodes or wrong_multi in nodes
+        return result(nodes[0], perf_output(value, wrong=1 if corrupt else 0, ranks=8 * len(nodes)))
 
     return FakeLauncher(per_node, job)
 
@@ -55,7 +53,9 @@ def phase(launcher: FakeLauncher, topology: Topology, tmp_path: Path, **settings
 def test_slow_hca_named_with_rails_and_the_rest_cleared(h100_topology: Topology, tmp_path: Path) -> None:
     launcher = fake()
     res = phase(launcher, h100_topology, tmp_path).run(NODES)
-    assert "sim06" in res.excluded and "hung" in res.excluded["sim06"]
+    assert res.excluded["sim06"] == ("left out of multi-node runs and localisation: NCCL-01 incomplete, NCCL-05 "
+                                    "incomplete on this node")
+    assert "hung" in res.excluded_why["sim06"][0]
     assert res.group is not None and "sim06" not in res.group.nodes and not res.group_passed
     loc = res.localization
     assert loc is not None and loc.named == ["sim04"] and loc.rounds == 3 and not loc.unresolved
@@ -81,11 +81,20 @@ def test_a_passing_group_is_not_localised_unless_asked(h100_topology: Topology, 
     assert sorted(asked.localization.cleared) == NODES
 
 
-def test_wrong_values_fail_the_group_and_name_the_node(h100_topology: Topology, tmp_path: Path) -> None:
+def test_wrong_values_on_one_node_leave_it_out(h100_topology: Topology, tmp_path: Path) -> None:
     res = phase(fake(None, None, wrong="sim05"), h100_topology, tmp_path).run(NODES)
+    assert res.single["sim05"]["all_reduce"].corrupt
+    assert res.excluded == {"sim05": "left out of multi-node runs and localisation: NCCL-05 failed on this node"}
+    assert res.group is not None and "sim05" not in res.group.nodes and res.group_passed
+
+
+def test_wrong_values_only_across_nodes_fail_the_group_and_name_the_node(h100_topology: Topology,
+                                                                         tmp_path: Path) -> None:
+    res = phase(fake(None, None, wrong_multi="sim05"), h100_topology, tmp_path).run(NODES)
+    assert res.excluded == {}
     assert res.group is not None and res.group.corrupt and not res.group_passed
     assert res.localization is not None and res.localization.named == ["sim05"]
-    assert res.single["sim05"]["all_reduce"].corrupt
+    assert res.regroup is not None and "sim05" not in res.regroup.nodes and res.regroup_passed
 
 
 def test_localisation_off_and_multi_node_off(h100_topology: Topology, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pending_reference import pending_files, pending_tool
 
 from burnin.errors import ParseError
 from burnin.parsers import PARSERS, parse, to_jsonable
@@ -98,6 +99,8 @@ def _seeds(tool: str, ref_dir: Path, tool_of: Callable[[Path], str | None]) -> l
         for p in sorted(ref_dir.rglob("*.txt"))
         if tool_of(p) == tool
     ]
+    seeds += [p.read_text(encoding="utf-8", errors="replace")[:MAX_SEED] for p in pending_files()
+              if pending_tool(p) == tool]
     if tool == "numactl":
         seeds.append(NUMACTL_SEED)
     if tool == "dcgmi-diag":

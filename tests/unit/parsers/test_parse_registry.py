@@ -30,6 +30,7 @@ EXPECTED_TOOLS = {
     "numactl",
     "lspci",
     "dcgmi-diag",
+    "perftest",
 }
 
 
