@@ -97,7 +97,7 @@ class PhysicalRange:
 ERROR_COUNT = PhysicalRange(0, COUNTER_MAX)
 GPU_TEMPERATURE_C = PhysicalRange(0, 150, "C")  # NVML reports unsigned degrees; a running GPU shuts down near 92 C
 GPU_TEMPERATURE_LIMIT_C = PhysicalRange(1, 150, "C")  # a threshold of 0 C is a threshold not set
-POWER_LIMIT_W = PhysicalRange(1, 5000, "W")
+POWER_LIMIT_MW = PhysicalRange(1000, 5_000_000, "mW")  # NVML reports milliwatts
 PCIE_GENERATION = PhysicalRange(1, 7)
 PCIE_WIDTH = PhysicalRange(1, 32, "lanes")
 GPU_MEMORY_MIB = PhysicalRange(1, 2**24, "MiB")

@@ -12,7 +12,7 @@ from burnin.checks.base import (
     GPU_TEMPERATURE_LIMIT_C,
     PCIE_GENERATION,
     PCIE_WIDTH,
-    POWER_LIMIT_W,
+    POWER_LIMIT_MW,
     bad,
     check,
     gpu_field,
@@ -91,6 +91,12 @@ def _kernel_log(facts: Facts) -> str:
     return text
 
 
+def _pci_device(address: str) -> str:
+    """``0000:61:00.0``, ``0000:61:00`` (as an Xid line prints it) and ``61:00`` → ``0000:61:00``."""
+    device = address.lower().partition(".")[0]
+    return device if device.count(":") == 2 else "0000:" + device
+
+
 @check("GPU-04", "No fatal Xid in the kernel log")
 def xid_scan(facts: Facts, topology: Topology) -> Verdict:
     from burnin.errors import ParseError
@@ -102,14 +108,11 @@ def xid_scan(facts: Facts, topology: Topology) -> Verdict:
     except ParseError as exc:
         raise Unmeasurable(f"kernel log unreadable: {exc}") from None
     # Name the GPU by the topology's slot at its bus id; without one, by the PCI address.
-    bus_to_gpu = {device.bus_id[:10]: f"gpu{device.index}" for device in topology.gpus.devices}
+    bus_to_gpu = {_pci_device(device.bus_id): f"gpu{device.index}" for device in topology.gpus.devices}
     findings: list[Finding] = []
     seen: set[tuple[str, int, bool]] = set()
     for event in report.events:
-        pci = event.pci.lower()
-        if pci.count(":") == 1:
-            pci = "0000:" + pci
-        subject = bus_to_gpu.get(pci[:10], f"PCI {event.pci}")
+        subject = bus_to_gpu.get(_pci_device(event.pci), f"PCI {event.pci}")
         fatal = xid_table.is_fatal(event.xid, event.text)
         if (subject, event.xid, fatal) in seen:
             continue
@@ -161,10 +164,8 @@ def power_limit(facts: Facts, topology: Topology) -> Verdict:
     ref = _ref(topology, "power_limit_w")
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        milliwatts = gpu_field(gpu, "power", "enforced_limit_mw")
-        if isinstance(milliwatts, (int, float)) and not isinstance(milliwatts, bool):
-            milliwatts = milliwatts / 1000
-        enforced = measured_number(milliwatts, subject, "enforced power limit (W)", POWER_LIMIT_W)
+        enforced = measured_number(gpu_field(gpu, "power", "enforced_limit_mw"), subject,
+                                   "enforced power limit (mW)", POWER_LIMIT_MW) / 1000
         return judge(subject, ref.admits(enforced), f"power limit {enforced:g} W", ref.describe())
 
     return roll_up("GPU-07", facts.node, per_gpu(facts, topology, judge_gpu),

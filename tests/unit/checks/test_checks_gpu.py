@@ -188,3 +188,20 @@ def test_lost_gpu_is_unmeasured_by_every_per_gpu_check(facts: Facts) -> None:
     g["errors"] = {"handle": "NVML_ERROR_GPU_IS_LOST"}
     for check_id in ("GPU-01", "GPU-03", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11"):
         assert_status(judge(check_id, facts), INCOMPLETE, "NVML_ERROR_GPU_IS_LOST")
+
+
+def test_temperature_margin_comes_from_the_reference_bound(facts: Facts) -> None:
+    """A site that wants 10 C of headroom gets it judged and shown."""
+    from dataclasses import replace
+
+    from checks_support import TOPOLOGY
+
+    margin = replace(TOPOLOGY.references["gpu_temp_margin_c"], value=5, lower=10)
+    strict = replace(TOPOLOGY, references={**TOPOLOGY.references, "gpu_temp_margin_c": margin})
+    g = gpu(facts, 1)
+    limit = g["temperature_thresholds"]["gpu_max"]
+    g["temperature_c"] = limit - 10
+    assert judge("GPU-06", facts, strict).status is PASS
+    g["temperature_c"] = limit - 9
+    verdict = judge("GPU-06", facts, strict)
+    assert_status(verdict, FAIL, f"gpu1 {limit - 9} C (limit {limit} C)", "GPU max - 10 C")

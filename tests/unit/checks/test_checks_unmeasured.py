@@ -146,7 +146,9 @@ ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
     # GPU-07
     ("GPU-07", "limit NaN (was pass)", gpu_set("power", "enforced_limit_mw", value=NAN), "nan"),
     ("GPU-07", "limit inf", gpu_set("power", "enforced_limit_mw", value=INF), "inf"),
-    ("GPU-07", "limit negative", gpu_set("power", "enforced_limit_mw", value=-700_000), "-700"),
+    ("GPU-07", "limit negative", gpu_set("power", "enforced_limit_mw", value=-700_000), "-700000"),
+    ("GPU-07", "limit as a flag", gpu_set("power", "enforced_limit_mw", value=True), "True is not a number"),
+    ("GPU-07", "limit 999 mW", gpu_set("power", "enforced_limit_mw", value=999), "999 outside"),
     ("GPU-07", "limit 0 W", gpu_set("power", "enforced_limit_mw", value=0), "0"),
     ("GPU-07", "limit unreadable", gpu_set("power", "enforced_limit_mw", value=None), "enforced_limit_mw"),
     # GPU-08
@@ -161,6 +163,10 @@ ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
     ("GPU-10", "link state unreadable", links_unreadable, "NVML_ERROR_UNKNOWN"),
     ("GPU-10", "active not a flag", link_set("active", None), "active"),
     ("GPU-10", "no NVLink list", gpu_set("nvlink", value=None), "nvlink"),
+    ("GPU-10", "NVLink entries not records", gpu_set("nvlink", value=[1, 2]), "NVLink list unreadable"),
+    ("GPU-10", "NVLink map instead of list", gpu_set("nvlink", value={"0": {"active": True}}),
+     "NVLink list unreadable"),
+    ("GPU-11", "NVLink entries not records", gpu_set("nvlink", value=["up"]), "NVLink list unreadable"),
     # GPU-11
     ("GPU-11", "counter unreadable (was pass as 0)", counter_unreadable, "NVML_ERROR_NOT_SUPPORTED"),
     ("GPU-11", "counter missing (was pass as 0)", link_set("replay", None), "replay counter: not reported"),
@@ -245,3 +251,44 @@ def test_every_node_check_has_an_unreadable_input_row() -> None:
     assert len(node_checks) >= 25, node_checks
     covered = {row[0] for row in ROWS} | {"INV-03", "INV-05", "TOP-02", "TOP-04", "GPU-04"}  # own test files
     assert node_checks <= covered, sorted(node_checks - covered)
+
+
+def test_unreadable_link_states_are_listed_up_to_four(facts: Facts) -> None:
+    g = gpu(facts, LAST)
+    for link in (1, 2, 3, 4, 5):
+        g["errors"][f"nvlink_{link}_state"] = f"NVML_ERROR_{link}"
+    g["nvlink"] = [entry for entry in g["nvlink"] if entry["link"] not in (1, 2, 3, 4, 5)]
+    verdict = judge("GPU-10", facts)
+    assert_status(verdict, INCOMPLETE, "nvlink_1: NVML_ERROR_1", "nvlink_4: NVML_ERROR_4")
+    assert "NVML_ERROR_5" not in verdict.reason
+
+
+def test_an_unreadable_counter_does_not_make_link_state_unmeasured(facts: Facts) -> None:
+    """GPU-10 reads link states only: a counter NVML refused is GPU-11's business."""
+    counter_unreadable(facts)
+    assert judge("GPU-10", facts).status is PASS
+    assert judge("GPU-11", facts).status is INCOMPLETE
+
+
+REFERENCES = {
+    "GPU-01": ("ecc_uncorrected_volatile", "sram_uncorrected_aggregate"),
+    "GPU-06": ("gpu_temp_margin_c",),
+    "GPU-07": ("power_limit_w",),
+    "GPU-08": ("gpu_pcie_gen", "gpu_pcie_width"),
+    "GPU-10": ("nvlink_links_active",),
+    "GPU-11": ("nvlink_recovery_errors", "nvlink_replay_errors", "nvlink_crc_errors"),
+    "IB-02": ("ib_rate_gbps",),
+    "IB-04": ("ib_fatal_counter", "ib_error_counter"),
+}
+REFERENCE_ROWS = [(check_id, key) for check_id, keys in REFERENCES.items() for key in keys]
+
+
+@pytest.mark.parametrize(("check_id", "key"), REFERENCE_ROWS, ids=[f"{c}-{k}" for c, k in REFERENCE_ROWS])
+def test_a_topology_without_the_reference_is_incomplete(facts: Facts, check_id: str, key: str) -> None:
+    from dataclasses import replace
+
+    from checks_support import TOPOLOGY
+
+    partial = replace(TOPOLOGY, references={k: v for k, v in TOPOLOGY.references.items() if k != key})
+    verdict = judge(check_id, facts, partial)
+    assert_status(verdict, INCOMPLETE, key)
