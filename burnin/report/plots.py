@@ -179,7 +179,8 @@ def strip_plot(label: str, points: Sequence[Point], lines: Sequence[Line], unit:
                   for x, p in plain]
     marked = sorted(((x, p) for x, p in zip(xs, points, strict=True) if _marked(p)),
                     key=lambda xp: (SEVERITY.get(xp[1].status, 2), xp[1].label))
-    placed: list[tuple[float, float, float]] = []
+    # the marked points themselves are obstacles for the labels
+    placed: list[tuple[float, float, float]] = [(x - 5, x + 5, scale(p.value)) for x, p in marked[:MAX_LABELS]]
     for rank, (x, p) in enumerate(marked):
         y = scale(p.value)
         color = COLORS.get(p.status, COLORS["pass"])

@@ -32,6 +32,8 @@ class Measure:
     """A per-node reading that is the upper bound (the GPU's own temperature limit)."""
     straggler: bool = False
     """Judged against the run's median too: draw the straggler line."""
+    spread: float = 0.0
+    """Differences from the median up to this (in the unit) never stand out: sensor noise, e.g. 5 C."""
     sparse: bool = False
     """Measured on some nodes only (those localisation tested): nodes without it are not listed as missing."""
 
@@ -40,7 +42,7 @@ MEASURES: tuple[Measure, ...] = (
     Measure("gpu.count", "INV-01", "GPUs seen per node", "GPUs"),
     Measure("gpu.ecc_volatile_uncorrected_max", "GPU-01", "uncorrected ECC errors (worst GPU)", "errors",
             "ecc_uncorrected_volatile"),
-    Measure("gpu.temperature_max", "GPU-06", "hottest GPU", "C", upper_reading="gpu.temperature_limit"),
+    Measure("gpu.temperature_max", "GPU-06", "hottest GPU", "C", upper_reading="gpu.temperature_limit", spread=5.0),
     Measure("gpu.power_limit_min", "GPU-07", "lowest GPU power limit", "W", "power_limit_w"),
     Measure("gpu.nvlink_active_min", "GPU-10", "NVLink links active (worst GPU)", "links", "nvlink_links_active"),
     Measure("gpu.nvlink_errors_max", "GPU-11", "NVLink replay/CRC errors (worst link)", "errors",
@@ -102,8 +104,8 @@ class Series:
         return any(p.outlier or p.status in ("fail", "incomplete") for p in self.points)
 
 
-def outliers(values: Sequence[float]) -> list[bool]:
-    """Values further from the median than 4 median absolute deviations and 5% of the median.
+def outliers(values: Sequence[float], noise: float = 0.0) -> list[bool]:
+    """Values further from the median than 4 median absolute deviations, 5% of the median and ``noise``.
 
     With a spread of zero (every healthy node reads the same) any other value
     stands out; the 5% floor keeps ordinary noise of a tight fleet unmarked.
@@ -112,7 +114,7 @@ def outliers(values: Sequence[float]) -> list[bool]:
         return [False] * len(values)
     middle = statistics.median(values)
     spread = statistics.median(abs(v - middle) for v in values)
-    allowed = max(4 * spread, 0.05 * abs(middle))
+    allowed = max(4 * spread, 0.05 * abs(middle), noise)
     return [abs(v - middle) > allowed for v in values]
 
 
@@ -153,7 +155,7 @@ def build_series(nodes: Sequence[str], facts: Mapping[str, NodeFacts], status: M
         if not present:
             continue
         values = [v for _, v in present]
-        marks = outliers(values)
+        marks = outliers(values, measure.spread)
         points = tuple(Point(n, v, status.get((n, measure.check), ""), mark)
                        for (n, v), mark in zip(present, marks, strict=True))
         uppers = [facts[n].readings[measure.upper_reading] for n, _ in present
