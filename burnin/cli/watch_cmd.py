@@ -74,10 +74,12 @@ def run(args: argparse.Namespace) -> int:
     from burnin.errors import UsageError
     from burnin.nodes import validate_name
     from burnin.probe import local_node_name
+    from burnin.topology.fast import find_topology_fast
     from burnin.watch.daemon import WatchConfig, Watcher
     from burnin.watch.events import Action, Policy
 
     node = validate_name(args.node or local_node_name())
+    find_topology_fast(args.topology)  # for the fallback probe: a wrong name is a usage error now
     state_dir = _state_dir(args.state_dir)
     try:
         state_dir.mkdir(parents=True, exist_ok=True)

@@ -156,3 +156,16 @@ def test_without_nvml_events_the_fast_probe_drains(node: SimNode, watch: Callabl
     w.wait_for("the probe's drain", lambda: "DRAIN GPU-10" in w.out())
     (entry,) = w.journal()
     assert entry["source"] == "probe" and entry["check"] == "GPU-10" and "gpu1" in entry["cause"]
+
+
+def test_nvml_down_for_a_while_then_back(node: SimNode, watch: Callable[..., Watch]) -> None:
+    w = watch(node)
+    _ready(w)
+    healthy = node.nvml_state.read_text()
+    node.nvml_state.write_text(healthy + "init_error=9\n")  # the driver is being reloaded
+    append_nvml_events(node.dir, ["error 9"])
+    w.wait_for("the failed re-init", lambda: "NVML: Driver Not Loaded" in w.err())
+    node.nvml_state.write_text(healthy)
+    _ready(w, sessions=2)
+    apply_fault(node.dir, "ecc-uncorrectable@gpu4")  # only NVML reports this one
+    w.wait_for("the eviction", lambda: "EVICT GPU-01 gpu4 double-bit (uncorrectable) ECC error" in w.out())
