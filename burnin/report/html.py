@@ -16,12 +16,8 @@ could neither run nor load anything.
 from __future__ import annotations
 
 import base64
-import calendar
 import hashlib
 import json
-import re
-import shlex
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,18 +27,16 @@ from urllib.parse import quote
 
 from burnin.errors import BurninError
 from burnin.nodes import fold
+from burnin.report.cards import curve_cards, node_order, pair_card, series_card, soak_cards
 from burnin.report.node_facts import NodeFacts, read_node
-from burnin.report.plots import Curve, Rendered, curve_plot, number_text, strip_plot
-from burnin.report.series import MEASURES, Line, Point, Series, build_series, outliers
+from burnin.report.plots import Rendered, number_text
+from burnin.report.runinfo import RUN_META_FILE, SOAK_FILE, epoch, run_info
+from burnin.report.series import build_series
 from burnin.text import printable
 
 if TYPE_CHECKING:
     from burnin.topology.model import Topology
 
-RUN_META_FILE = "run.json"
-"""Optional ``{argv, suites, started, duration_s, version}`` written by the run command (docs/report.md)."""
-SOAK_FILE = "soak.json"
-"""Optional soak time series (docs/report.md); drawn when present."""
 ALL_CHECKS_LIMIT = 20_000
 """Up to this many verdicts, each node's section lists every check; above it, only those that did not pass."""
 STATUS_ORDER = {"fail": 0, "incomplete": 1, "not-applicable": 2, "pass": 3}
@@ -96,25 +90,6 @@ class NodeView:
         return number_text(value) if value is not None else ""
 
 
-@dataclass(frozen=True, slots=True)
-class PlotCard:
-    check: str
-    title: str
-    label: str
-    svg: Rendered
-    notes: tuple[str, ...]
-    attention: bool
-    anchor: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    rows: tuple[tuple[str, str], ...]
-    links: tuple[tuple[str, str], ...]
-    """(file name, href) of the run's result files found beside report.html."""
-    warnings: tuple[str, ...] = ()
-
-
 @dataclass
 class _Run:
     out_dir: Path
@@ -123,11 +98,6 @@ class _Run:
     meta: dict[str, Any] = field(default_factory=dict)
     fabric: dict[str, Any] = field(default_factory=dict)
     soak: dict[str, Any] = field(default_factory=dict)
-
-
-def node_order(name: str) -> tuple[tuple[int, str], ...]:
-    """Natural order: ``gpu2`` before ``gpu10``."""
-    return tuple((int(part), "") if part.isdigit() else (-1, part) for part in re.split(r"(\d+)", name) if part)
 
 
 def group_failures(gate: dict[str, Any]) -> list[FailureGroup]:
@@ -223,79 +193,6 @@ def _topology(gate: Mapping[str, Any]) -> Topology | None:
         return None
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
-
-
-def _epoch(stamp: object) -> float | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return None
-
-
-def _links(out_dir: Path) -> list[tuple[str, str]]:
-    names = ["gate.json", "verdicts.json", "junit.xml", *sorted(p.name for p in out_dir.glob("junit-*.xml")),
-             *sorted(p.name for p in out_dir.glob("*.prom")), "fabric.json", "fabric-commands.log", SOAK_FILE,
-             RUN_META_FILE]
-    links = [(name, quote(name)) for name in dict.fromkeys(names) if (out_dir / name).is_file()]
-    if (out_dir / "facts").is_dir():
-        links.append(("facts/", "facts/"))
-    return links
-
-
-def run_info(run: _Run, first_collected: float | None) -> RunInfo:
-    """The run's metadata: version, command line, suites, times, selection; what is not recorded says so."""
-    from burnin import __version__
-
-    gate, meta = run.gate, run.meta
-    rows: list[tuple[str, str]] = []
-    version = meta.get("version")
-    rows.append(("burnin", str(version) if version else
-                 f"{__version__} (the version rendering this report; run.json not written)"))
-    argv = meta.get("argv")
-    if isinstance(argv, list) and argv:
-        rows.append(("command", shlex.join(str(a) for a in argv)))
-    suites = meta.get("suites")
-    if isinstance(suites, list) and suites:
-        rows.append(("suites", ", ".join(map(str, suites))))
-    else:
-        inferred = ["node", *(["fabric"] if run.fabric else [])]
-        rows.append(("suites", ", ".join(inferred) + " (inferred: run.json not written)"))
-    rows.append(("topology", str(gate.get("topology") or "-")))
-    if meta.get("started"):
-        rows.append(("started", str(meta["started"])))
-    if gate.get("created"):
-        rows.append(("gate written", str(gate["created"])))
-    duration = meta.get("duration_s")
-    created = _epoch(gate.get("created"))
-    if isinstance(duration, (int, float)) and not isinstance(duration, bool):
-        rows.append(("duration", _duration(float(duration))))
-    elif created is not None and first_collected is not None:
-        rows.append(("duration", f"about {_duration(created - first_collected)} (first facts to gate)"))
-    selection = gate.get("selection")
-    if isinstance(selection, dict) and selection.get("keyword"):
-        rows.append(("selection", f"-k {selection['keyword']}"))
-    nodes = gate.get("summary", {}).get("nodes", len(gate.get("nodes", {})))
-    rows.append(("verdicts", f"{len(run.verdicts)} over {nodes} nodes"))
-    warnings: list[str] = []
-    if gate.get("partial"):
-        reasons = gate.get("partial_reasons") or []
-        warnings.append("Partial run: it did not judge every check and admits nobody"
-                        + (f" ({'; '.join(map(str, reasons))})" if reasons else "") + ".")
-    if gate.get("interrupted"):
-        warnings.append(f"Interrupted run: {gate.get('interrupted_reason') or 'stopped before the end'}; "
-                        "it admits nobody.")
-    return RunInfo(tuple(rows), tuple(_links(run.out_dir)), tuple(warnings))
-
-
 def _statuses(verdicts: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
     """(node, check) -> the worst status among the verdicts (fail > incomplete > not-applicable > pass)."""
     worst: dict[tuple[str, str], str] = {}
@@ -305,111 +202,6 @@ def _statuses(verdicts: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], st
         if key not in worst or STATUS_ORDER.get(status, 1) < STATUS_ORDER.get(worst[key], 1):
             worst[key] = status
     return worst
-
-
-def _series_card(series: Series, titles: Mapping[str, str]) -> PlotCard:
-    measure = series.measure
-    notes: list[str] = []
-    bounds = [line.label for line in series.lines if line.kind == "bound"]
-    if bounds:
-        notes.append(f"bound {', '.join(bounds)} {measure.unit} (topology)")
-    failed = [p.label for p in series.points if p.status == "fail"]
-    incomplete = [p.label for p in series.points if p.status == "incomplete"]
-    standing_out = [p.label for p in series.points if p.outlier and p.status not in ("fail", "incomplete")]
-    if failed:
-        notes.append(f"failed: {fold(failed)}")
-    if incomplete:
-        notes.append(f"incomplete: {fold(incomplete)}")
-    if standing_out:
-        notes.append(f"stand out from the fleet: {fold(standing_out)}")
-    if series.missing:
-        notes.append(f"no value from {len(series.missing)}: {fold(series.missing)}")
-    label = f"{measure.check} {measure.label} ({measure.unit}), {len(series.points)} nodes"
-    svg = strip_plot(label, series.points, series.lines, measure.unit)
-    return PlotCard(measure.check, titles.get(measure.check, ""), f"{measure.label} ({measure.unit})", svg,
-                    tuple(notes), series.attention, f"plot-{measure.reading}")
-
-
-def _pair_card(fabric: Mapping[str, Any], titles: Mapping[str, str]) -> PlotCard | None:
-    """NCCL-03's 2-node runs of the localisation, one point per pair, in the order they ran."""
-    localization = fabric.get("localization")
-    if not isinstance(localization, dict):
-        return None
-    points: list[Point] = []
-    for test in localization.get("tests") or []:
-        if not isinstance(test, dict) or not isinstance(test.get("measurement"), dict):
-            continue
-        value = test["measurement"].get("busbw_gbps")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
-            label = "+".join(map(str, test.get("nodes") or ())) or "?"
-            points.append(Point(label, float(value), "pass" if test.get("passed") else "fail"))
-    if not points:
-        return None
-    marks = outliers([p.value for p in points])
-    points = [Point(p.label, p.value, p.status, mark) for p, mark in zip(points, marks, strict=True)]
-    lines = []
-    floor = localization.get("floor_gbps")
-    if isinstance(floor, (int, float)) and not isinstance(floor, bool):
-        lines.append(Line(f">= {floor:.4g}", float(floor), "bound"))
-    middle = sorted(p.value for p in points)[len(points) // 2]
-    lines.append(Line(f"median {middle:.4g}", middle, "median"))
-    failed = [p.label for p in points if p.status == "fail"]
-    notes = [f"{len(points)} pair runs in {localization.get('rounds', '?')} rounds"]
-    if failed:
-        notes.append("below the floor: " + ", ".join(failed[:12]) + (" ..." if len(failed) > 12 else ""))
-    named = localization.get("named") or []
-    if named:
-        notes.append(f"named: {fold(map(str, named))}")
-    svg = strip_plot("NCCL-03 2-node all_reduce busbw per pair (GB/s)", points, lines, "GB/s",
-                     order="pair runs in the order they ran")
-    return PlotCard("NCCL-03", titles.get("NCCL-03", ""), "2-node all_reduce busbw per pair (GB/s)", svg,
-                    tuple(notes), bool(failed), "plot-nccl-pairs")
-
-
-def _curve_cards(nodes: Sequence[str], facts: Mapping[str, NodeFacts], status: Mapping[tuple[str, str], str],
-                 titles: Mapping[str, str]) -> list[PlotCard]:
-    """busbw against message size per node, where the fabric phase kept each run's rows (``curve``)."""
-    cards = []
-    for measure in MEASURES:
-        curves = [Curve(n, status.get((n, measure.check), ""), facts[n].curves[measure.reading],
-                        status.get((n, measure.check), "") in ("fail", "incomplete"))
-                  for n in nodes if n in facts and measure.reading in facts[n].curves]
-        if not curves:
-            continue
-        label = f"{measure.label} against message size"
-        svg = curve_plot(f"{measure.check} {label}", curves, measure.unit, x_unit="message size", log2_x=True)
-        marked = [c.label for c in curves if c.marked]
-        notes = [f"{len(curves)} nodes"] + ([f"marked: {fold(marked)}"] if marked else [])
-        cards.append(PlotCard(measure.check, titles.get(measure.check, ""), f"{label} ({measure.unit})", svg,
-                              tuple(notes), bool(marked), f"curve-{measure.reading}"))
-    return cards
-
-
-def _soak_cards(soak: Mapping[str, Any], status: Mapping[tuple[str, str], str],
-                titles: Mapping[str, str]) -> list[PlotCard]:
-    """Soak time series (``soak.json``: docs/report.md), one plot per series."""
-    cards = []
-    for index, series in enumerate(soak.get("series") or []):
-        if not isinstance(series, dict) or not isinstance(series.get("nodes"), dict):
-            continue
-        check = str(series.get("check") or "")
-        curves = []
-        for node, rows in sorted(series["nodes"].items(), key=lambda item: node_order(str(item[0]))):
-            points = tuple((float(r[0]) / 3600, float(r[1])) for r in rows or []
-                           if isinstance(r, list) and len(r) >= 2
-                           and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v == v for v in r[:2]))
-            verdict = status.get((str(node), check), "")
-            curves.append(Curve(str(node), verdict, points, verdict in ("fail", "incomplete")))
-        lines = [Line(f"{word} {series[key]:g}", float(series[key]), "bound")
-                 for key, word in (("lower", ">="), ("upper", "<="))
-                 if isinstance(series.get(key), (int, float)) and not isinstance(series.get(key), bool)]
-        unit = str(series.get("unit") or "")
-        label = str(series.get("label") or f"series {index + 1}")
-        svg = curve_plot(f"{check} {label}", curves, unit, x_unit="hours", lines=lines)
-        marked = [c.label for c in curves if c.marked]
-        cards.append(PlotCard(check, titles.get(check, ""), f"{label} ({unit}) over time", svg,
-                              (f"marked: {fold(marked)}",) if marked else (), bool(marked), f"soak-{index}"))
-    return cards
 
 
 def _node_views(run: _Run, nodes: Sequence[str], facts: Mapping[str, NodeFacts]) -> list[NodeView]:
@@ -456,19 +248,21 @@ def render(out_dir: Path) -> Path:
     titles = check_titles()
     status = _statuses(run.verdicts)
     series = build_series(nodes, facts, status, _topology(run.gate))
-    cards = [_series_card(s, titles) for s in series]
-    pair_card = _pair_card(run.fabric, titles)
-    cards += [pair_card] if pair_card else []
-    cards += _curve_cards(nodes, facts, status, titles) + _soak_cards(run.soak, status, titles)
+    cards = [series_card(s, titles) for s in series]
+    pairs = pair_card(run.fabric, titles)
+    cards += [pairs] if pairs else []
+    cards += curve_cards(nodes, facts, status, titles) + soak_cards(run.soak, status, titles)
     cards.sort(key=lambda c: (not c.attention, c.check))
     collected = [t for f in facts.values() for label, value in f.summary if label == "collected"
-                 if (t := _epoch(value)) is not None]
+                 if (t := epoch(value)) is not None]
+    info = run_info(out_dir, run.gate, run.meta, verdicts=len(run.verdicts), fabric=bool(run.fabric),
+                    first_collected=min(collected, default=None))
     env = Environment(loader=PackageLoader("burnin.report", "templates"), autoescape=True, finalize=shown)
     script, style, policy = _script(env)
     views = _node_views(run, nodes, facts)
     page = env.get_template("report.html.j2").render(
         gate=run.gate, groups=group_failures(run.gate), checks=check_matrix(run.verdicts, titles),
-        nodes=views, plots=cards, info=run_info(run, min(collected, default=None)), script=script, style=style,
+        nodes=views, plots=cards, info=info, script=script, style=style,
         policy=policy, every_check=len(run.verdicts) <= ALL_CHECKS_LIMIT,
     )
     path = out_dir / "report.html"

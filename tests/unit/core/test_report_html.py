@@ -17,6 +17,7 @@ from burnin.report import html
 from burnin.report.html import ReportError, check_matrix, group_failures, node_order, render
 from burnin.report.node_facts import number, read_node, summarize
 from burnin.report.plots import Curve, curve_plot, nice_ticks, strip_plot
+from burnin.report.runinfo import write_run_json
 from burnin.report.series import MEASURES, Line, Point, build_series, outliers
 from burnin.topology.load import find_topology
 
@@ -179,6 +180,17 @@ def test_run_metadata_from_run_json_and_links_to_files_present(tmp_path: Path) -
     assert "node, fabric" in page and "42.5 s" in page
     assert '<a href="gate.json">' in page and '<a href="junit.xml">' in page
     assert '<a href="fabric.json">' not in page, "no link to a file the run did not write"
+
+
+def test_the_run_command_writes_run_json_with_what_the_report_shows(tmp_path: Path) -> None:
+    _write_fleet(tmp_path)
+    write_run_json(tmp_path, argv=["burnin", "run", "--sim", "8", "--suite", "node"], suites=["node"],
+                   started=1_764_550_800.0, duration_s=3725.0)
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["started"] == "2025-12-01T01:00:00Z" and meta["duration_s"] == 3725.0
+    page = render(tmp_path).read_text()
+    assert "burnin run --sim 8 --suite node" in page and "1 h 02 min" in page
+    assert "run.json not written" not in page
 
 
 def test_without_run_json_the_duration_is_estimated_and_said_so(tmp_path: Path) -> None:
