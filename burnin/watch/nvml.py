@@ -111,6 +111,7 @@ class NvmlWatch:
     def _handles(self, nv: Any) -> dict[int, tuple[Any, str]]:
         """index -> (handle, bus) of every GPU that answers; newly lost ones become events."""
         handles: dict[int, tuple[Any, str]] = {}
+        labels = dict(self.labels)
         for index in range(nv.nvmlDeviceGetCount()):
             try:
                 handle = nv.nvmlDeviceGetHandleByIndex(index)
@@ -120,8 +121,9 @@ class NvmlWatch:
                     raise
                 continue  # lost before this session: known, or reported when it was lost
             handles[index] = (handle, bus)
-            self.labels[bus] = f"gpu{index}"
+            labels[bus] = f"gpu{index}"
             self._lost.discard(bus)  # answers again (reset, or a simulated fault cleared)
+        self.labels = labels  # replaced whole: the kernel-log thread reads it without a lock
         return handles
 
     def _register(self, nv: Any, handles: dict[int, tuple[Any, str]], event_set: Any) -> list[int]:
