@@ -21,7 +21,6 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,41 +28,19 @@ import pytest
 
 from burnin.atomic import write_text_atomic
 from burnin.errors import BurninError
-from burnin.evaluate.verdict import Status, Unmeasurable, Verdict
+from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
-from burnin.gate.decide import (
-    FAIL,
-    INCOMPLETE,
-    NOT_APPLICABLE,
-    PASS,
-    CheckOutcome,
-    decide,
-    gate_document,
-    hold_all,
-)
-from burnin.suite import CheckIncomplete, NotApplicable
+from burnin.gate.decide import INCOMPLETE, PASS, CheckOutcome, decide, gate_document, hold_all
+from burnin.outcomes import ItemResult, judge_phase, outcome_from_properties, set_property, skip_message
+from burnin.suite import CheckIncomplete
 from burnin.text import printable
 from burnin.topology.model import Topology
 
 _STATE = pytest.StashKey["_PluginState"]()
-_ITEM_RESULT = pytest.StashKey["_ItemResult"]()
+_ITEM_RESULT = pytest.StashKey["ItemResult"]()
 RUN_FILE = "_run.json"
 GATE_FILE = "gate.json"
 VERDICTS_FILE = "verdicts.json"
-_RANK = {PASS: 0, NOT_APPLICABLE: 0, INCOMPLETE: 1, FAIL: 2}
-_REASON_LIMIT = 2000
-
-
-@dataclasses.dataclass
-class _ItemResult:
-    """The worst status an item's phases reported so far (fail > incomplete > pass, not-applicable)."""
-
-    status: str | None = None
-    reason: str = ""
-
-    def add(self, status: str, reason: str) -> None:
-        if self.status is None or _RANK[status] > _RANK[self.status]:
-            self.status, self.reason = status, printable(reason, limit=_REASON_LIMIT)
 
 
 class _PluginState:
@@ -106,7 +83,7 @@ class _PluginState:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.skipped:
             self.collect_skips.append(f"{report.nodeid or 'a test module'} skipped at collection: "
-                                      f"{printable(_skip_message(report.longrepr))}")
+                                      f"{printable(skip_message(report.longrepr))}")
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.stopped = printable(excinfo.exconly().strip() or excinfo.typename, limit=200)
@@ -115,7 +92,7 @@ class _PluginState:
         """The teardown report carries the test's final outcome (see :func:`pytest_runtest_makereport`)."""
         if report.when != "teardown":
             return
-        outcome = _outcome_from_properties(report.user_properties)
+        outcome = outcome_from_properties(report.user_properties)
         if outcome is not None:
             self.outcomes[report.nodeid] = outcome
 
@@ -296,93 +273,6 @@ def verdict(request: pytest.FixtureRequest, node: str, facts: Facts, topology: T
     return result
 
 
-def _outcome_from_properties(properties: Iterable[tuple[str, object]]) -> CheckOutcome | None:
-    props = dict(properties)
-    node, check, status = props.get("node"), props.get("check"), props.get("verdict")
-    if node is None or check is None:
-        return None
-    if status not in _RANK:
-        status = INCOMPLETE
-        props["reason"] = f"{check} has no outcome: the test reported no result"
-    return CheckOutcome(str(node), str(check), str(status), str(props.get("reason") or ""),
-                        str(props.get("measured", "")), str(props.get("expected", "")))
-
-
-def _skip_message(longrepr: object) -> str:
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2]).removeprefix("Skipped: ")
-    return str(longrepr or "").strip().removeprefix("Skipped: ")
-
-
-def _crash_line(report: pytest.TestReport) -> str:
-    crash = getattr(report.longrepr, "reprcrash", None)
-    if crash is not None:
-        return str(crash.message).splitlines()[0] if crash.message else ""
-    text = str(report.longrepr or "").strip().splitlines()
-    return text[-1] if text else ""
-
-
-def _as_error(report: pytest.TestReport, reason: str) -> None:
-    """Turn a report into a failure (call) or an error (setup, teardown) whose whole text is ``reason``."""
-    report.outcome = "failed"
-    report.longrepr = reason
-    if hasattr(report, "wasxfail"):
-        del report.wasxfail
-
-
-def _judge_phase(report: pytest.TestReport, call: pytest.CallInfo[None], check: str,
-                 props: dict[str, object]) -> tuple[str, str] | None:
-    """This phase's (status, reason), rewriting the report where pytest's own outcome would mislead."""
-    exc = call.excinfo.value if call.excinfo is not None else None
-    verdict_status, verdict_reason = props.get("verdict"), str(props.get("reason") or "")
-    if isinstance(exc, NotApplicable) and report.skipped and exc.reason.strip():
-        reason = printable(f"{check} not applicable: {exc.reason}", limit=_REASON_LIMIT)
-        path, lineno = (report.longrepr[0], report.longrepr[1]) if isinstance(report.longrepr, tuple) else ("", 0)
-        report.longrepr = (path, lineno, reason)
-        return NOT_APPLICABLE, reason
-    strict_xpass = isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]")
-    if hasattr(report, "wasxfail") or strict_xpass:
-        what = "xpassed" if report.passed or strict_xpass else "xfailed"
-        why = str(getattr(report, "wasxfail", "") or report.longrepr).removeprefix("[XPASS(strict)]")
-        why = why.strip().removeprefix("reason: ")
-        reason = f"{check} xfail is not a verdict ({what}{': ' + why if why else ''})"
-        _as_error(report, printable(reason, limit=_REASON_LIMIT))
-        return INCOMPLETE, reason
-    if report.skipped:
-        reason = (f"{check} skipped: {_skip_message(report.longrepr)} "
-                  "(a skip is not a verdict; a check that does not apply calls burnin.suite.not_applicable)")
-        _as_error(report, printable(reason, limit=_REASON_LIMIT))
-        return INCOMPLETE, reason
-    if isinstance(exc, Unmeasurable | CheckIncomplete):
-        cause = exc.reason if isinstance(exc, Unmeasurable) else str(exc)
-        reason = verdict_reason if verdict_status == INCOMPLETE and verdict_reason else \
-            f"{check} could not be measured: {cause}"
-        report.longrepr = printable(reason, limit=_REASON_LIMIT)
-        return INCOMPLETE, reason
-    if report.failed:
-        if report.when == "call":
-            reason = verdict_reason if verdict_status == FAIL and verdict_reason else f"{check} {_crash_line(report)}"
-            if isinstance(report.longrepr, str):
-                report.longrepr = printable(report.longrepr, keep_newlines=True)
-            return FAIL, reason
-        return INCOMPLETE, f"{check} error in {report.when}: {_crash_line(report)}"
-    if report.when == "call":
-        if verdict_status in (FAIL, INCOMPLETE):  # the test passed over its own check's verdict
-            reason = verdict_reason or f"{check} verdict {verdict_status}"
-            _as_error(report, printable(reason, limit=_REASON_LIMIT))
-            return str(verdict_status), reason
-        return PASS, verdict_reason
-    return None
-
-
-def _set_property(props: list[tuple[str, object]], name: str, value: object) -> None:
-    for index, (key, _) in enumerate(props):
-        if key == name:
-            props[index] = (name, value)
-            return
-    props.append((name, value))
-
-
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Judge each phase of a node test; the teardown report carries the final verdict and reason.
@@ -395,16 +285,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if node is None:
         return report
     check = _check_id(item)
-    result = item.stash.setdefault(_ITEM_RESULT, _ItemResult())
-    judged = _judge_phase(report, call, check, dict(item.user_properties))
+    result = item.stash.setdefault(_ITEM_RESULT, ItemResult())
+    judged = judge_phase(report, call, check, dict(item.user_properties))
     if judged is not None:
         result.add(*judged)
     if report.when == "teardown" and result.status is None:
         result.add(INCOMPLETE, f"{check} has no outcome: the test reported no result")
     if result.status is not None:
-        _set_property(item.user_properties, "verdict", result.status)
+        set_property(item.user_properties, "verdict", result.status)
         if result.reason or result.status != PASS:
-            _set_property(item.user_properties, "reason", result.reason)
+            set_property(item.user_properties, "reason", result.reason)
     report.user_properties = [(name, printable(value)) for name, value in item.user_properties]
     return report
 

@@ -284,6 +284,22 @@ def test_site(node):
     assert "without a reason" in run_.gate["nodes"]["n01"]["reasons"][0]
 
 
+def test_not_applicable_cannot_overrule_a_failed_verdict(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    facts = tmp_path / "facts5"
+    facts.mkdir()
+    (facts / "n01.json").write_text(json.dumps(_facts(1)))
+    run_ = run(pytester, facts, '''
+import pytest
+from burnin.suite import not_applicable
+
+@pytest.mark.check("TOP-08")
+def test_stands_aside_too_late(verdict):
+    not_applicable("we do not care about NUMA balancing")
+''')
+    decision = run_.gate["nodes"]["n01"]
+    assert decision["failed"] == ["TOP-08"] and "not_applicable" not in decision, decision
+
+
 # --- item 5: a partial run admits nobody and says so --------------------------------------------------------------
 
 TWO_CHECKS = '''
