@@ -14,7 +14,9 @@ sysfs root, from ``SimNode.environment()``):
   unmodified production command line (``python3 <collector> --sources all``);
 - health check: ``HealthCheckProgram`` is ``DIR/slurm/bin/healthcheck``, which
   sources ``DIR/slurm/env/<node>.sh`` and execs ``burnin probe --drain``
-  (this venv's console script); its output goes to ``DIR/slurm/log/probe-<node>.log``.
+  (this venv's console script); its output goes to ``DIR/slurm/log/probe-<node>.log``;
+- with ``watch`` (``sim up --watch``): ``burnin watch`` as every node, started and
+  stopped (first) by the supervisor, journal in ``DIR/slurm/watch/<node>``.
 
 The daemons run in the foreground (``-D``/``-F``) as children of a small
 supervisor process (``python -m burnin.lab.slurm supervise DIR``) that is also
