@@ -33,6 +33,8 @@ class RunInfo:
     links: tuple[tuple[str, str], ...]
     """(file name, href) of the run's result files found beside report.html."""
     warnings: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    """The run's command line, one shell-quoted word each (shown unbroken, wrapped between words)."""
 
 
 def write_run_json(out_dir: Path, *, argv: Sequence[str], suites: Sequence[str], started: float,
@@ -82,12 +84,13 @@ def run_info(out_dir: Path, gate: Mapping[str, Any], meta: Mapping[str, Any], *,
     from burnin import __version__
 
     rows: list[tuple[str, str]] = []
+    command: tuple[str, ...] = ()
     version = meta.get("version")
     rows.append(("burnin", str(version) if version else
                  f"{__version__} (the version rendering this report; run.json not written)"))
     argv = meta.get("argv")
     if isinstance(argv, list) and argv:
-        rows.append(("command", shlex.join(str(a) for a in argv)))
+        command = tuple(shlex.quote(str(a)) for a in argv)
     suites = meta.get("suites")
     if isinstance(suites, list) and suites:
         rows.append(("suites", ", ".join(map(str, suites))))
@@ -118,4 +121,4 @@ def run_info(out_dir: Path, gate: Mapping[str, Any], meta: Mapping[str, Any], *,
     if gate.get("interrupted"):
         warnings.append(f"Interrupted run: {gate.get('interrupted_reason') or 'stopped before the end'}; "
                         "it admits nobody.")
-    return RunInfo(tuple(rows), tuple(_links(out_dir)), tuple(warnings))
+    return RunInfo(tuple(rows), tuple(_links(out_dir)), tuple(warnings), command)

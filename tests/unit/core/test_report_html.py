@@ -176,7 +176,8 @@ def test_run_metadata_from_run_json_and_links_to_files_present(tmp_path: Path) -
         "started": "2026-12-01T01:00:00Z", "duration_s": 42.5, "version": "0.1.0"}))
     (tmp_path / "junit.xml").write_text("<testsuites/>")
     page = render(tmp_path).read_text()
-    assert "burnin run --sim 8 --fault sim03:nvlink-down" in page
+    text = re.sub(r"<[^>]+>", "", page)
+    assert "burnin run --sim 8 --fault sim03:nvlink-down" in text
     assert "node, fabric" in page and "42.5 s" in page
     assert '<a href="gate.json">' in page and '<a href="junit.xml">' in page
     assert '<a href="fabric.json">' not in page, "no link to a file the run did not write"
@@ -189,7 +190,7 @@ def test_the_run_command_writes_run_json_with_what_the_report_shows(tmp_path: Pa
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["started"] == "2025-12-01T01:00:00Z" and meta["duration_s"] == 3725.0
     page = render(tmp_path).read_text()
-    assert "burnin run --sim 8 --suite node" in page and "1 h 02 min" in page
+    assert "<span>burnin</span> <span>run</span> <span>--sim</span> <span>8</span>" in page and "1 h 02 min" in page
     assert "run.json not written" not in page
 
 
