@@ -65,8 +65,22 @@ def dump_dom(chromium: str, page: Path, profile: Path) -> tuple[str, str]:
 
 
 def console_errors(log: str) -> list[str]:
-    return [line for line in log.splitlines()
-            if ("CONSOLE" in line and ("Uncaught" in line or "Error" in line)) or "Refused to" in line]
+    """Uncaught script errors and Content-Security-Policy violations chromium logged from the page."""
+    return [line for line in log.splitlines() if "CONSOLE" in line and any(
+        word in line for word in ("Uncaught", "Content Security Policy", "Refused to"))]
+
+
+def test_console_errors_are_seen(chromium: str, tmp_path: Path) -> None:
+    """The log lines the report tests rely on: an uncaught error and a blocked inline script."""
+    page = tmp_path / "bad.html"
+    policy = "script-src 'sha256-" + "A" * 43 + "='"  # a well-formed hash of no script on the page
+    page.write_text(f'<html><head><meta http-equiv="Content-Security-Policy" content="{policy}"></head>'
+                    "<body><script>throw new Error('boom')</script></body></html>")
+    _, log = dump_dom(chromium, page, tmp_path / "profile")
+    assert any("Content Security Policy" in line and "blocked" in line for line in console_errors(log))
+    page.write_text("<html><body><script>throw new Error('boom')</script></body></html>")
+    _, log = dump_dom(chromium, page, tmp_path / "profile")
+    assert len(console_errors(log)) == 1 and "Uncaught Error: boom" in console_errors(log)[0]
 
 
 def test_a_script_a_node_printed_is_shown_as_text_and_never_runs(chromium: str, hostile_run: Path,
