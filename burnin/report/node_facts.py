@@ -205,6 +205,16 @@ def _fabric(fabric: dict[str, Any], summary: list[tuple[str, str]], readings: di
             curves[key] = curve
     if shown:
         summary.append(("single-node busbw", ", ".join(shown)))
+    # the run's medians the fabric checks judged stragglers against, under "fleet." + the reading's key
+    for name, entry in _dict(fabric.get("fleet")).items():
+        median_value = number(_dict(entry).get("median"))
+        if name.startswith("single."):
+            collective = name.removeprefix("single.")
+            key = f"nccl.single.{collective}"
+            key += ("" if collective != "all_reduce" else ".nvls" if nvls is not False else ".ring")
+        else:
+            key = name
+        _put(readings, f"fleet.{key}", median_value)
     testcases = _dict(_dict(fabric.get("nvbandwidth")).get("testcases"))
     for testcase, key in (("device_to_device_memcpy_read_ce", "nvl.d2d_read_min"),
                           ("host_to_device_memcpy_ce", "nvl.h2d_min"), ("device_to_host_memcpy_ce", "nvl.d2h_min")):

@@ -57,7 +57,7 @@ def facts_document(node: str, *, links_active: int = 18, temperature: float = 35
         "infiniband": {"hcas": {f"mlx5_{h}": {"hca_type": "MT4129", "fw_ver": "28.39.2048", "ports": {"1": port}}
                                 for h in range(8)}},
         "kernel": {"numa_balancing": 0, "cmdline": "BOOT_IMAGE=/boot/vmlinuz-5.15.0-112-generic iommu=pt"},
-        "fabric": {"settings": {"nvls": True},
+        "fabric": {"settings": {"nvls": True}, "fleet": {"single.all_reduce": {"median": 478.5, "count": 8}},
                    "single": {"all_reduce": {"busbw_gbps": busbw, "status": "ok"}}},
     }
 
@@ -130,6 +130,7 @@ def test_plots_mark_the_failing_node_and_draw_the_topology_bound(tmp_path: Path)
     busbw = page[page.index('id="plot-nccl.single.all_reduce.nvls"'):]
     busbw = busbw[:busbw.index("</figure>")]
     assert "&gt;= 440" in busbw and "median -10%" in busbw, "absolute bound and straggler line"
+    assert "median 478.5" in busbw, "the median the check judged against (fabric.fleet), not the plotted one"
     assert 'class="point-label">sim06</text>' in busbw
     # the plots that need attention come first
     order = [m.group(1) for m in re.finditer(r'<figure class="plot-card[^"]*" id="([^"]+)"', page)]
