@@ -8,13 +8,13 @@ docs/parse-json.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 from burnin.errors import ParseError, UsageError
-from burnin.parsers import PARSERS, get_parser, to_jsonable
+from burnin.parsers import PARSERS, get_parser, iter_json
+from burnin.text import printable
 
 PROG = "burnin parse"
 
@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _one_line(message: str) -> str:
-    return " ".join(message.split())
+    """One line, and what the tool printed shown escaped (``\\x1b``), never raw."""
+    return printable(" ".join(message.split()))
 
 
 def _read(path: str) -> str:
@@ -59,6 +60,20 @@ def _read(path: str) -> str:
     else:
         data = Path(path).read_bytes()
     return data.decode("utf-8", errors="replace")
+
+
+def _write_json(record: object) -> None:
+    """The record as indented JSON on stdout, written as it is walked (in 64 KiB pieces)."""
+    pending: list[str] = []
+    size = 0
+    for piece in iter_json(record):
+        pending.append(piece)
+        size += len(piece)
+        if size >= 65536:
+            sys.stdout.write("".join(pending))
+            pending, size = [], 0
+    pending.append("\n")
+    sys.stdout.write("".join(pending))
 
 
 def _collective_from_name(path: str) -> str | None:
@@ -79,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         text = _read(str(args.file))
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
-        print(f"{PROG}: {tool}: cannot read {args.file}: {reason}", file=sys.stderr)
+        print(f"{PROG}: {tool}: cannot read {printable(args.file)}: {reason}", file=sys.stderr)
         return 2
     try:
         if tool == "nccl-tests":
@@ -109,8 +124,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG}: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     try:
-        json.dump(to_jsonable(record), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _write_json(record)
         sys.stdout.flush()
     except BrokenPipeError:  # `burnin parse ... | head`: the reader left, not an error
         devnull = os.open(os.devnull, os.O_WRONLY)

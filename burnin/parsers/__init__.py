@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from burnin.errors import UsageError
@@ -38,7 +39,7 @@ PARSERS: dict[str, str] = {
     "perftest": "burnin.parsers.perftest:parse_perftest",
 }
 
-__all__ = ["PARSERS", "get_parser", "parse", "to_jsonable"]
+__all__ = ["PARSERS", "get_parser", "iter_json", "parse", "to_jsonable"]
 
 
 def get_parser(tool: str) -> Callable[[str], object]:
@@ -78,3 +79,52 @@ def _convert(value: Any) -> object:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def iter_json(record: object, indent: int = 2) -> Iterator[str]:
+    """``json.dumps(to_jsonable(record), indent=indent)`` in pieces, without building the converted tree.
+
+    A record parsed from hundreds of MB of output is written as it is walked; its
+    JSON-ready copy (dicts are several times bigger than slotted records) never
+    exists. DEL is written ``\\u007f`` like every other control character.
+    """
+    yield from _pieces(record, 0, indent)
+
+
+def _pieces(value: Any, level: int, indent: int) -> Iterator[str]:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield from _object([(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)], level, indent)
+    elif isinstance(value, dict):
+        yield from _object(list({str(k): v for k, v in value.items()}.items()), level, indent)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items: Any = sorted(value) if isinstance(value, (set, frozenset)) else value
+        if not items:
+            yield "[]"
+            return
+        inner = "\n" + " " * (indent * (level + 1))
+        yield "["
+        for i, item in enumerate(items):
+            yield inner if i == 0 else "," + inner
+            yield from _pieces(item, level + 1, indent)
+        yield "\n" + " " * (indent * level) + "]"
+    elif isinstance(value, float) and not math.isfinite(value):
+        yield "null"
+    else:
+        yield _scalar(value)
+
+
+def _object(items: list[tuple[str, Any]], level: int, indent: int) -> Iterator[str]:
+    if not items:
+        yield "{}"
+        return
+    inner = "\n" + " " * (indent * (level + 1))
+    yield "{"
+    for i, (key, item) in enumerate(items):
+        yield (inner if i == 0 else "," + inner) + _scalar(key) + ": "
+        yield from _pieces(item, level + 1, indent)
+    yield "\n" + " " * (indent * level) + "}"
+
+
+def _scalar(value: object) -> str:
+    text = json.dumps(value)
+    return text.replace("\x7f", "\\u007f") if "\x7f" in text else text

@@ -10,7 +10,7 @@ same characters); a test feeds every parser long pathological lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NoReturn
 
 from burnin.errors import ParseError
@@ -33,6 +33,25 @@ def split_lines(text: str) -> list[str]:
         text = text[1:]
     text = text.replace("\x00", "")
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def iter_lines(text: str) -> Iterator[str]:
+    """The lines :func:`split_lines` gives, one at a time: no list, no copy of ``text``.
+
+    For outputs of hundreds of MB (a kernel log, a training log) a list of lines
+    costs about twice the text again; parsers that read line by line use this.
+    """
+    start = 1 if text.startswith("\ufeff") else 0
+    if "\x00" in text:  # rare: one copy without the NULs
+        text = text[start:].replace("\x00", "")
+        start = 0
+    for match in _NEWLINE.finditer(text, start):
+        yield text[start : match.start()]
+        start = match.end()
+    yield text[start:]
 
 
 def is_elision(line: str) -> bool:

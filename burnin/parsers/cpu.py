@@ -15,6 +15,7 @@ from burnin.parsers._common import (
     fail,
     head_excerpt,
     is_elision,
+    iter_lines,
     parse_int,
     require_text,
     split_colon,
@@ -188,7 +189,7 @@ def parse_numactl_hardware(text: str) -> NumaHardware:
     distances: dict[int, dict[int, int]] = {}
     columns: list[int] | None = None
     seen = False
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         line = raw.strip()
         if not line:
             continue

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from burnin.parsers._common import fail, head_excerpt, require_text, split_lines
+from burnin.parsers._common import fail, head_excerpt, iter_lines, require_text
 
 TOOL = "dcgmi-diag"
 RESULTS = ("Pass", "Fail", "Warn", "Skip")
@@ -146,7 +146,7 @@ def _parse_text(text: str) -> DcgmiDiag:
     meta_key: str | None = None
     seen_table = False
     closed = False
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         s = raw.strip()
         if not s:
             continue

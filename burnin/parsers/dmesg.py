@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers._common import fail, parse_float, parse_int, split_lines
+from burnin.parsers._common import fail, iter_lines, parse_float, parse_int
 
 TOOL = "dmesg-xid"
 
@@ -143,8 +143,10 @@ def parse_xid_events(text: str) -> XidReport:
     limits: list[PcieLimitEvent] = []
     links: list[LinkEvent] = []
     uuids: dict[str, str] = {}
-    all_lines = split_lines(text)
-    for number, line in enumerate(all_lines, start=1):
+    non_blank = 0
+    for number, line in enumerate(iter_lines(text), start=1):
+        if line and not line.isspace():
+            non_blank += 1
         if "Xid" in line:
             m = _XID.search(line)
             if m:
@@ -214,5 +216,5 @@ def parse_xid_events(text: str) -> XidReport:
         pcie_limits=tuple(limits),
         link_events=tuple(links),
         gpu_uuids=uuids,
-        lines=len([ln for ln in all_lines if ln.strip()]),
+        lines=non_blank,
     )

@@ -16,11 +16,11 @@ from burnin.parsers._common import (
     head_excerpt,
     is_elision,
     is_prompt,
+    iter_lines,
     leading_float,
     parse_int,
     require_text,
     split_colon,
-    split_lines,
 )
 
 
@@ -132,38 +132,42 @@ def parse_ibstat(text: str) -> IbstatReport:
     quotes what the tool printed instead, e.g. an ``ibpanic`` line).
     """
     require_text("ibstat", text)
-    cas: list[_CaDraft] = []
+    cas: list[IbCa] = []  # built as soon as the next CA begins: drafts are not kept
+    current: _CaDraft | None = None
     errors: list[str] = []
     port: _PortDraft | None = None
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         line = raw.strip()
         if not line or is_elision(line) or is_prompt(line):
             continue
         m = _CA.match(line)
         if m:
-            cas.append(_CaDraft(m.group(1)))
+            if current is not None:
+                cas.append(_build_ca(current))
+            current = _CaDraft(m.group(1))
             port = None
             continue
         m = _PORT.match(line)
-        if m and cas:
+        if m and current is not None:
             port = _PortDraft(int(m.group(1)))
-            cas[-1].ports.append(port)
+            current.ports.append(port)
             continue
         kv = split_colon(line)
-        if kv is None or not cas or line.startswith(("ibpanic", "ibwarn", "iberror")):
+        if kv is None or current is None or line.startswith(("ibpanic", "ibwarn", "iberror")):
             errors.append(line)
             continue
         key = kv[0].lower()
         if port is not None:
             port.values[key] = kv[1]
         else:
-            cas[-1].values[key] = kv[1]
-    if not cas:
+            current.values[key] = kv[1]
+    if current is None:
         message = "no \"CA '...'\" block found"
         if errors:
             message += f"; the tool printed: {errors[0][:200]}"
         fail("ibstat", message, head_excerpt(text))
-    return IbstatReport(cas=tuple(_build_ca(c) for c in cas), errors=tuple(errors))
+    cas.append(_build_ca(current))
+    return IbstatReport(cas=tuple(cas), errors=tuple(errors))
 
 
 _IBSTATUS_HEAD = re.compile(r"^Infiniband device '([^']*)' port (\d{1,9}) status:$")
@@ -206,7 +210,7 @@ def parse_ibstatus(text: str) -> IbstatusReport:
     require_text("ibstatus", text)
     blocks: list[tuple[str, int, dict[str, str]]] = []
     errors: list[str] = []
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         line = raw.strip()
         if not line or is_elision(line) or is_prompt(line):
             continue

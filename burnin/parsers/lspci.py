@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers._common import fail, head_excerpt, parse_int, require_text, split_lines
+from burnin.parsers._common import fail, head_excerpt, iter_lines, parse_int, require_text
 
 TOOL = "lspci"
 
@@ -205,7 +205,7 @@ def parse_lspci(text: str) -> LspciReport:
     require_text(TOOL, text)
     devices: list[PciDevice] = []
     current: _Draft | None = None
-    for line in split_lines(text):
+    for line in iter_lines(text):
         if not line.strip():
             continue
         if not line[0].isspace():

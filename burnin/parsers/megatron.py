@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from burnin.parsers._common import (
     fail,
     head_excerpt,
+    iter_lines,
     parse_float,
     parse_int,
     require_text,
-    split_lines,
 )
 
 TOOL = "megatron-log"
@@ -121,7 +121,7 @@ def parse_megatron_log(text: str) -> MegatronLog:
     require_text(TOOL, text)
     iterations: list[MegatronIteration] = []
     last_line = ""
-    for line in split_lines(text):
+    for line in iter_lines(text):
         if "iteration" not in line:
             continue
         m = _ITER.search(line)

@@ -11,15 +11,16 @@ help messages, ``NCCL INFO``/``WARN`` lines, ``srun -l``/``mpirun
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from burnin.parsers._common import (
     fail,
     head_excerpt,
+    iter_lines,
     parse_float,
     parse_int,
     require_text,
-    split_lines,
 )
 
 TOOL = "nccl-tests"
@@ -165,7 +166,7 @@ def _row(tokens: list[str], layout: _Layout) -> NcclRow | None:
     if len(tokens) < 3 + need or len(tokens) > 5 + need:
         return None
     size, count = parse_int(tokens[0]), parse_int(tokens[1])
-    dtype = tokens[2]
+    dtype = sys.intern(tokens[2])  # one string per type, not one per row, in long outputs
     if size is None or count is None or not dtype[:1].isalpha():
         return None
     prefix = tokens[3 : len(tokens) - need]
@@ -176,7 +177,7 @@ def _row(tokens: list[str], layout: _Layout) -> NcclRow | None:
         if as_int is not None and root is None:
             root = as_int
         elif as_int is None and redop is None and tok[:1].isalpha():
-            redop = tok
+            redop = sys.intern(tok)
         else:
             return None
     measures = tokens[len(tokens) - need :]
@@ -243,7 +244,7 @@ def parse_nccl_tests(text: str, collective: str | None = None, *, name_hint: str
     partial = False
     named: str | None = None
     version: str | None = None
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         line = _PREFIX.sub("", raw, count=1).rstrip()
         stripped = line.strip()
         if not stripped:
@@ -290,8 +291,8 @@ def parse_nccl_tests(text: str, collective: str | None = None, *, name_hint: str
             if _WARN.search(body) and not _MPI_HELP.search(body):
                 warnings.append(stripped)
             continue
-        m = _NCCL_VERSION.search(stripped)
-        if m and version is None:
+        m = _NCCL_VERSION.search(stripped) if version is None else None
+        if m:
             version = m.group(1)
         tokens = stripped.split()
         if _looks_like_row(tokens):

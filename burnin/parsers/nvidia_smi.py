@@ -13,6 +13,7 @@ from burnin.parsers._common import (
     head_excerpt,
     is_elision,
     is_prompt,
+    iter_lines,
     leading_float,
     parse_int,
     require_text,
@@ -209,7 +210,7 @@ def parse_nvlink(text: str) -> NvlinkReport:
     require_text("nvidia-smi-nvlink", text)
     gpus: list[_GpuDraft] = []
     elided = False
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         line = raw.strip()
         if not line or is_prompt(line):
             continue
@@ -292,7 +293,7 @@ def parse_query_csv(text: str, columns: tuple[str, ...] | None = None) -> QueryC
     units: dict[str, str | None] = {}
     rows: list[dict[str, str]] = []
     truncated = False
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         line = raw.strip()
         if not line or is_prompt(line) or is_elision(line):
             continue

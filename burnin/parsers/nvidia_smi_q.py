@@ -12,6 +12,7 @@ come back as None, never as an error.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from burnin.parsers._common import (
@@ -20,12 +21,12 @@ from burnin.parsers._common import (
     head_excerpt,
     is_elision,
     is_prompt,
+    iter_lines,
     leading_float,
     leading_int,
     parse_int,
     require_text,
     split_key_value,
-    split_lines,
     yes_no,
 )
 
@@ -183,10 +184,15 @@ _GPU_KEYS = frozenset(
 )
 
 
-def _tree(text: str) -> _Node:
-    root = _Node("", None)
+def _sections(text: str) -> Iterator[_Node]:
+    """The top-level entries of the indentation tree, each yielded once its last line is read.
+
+    A ``GPU 0000:..`` section is read and dropped before the next begins, so a
+    long output is never held as one tree.
+    """
+    top: _Node | None = None
     stack: list[tuple[int, _Node]] = []
-    for raw in split_lines(text):
+    for raw in iter_lines(text):
         line = raw.expandtabs(4).rstrip()
         content = line.strip()
         if not content or is_elision(content) or is_prompt(content) or content.startswith("==="):
@@ -200,13 +206,17 @@ def _tree(text: str) -> _Node:
             node = _Node(kv[0], kv[1]) if kv else _Node(content, None)
         while stack and stack[-1][0] >= indent:
             stack.pop()
-        parent = stack[-1][1] if stack else root
         if m:  # a GPU header always starts a new top-level section
             stack.clear()
-            parent = root
-        parent.children.append(node)
+        if stack:
+            stack[-1][1].children.append(node)
+        else:
+            if top is not None:
+                yield top
+            top = node
         stack.append((indent, node))
-    return root
+    if top is not None:
+        yield top
 
 
 def _leaves(node: _Node) -> dict[str, str]:
@@ -387,14 +397,16 @@ def _sources(ecc: _Node | None) -> dict[str, int | None] | None:
 def parse_smi_query(text: str) -> SmiQuery:
     """Parse ``nvidia-smi -q`` output, full or partial (``-d ...``) or a snippet."""
     require_text(TOOL, text)
-    root = _tree(text)
+    root = _Node("", None)  # the top-level entries other than GPU sections
     gpus: list[SmiGpu] = []
     errors: list[str] = []
     loose = _Node("", None)
-    for node in root.children:
+    for node in _sections(text):
         if node.key == "GPU" and node.value:
             gpus.append(_gpu(node, node.value))
-        elif node.key.lower() in _TOP_KEYS:
+            continue
+        root.children.append(node)
+        if node.key.lower() in _TOP_KEYS:
             continue
         elif node.value is None and not node.children:
             errors.append(node.key)
