@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -142,3 +143,45 @@ def test_peermem(facts: Facts, modules: dict[str, bool], status: Status) -> None
 def test_peermem_module_list_absent_is_unmeasured(facts: Facts) -> None:
     del facts["kernel"]["modules"]
     assert_status(judge("INV-05", facts), INCOMPLETE, "nvidia_peermem")
+
+
+@pytest.mark.parametrize("missing", [0, 3])
+def test_gpus_are_named_by_their_slot_when_nvml_renumbers(facts: Facts, missing: int) -> None:
+    """With a GPU missing NVML renumbers the rest; findings keep the topology's slot names."""
+    del facts["nvml"]["gpus"][missing]
+    for number, entry in enumerate(facts["nvml"]["gpus"]):
+        entry["index"] = number
+    facts["nvml"]["device_count"] = 7
+    gpu(facts, 5)["power"]["enforced_limit_mw"] = 450_000  # NVML index 4 now
+    verdict = judge("GPU-07", facts)
+    assert failing_subjects(verdict) == {"gpu5"}
+    assert unmeasured_subjects(verdict) == {f"gpu{missing}"}
+
+
+def test_gpu_in_a_foreign_slot_is_still_judged_by_the_per_gpu_checks(facts: Facts) -> None:
+    """INV-01 fails the slot; the other checks judge the GPU NVML answered for, by its NVML index."""
+    gpu(facts, 6)["bus_id"] = "0000:e0:00.0"
+    assert judge("INV-01", facts).status is FAIL
+    for check_id in ("GPU-01", "GPU-07", "INV-06"):
+        verdict = judge(check_id, facts)
+        assert verdict.status is PASS and len(verdict.findings) == 8, verdict.reason
+
+
+def test_more_gpus_than_the_topology_are_all_judged(facts: Facts) -> None:
+    gpus = facts["nvml"]["gpus"]
+    gpus.append({**copy.deepcopy(gpus[0]), "index": 8, "bus_id": "0000:e8:00.0"})
+    gpus[8]["ecc_errors"]["volatile_uncorrected"] = 1
+    facts["nvml"]["device_count"] = 9
+    verdict = judge("GPU-01", facts)
+    assert verdict.status is FAIL and failing_subjects(verdict) == {"gpu8"}
+
+
+def test_gpu_whose_handle_nvml_refused_is_unmeasured_with_the_error(facts: Facts) -> None:
+    g = gpu(facts, 2)
+    for key in list(g):
+        if key not in ("index", "errors", "lost", "bus_id"):
+            del g[key]
+    g["errors"] = {"handle": "NVML_ERROR_UNKNOWN"}
+    for check_id in ("GPU-05", "INV-06", "INV-01"):
+        verdict = judge(check_id, facts)
+        assert_status(verdict, INCOMPLETE, "gpu2", "NVML_ERROR_UNKNOWN")

@@ -125,3 +125,13 @@ def test_roll_up_pass_reports_healthy_text() -> None:
 def test_incomplete_helper() -> None:
     verdict = incomplete("IB-01", "n1", "ibstat timed out")
     assert verdict.status is Status.INCOMPLETE and verdict.reason == "IB-01 could not be measured: ibstat timed out"
+
+
+@pytest.mark.parametrize(("length", "shown"), [(39, 39), (40, 40), (41, 40), (60, 40)])
+def test_long_values_are_quoted_shortened_to_40_characters(length: int, shown: int) -> None:
+    value = "v" * (length - 2)  # repr adds the two quotes
+    with pytest.raises(Unmeasurable) as info:
+        measured_number(value, "n", "x", RANGE)
+    quoted = info.value.reason.removeprefix("n x ").removesuffix(" is not a number")
+    assert len(quoted) == shown
+    assert quoted == (repr(value) if length <= 40 else repr(value)[:37] + "...")

@@ -110,6 +110,14 @@ def test_fatal_xid_on_every_gpu(facts: Facts, index: int, number: int) -> None:
     assert verdict.status is FAIL and failing_subjects(verdict) == {f"gpu{index}"}
 
 
+@pytest.mark.parametrize("printed", ["0000:61:00", "61:00", "0000:61:00.0", "0000:61:00"])
+def test_xid_pci_address_forms_name_the_gpu(facts: Facts, printed: str) -> None:
+    line = f"[ 10.5] NVRM: Xid (PCI:{printed}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+    facts["commands"]["dmesg"]["stdout"] += line
+    verdict = judge("GPU-04", facts)
+    assert verdict.status is FAIL and failing_subjects(verdict) == {"gpu3"}, verdict.reason
+
+
 def test_unlisted_xid_does_not_reject(facts: Facts) -> None:
     _log_xid(facts, 999, gpu_bus(0))
     verdict = judge("GPU-04", facts)
