@@ -187,3 +187,14 @@ def test_cli_run_with_a_bomb_topology_exits_2_with_one_line(tmp_path: Path) -> N
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert str(path) in proc.stderr and "aliases expand" in proc.stderr
+
+
+def test_fabric_settings_are_read_with_the_same_guards(tmp_path: Path) -> None:
+    from burnin.fabric.settings import load_settings
+
+    with pytest.raises(ConfigError, match="aliases expand"):
+        load_settings(write(tmp_path, "mpi: pmix\n" + laughs(6), "bomb.yaml"))
+    with pytest.raises(ConfigError, match="lines 1 and 2"):
+        load_settings(write(tmp_path, "mpi: pmix\nmpi: pmi2\n", "twice.yaml"))
+    with pytest.raises(ConfigError, match="byte offset 5"):
+        load_settings(write(tmp_path, b"mpi: \xff\n", "latin1.yaml"))

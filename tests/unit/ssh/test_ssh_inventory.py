@@ -166,3 +166,20 @@ def test_many_nodes_and_a_big_group_keep_order_without_duplicates(tmp_path: Path
     inv = load_inventory(_write(tmp_path, text, config=False))
     assert list(inv.nodes) == names and inv.groups["all"] == names
     assert inv.select("n00002,n[00001-00003],@all") == ["n00002", "n00001", "n00003", *names[:1], *names[4:]]
+
+
+def test_cli_run_with_a_bomb_inventory_exits_2_with_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    levels = "lol0: &lol0 [a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"lol{n}: &lol{n} [{', '.join([f'*lol{n - 1}'] * 9)}]\n" for n in range(1, 21))  # 9**20 if expanded
+    path = _write(tmp_path, "nodes:\n  a: {}\n" + levels, config=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "burnin.cli.main", "run", "--via", "ssh", "--inventory", str(path),
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert str(path) in proc.stderr and "aliases expand" in proc.stderr
