@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +50,17 @@ def outcome_from_properties(properties: Iterable[tuple[str, object]]) -> CheckOu
         props["reason"] = f"{check} has no outcome: the test reported no result"
     return CheckOutcome(str(node), str(check), str(status), str(props.get("reason") or ""),
                         str(props.get("measured", "")), str(props.get("expected", "")))
+
+
+def test_name(nodeid: str) -> str:
+    """``suites/node/test_gpu.py::test_nvlink_links[sim03]`` -> ``test_nvlink_links[sim03]``."""
+    return nodeid.rsplit("::", 1)[-1]
+
+
+def suite_name(path: object) -> str:
+    """The suite a test file belongs to: the name of its folder (``suites/node/test_gpu.py`` -> ``node``)."""
+    parent = Path(str(path)).parent.name
+    return parent or "burnin"
 
 
 def skip_message(longrepr: object) -> str:

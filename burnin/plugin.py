@@ -31,7 +31,15 @@ from burnin.errors import BurninError
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
 from burnin.gate.decide import INCOMPLETE, PASS, CheckOutcome, decide, gate_document, hold_all
-from burnin.outcomes import ItemResult, judge_phase, outcome_from_properties, set_property, skip_message
+from burnin.outcomes import (
+    ItemResult,
+    judge_phase,
+    outcome_from_properties,
+    set_property,
+    skip_message,
+    suite_name,
+    test_name,
+)
 from burnin.suite import CheckIncomplete
 from burnin.text import printable
 from burnin.topology.model import Topology
@@ -52,6 +60,7 @@ class _PluginState:
         self.nodes: list[str] = []
         self.outcomes: dict[str, CheckOutcome] = {}  # test id -> final outcome, in report order
         self.expected: dict[str, tuple[str, str]] = {}  # selected test id -> (node, check)
+        self.durations: dict[str, float] = {}  # test id -> seconds so far (setup + call + teardown)
         self.selected = 0
         self.deselected = 0
         self.collect_skips: list[str] = []
@@ -90,11 +99,14 @@ class _PluginState:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The teardown report carries the test's final outcome (see :func:`pytest_runtest_makereport`)."""
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + float(report.duration or 0.0)
         if report.when != "teardown":
             return
         outcome = outcome_from_properties(report.user_properties)
         if outcome is not None:
-            self.outcomes[report.nodeid] = outcome
+            self.outcomes[report.nodeid] = dataclasses.replace(outcome, test=test_name(report.nodeid),
+                                                               suite=suite_name(report.fspath),
+                                                               duration_s=self.durations.pop(report.nodeid, 0.0))
 
     # -- facts and topologies --------------------------------------------------------------------
 
@@ -124,7 +136,8 @@ class _PluginState:
         for test_id, (node, check) in self.expected.items():
             if test_id not in self.outcomes:
                 outcomes.append(CheckOutcome(node, check, INCOMPLETE,
-                                             f"{check} has no outcome: the test did not run to the end"))
+                                             f"{check} has no outcome: the test did not run to the end",
+                                             test=test_name(test_id), suite=suite_name(test_id.split("::")[0])))
         return outcomes
 
     def partial_reasons(self, config: pytest.Config) -> list[str]:

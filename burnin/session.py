@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from burnin.dispatch.base import Dispatcher
 from burnin.errors import BurninError, UsageError
@@ -23,7 +24,7 @@ from burnin.resources import suites_dir
 if TYPE_CHECKING:
     from burnin.fabric.phase import FabricOptions
 
-KNOWN_SUITES = ("node", "fabric")
+METRICS_FILE = "metrics.prom"
 
 
 class SuiteError(BurninError):
@@ -66,6 +67,19 @@ def suite_paths(suites: Sequence[str]) -> list[str]:
     return paths
 
 
+def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts]) -> None:
+    """junit.xml (valid against junit-10.xsd) and metrics.prom, from the verdicts the gate came from."""
+    from burnin.report.junit import Case, write_junit
+    from burnin.report.metrics import exposition, write_textfile
+
+    verdicts = json.loads((out_dir / VERDICTS_FILE).read_text(encoding="utf-8"))
+    meta: dict[str, str] = {k: str(gate[k]) for k in ("topology", "created", "partial", "interrupted") if k in gate}
+    write_junit(out_dir / "junit.xml", [Case.from_outcome(v) for v in verdicts], meta=meta,
+                timestamp=str(gate.get("created", "")))
+    node_facts = {node: f.data for node, f in facts.items()}
+    write_textfile(out_dir / METRICS_FILE, exposition(gate, verdicts, node_facts, timestamp=time.time()))
+
+
 def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
                keyword: str | None = None, extra_args: Sequence[str] = (),
                on_test: Callable[[], None] | None = None) -> int:
@@ -79,9 +93,6 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
         "--burnin-facts", str(facts_dir),
         "--burnin-topology", topology,
         "--burnin-out", str(out_dir),
-        "--junitxml", str(out_dir / "junit.xml"),
-        "-o", "junit_family=xunit1",
-        "-o", "junit_suite_name=burnin",
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
         *extra_args,
@@ -135,6 +146,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
             raise UsageError(f"no test matched (-k {keyword!r})" if keyword else "the suites hold no test")
         raise SuiteError(f"pytest could not run the suites (exit {code}); see {out_dir}")
     gate = json.loads(gate_file.read_text(encoding="utf-8"))
+    write_reports(out_dir, gate, facts)
     decisions = {
         node: _Decision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),
                         tuple(d.get("not_applicable", {}).items()))

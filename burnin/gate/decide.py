@@ -31,6 +31,9 @@ class CheckOutcome:
     reason: str = ""
     measured: str = ""
     expected: str = ""
+    test: str = ""  # the test's name, e.g. test_nvlink_links[sim03]
+    suite: str = ""  # the suite folder it came from, e.g. node
+    duration_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +45,9 @@ def burnin(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]
 
 
 def properties(junit: Path) -> dict[str, dict[str, str]]:
-    cases = {}
-    for case in ET.parse(junit).iter("testcase"):
-        cases[case.get("name", "")] = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
-    return cases
+    from burnin.report.junit import read_cases
+
+    return read_cases(junit)
 
 
 def fabric_run(out: Path, nodes: int, *faults: str, config: str | None = None) -> dict[str, Any]:

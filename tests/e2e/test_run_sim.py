@@ -171,14 +171,31 @@ def test_junit_is_valid_and_carries_properties(fault_matrix_run: dict[str, Any])
                     outcomes["error"] += 1
     assert outcomes["failure"] >= len(fault_matrix_run["plan"]) - 2  # every fault is at least one failure
     assert outcomes["error"] >= 1  # the lost GPU's unmeasured checks are errors, not failures
-    tree = ET.parse(fault_matrix_run["out"] / "junit.xml")
-    cases = list(tree.iter("testcase"))
+    from burnin.report.junit import read_cases
+
+    cases = read_cases(fault_matrix_run["out"] / "junit.xml")
     names = fault_matrix_run["names"]
     assert len(cases) >= 25 * len(names)
-    for case in cases:
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        assert {"node", "check", "measured", "expected", "verdict"} <= set(props), case.get("name")
-        assert case.get("name", "").endswith(f"[{props['node']}]")
+    for name, props in cases.items():
+        assert {"node", "check", "measured", "expected", "verdict"} <= set(props), name
+        assert name.endswith(f"[{props['node']}]")
+    tree = ET.parse(fault_matrix_run["out"] / "junit.xml")
+    for case in tree.iter("testcase"):
+        check = cases[case.get("name", "")]["check"]
+        assert case.get("classname") == f"burnin.node.{check}"  # Jenkins: class GPU-10 in package burnin.node
+
+
+def test_junit_validates_against_the_jenkins_xunit_schema(fault_matrix_run: dict[str, Any]) -> None:
+    import os
+
+    import xmlschema
+
+    schema = Path(os.environ.get("BURNIN_SCHEMA_DIR", Path(__file__).resolve().parents[3] / "shared" / "schemas"))
+    if not (schema / "junit-10.xsd").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"JUnit schema not found in {schema} (CI must have ../shared)")
+        pytest.skip(f"JUnit schema not found in {schema}")
+    xmlschema.XMLSchema(str(schema / "junit-10.xsd")).validate(str(fault_matrix_run["out"] / "junit.xml"))
 
 
 def test_healthy_rack_is_admitted_whole(tmp_path: Path) -> None:
@@ -204,9 +221,9 @@ def test_issue_done_when_run(tmp_path: Path) -> None:
     assert "200" in gate["nodes"]["sim06"]["reasons"][0] and "400" in gate["nodes"]["sim06"]["reasons"][0]
     assert "REJECTED sim03" in proc.stdout and "rejected: sim[03,06] (2)" in proc.stdout
     assert "<code>sim03</code>" in (tmp_path / "report.html").read_text()
-    tree = ET.parse(tmp_path / "junit.xml")
-    case = next(c for c in tree.iter("testcase") if c.get("name") == "test_nvlink_links[sim03]")
-    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    from burnin.report.junit import read_cases
+
+    props = read_cases(tmp_path / "junit.xml")["test_nvlink_links[sim03]"]
     assert props["check"] == "GPU-10" and props["node"] == "sim03" and "17/18" in props["measured"]
 
 

@@ -27,11 +27,15 @@ HOSTS = "sim[01-08]"
 
 
 def _junit(path: Path) -> dict[str, dict[str, str]]:
-    """testcase id → its properties (node, check, measured, expected, ...)."""
-    cases: dict[str, dict[str, str]] = {}
+    """testcase name → (node, check, measured, expected, verdict): burnin's junit.xml keeps them in
+    system-out (junit-10.xsd allows no properties in a test case); pytest's own --junitxml as properties."""
+    from burnin.report.junit import read_cases
+
+    cases = read_cases(path)
     for case in ET.parse(path).getroot().iter("testcase"):
         props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
-        cases[f"{case.get('classname')}::{case.get('name')}"] = props
+        if props:
+            cases[case.get("name", "")] = props
     return cases
 
 
