@@ -95,9 +95,11 @@ def _size(size: int | None) -> str:
     return f"{size} B"
 
 
-def _fleet_finding(subject: str, value: float | None, fleet: dict[str, Any], key: str, tol: float) -> Finding:
+def _fleet_finding(subject: str, value: float | None, fleet: object, key: str, tol: float) -> Finding:
+    """A straggler against the run's median; a fleet entry that is no median and count is no fleet."""
     expected = f"within {tol:.0%} of the run's median"
-    slow = judge.straggler(value, fleet.get(key), tol)
+    stats = fleet.get(key) if isinstance(fleet, dict) else None
+    slow = judge.straggler(value, stats if isinstance(stats, dict) else None, tol)
     if slow is not None:
         return bad(subject, slow.describe(), expected)
     return ok(subject, "not a straggler", expected)
@@ -218,6 +220,11 @@ def _slow_hcas(loc: dict[str, Any]) -> str:
     return f"slow HCA {names}"
 
 
+def _pair_floor(loc: dict[str, Any]) -> str:
+    floor = loc.get("floor_gbps")
+    return f"pairs >= {floor:.0f} GB/s" if bandwidth_ok(floor) else f"pairs >= the pair floor ({_quote(floor)})"
+
+
 def _named(loc: dict[str, Any], node: str) -> str:
     hcas = _slow_hcas(loc)
     rails = loc.get("rails") or {}
@@ -248,7 +255,7 @@ def multi_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
         hcas = _slow_hcas(loc)
         measured = (f"group {group_text}; {facts.node} in pairs: {_evidence(_tests(loc), facts.node, 2)}"
                     f" (named by NCCL-04{'; ' + hcas if hcas else ''})")
-        return _verdict("NCCL-03", facts.node, Status.FAIL, measured, f"pairs >= {loc.get('floor_gbps', 0):.0f} GB/s")
+        return _verdict("NCCL-03", facts.node, Status.FAIL, measured, _pair_floor(loc))
     if multi.get("group_passed") is True:
         return _verdict("NCCL-03", facts.node, Status.PASS, f"group {group_text}", expected)
     if status == "cleared":
@@ -292,7 +299,7 @@ def localisation(facts: Facts, topology: Topology) -> Verdict:
     status = loc.get("status")
     if status == "named":
         return _verdict("NCCL-04", facts.node, Status.FAIL, f"{facts.node} {_named(loc, facts.node)}",
-                        f"pairs >= {loc.get('floor_gbps', 0):.0f} GB/s")
+                        _pair_floor(loc))
     if status == "cleared":
         return _verdict("NCCL-04", facts.node, Status.PASS,
                         f"cleared in {loc.get('rounds')} rounds by {_cleared_by(_tests(loc))}", expected)

@@ -71,11 +71,11 @@ def gpudirect_bandwidth(facts: Facts, topology: Topology) -> Verdict:
         mid = judge.median(by_hca.values())
         for hca_name, value in by_hca.items():
             label = _label(hca_name, kind, paired.get(hca_name))
-            measured = f"{value:.1f} Gb/s"
+            measured = f"{value:.2f} Gb/s"  # as perftest prints it
             if not ref.admits(value):
                 findings.append(bad(label, measured, ref.describe()))
             elif mid is not None and len(by_hca) >= 2 and value < (1.0 - spread) * mid:
-                findings.append(bad(label, f"{measured}, {1 - value / mid:.0%} below the median {mid:.1f} Gb/s "
+                findings.append(bad(label, f"{measured}, {1 - value / mid:.1%} below the median {mid:.1f} Gb/s "
                                            "of the node's HCAs", f"within {spread:.0%} of the median"))
             else:
                 findings.append(ok(label, measured, ref.describe()))

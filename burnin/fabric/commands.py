@@ -98,7 +98,7 @@ LOOPBACK_TASK = (
     'while :; do out=$("$@" localhost 2>&1); rc=$?; [ "$rc" -eq 0 ] && break; n=$((n + 1)); '
     'case "$out" in *"Couldn\'t connect"*|*"Unable to init the socket"*) '
     '[ "$n" -lt 50 ] && { sleep 0.2; continue; } ;; esac; break; done; '
-    '[ "$rc" -eq 0 ] || kill "$server" 2>/dev/null; wait "$server"; printf "%s\\n" "$out"; '
+    '[ "$rc" -eq 0 ] || kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; printf "%s\\n" "$out"; '
     '[ "$rc" -eq 0 ] || sed "s/^/server: /" "$log" >&2; rm -f "$log"; exit "$rc"'
 )
 MEMORY_KINDS = ("cuda", "host")

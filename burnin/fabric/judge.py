@@ -84,6 +84,8 @@ def describe(measurement: NcclMeasurement) -> str:
     if not measurement.ok:
         why = measurement.reason.split(";")[0]
         return f"{measurement.label} {why}"
+    if not bandwidth_ok(measurement.busbw_gbps):
+        return f"{measurement.label} busbw {measurement.busbw_gbps!r} (not a bandwidth)"
     return f"{measurement.label} {measurement.busbw_gbps:.1f} GB/s"
 
 

@@ -13,9 +13,9 @@ round in parallel and reports, per test, whether it passed. Rounds:
    may be that second partner: 3-node racks have no other);
 4. **bisection** settles what pairing cannot: suspects left without a free
    known-good partner are tested as groups, split in halves; a passing group
-   clears all its members. Fewer than 8 such suspects are instead paired
-   among themselves with partners they have not had yet (a passing pair
-   yields two known-good nodes).
+   clears all its members. Fewer than 8 such suspects, or suspects that
+   bisection cannot split further, are instead paired among themselves with
+   partners they have not had yet (a passing pair yields two known-good nodes).
 
 Without noise, 1 to 3 bad nodes among 1,024 are named in 3 rounds (2 with
 ``confirm=False``). A suspect that can never be paired with a known-good node
@@ -33,6 +33,7 @@ from typing import Literal
 
 Kind = Literal["pair", "partner", "confirm", "group"]
 BISECT_MIN = 8
+EXTRA_ROUNDS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,9 @@ class Localizer:
     seed: int = 0
     confirm: bool = True
     max_rounds: int = 0
-    """0: 3 + ceil(log2 n) + 2 rounds at most."""
+    """0: 3 + ceil(log2 n) + 2 rounds, plus min(n, EXTRA_ROUNDS): with many bad nodes, re-pairing may need a
+    round per node to find a passing pair (a rack of 5 with 3 bad), and few known-good nodes can vouch for
+    only that many suspects per round. A rack with few bad nodes ends in 3 rounds whatever the cap."""
     rounds: int = 0
     good: set[str] = field(default_factory=set)
     suspects: set[str] = field(default_factory=set)
@@ -69,7 +72,8 @@ class Localizer:
         self.nodes = list(dict.fromkeys(self.nodes))
         self._rng = random.Random(self.seed)  # noqa: S311 - a reproducible plan, not a secret
         if not self.max_rounds:
-            self.max_rounds = 5 + math.ceil(math.log2(max(2, len(self.nodes))))
+            count = len(self.nodes)
+            self.max_rounds = 5 + math.ceil(math.log2(max(2, count))) + min(count, EXTRA_ROUNDS)
 
     @property
     def needed_strikes(self) -> int:
@@ -102,8 +106,9 @@ class Localizer:
         self.rounds += 1
         self.history.append(list(zip(tests, outcomes, strict=True)))
         for test, passed in zip(tests, outcomes, strict=True):
-            for node in test.nodes:
-                self.partners.setdefault(node, set()).update(n for n in test.nodes if n != node)
+            if len(test.nodes) == 2:  # a failed group says nothing about any one pair of its members
+                for node in test.nodes:
+                    self.partners.setdefault(node, set()).update(n for n in test.nodes if n != node)
             if test.kind in ("pair", "group"):
                 if passed:
                     self._clear(test.nodes)
@@ -143,7 +148,9 @@ class Localizer:
         used: set[str] = set()
         tests: list[Job] = []
         left: list[str] = []
-        for suspect in sorted(self.suspects):
+        # first tests before confirmations: with few known-good nodes, every suspect gets its chance to be
+        # cleared before a failed one is tried again
+        for suspect in sorted(self.suspects, key=lambda n: (self.strikes.get(n, 0), n)):
             kind: Kind = "confirm" if self.strikes.get(suspect) else "partner"
             if kind == "confirm":
                 # a different known-good node than the one it already failed with (a pair mate of pass
@@ -159,7 +166,9 @@ class Localizer:
                 continue
             used.add(partner)
             tests.append(Job((suspect, partner), kind, suspect))
-        tests += self._bisect(left) if len(left) >= BISECT_MIN else self._repair(left, dry=dry)
+        groups = self._bisect(left) if len(left) >= BISECT_MIN else []
+        # bisection stuck (every half holds a bad node): re-pairing can still find two good nodes
+        tests += groups or self._repair(left, dry=dry)
         return tests
 
     def _repair(self, left: list[str], *, dry: bool) -> list[Job]:

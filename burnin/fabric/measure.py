@@ -100,9 +100,14 @@ class NvbMeasurement:
                    float(data.get("duration_s") or 0.0), str(data.get("argv", "")))
 
 
-def last_lines(result: CommandResult, count: int = TAIL_LINES) -> tuple[str, ...]:
-    """The last non-empty output lines (stdout, then stderr), for 'hung here' evidence."""
-    lines = [" ".join(line.split()) for line in (result.stdout + "\n" + result.stderr).splitlines() if line.strip()]
+def last_lines(result: CommandResult, count: int = TAIL_LINES, *, prefer_stdout: bool = False) -> tuple[str, ...]:
+    """The last non-empty output lines (stdout, then stderr), for 'hung here' evidence.
+
+    ``prefer_stdout``: only stdout when it has any (the loopback task prints the client there and the
+    server's lines on stderr).
+    """
+    text = result.stdout if prefer_stdout and result.stdout.strip() else result.stdout + "\n" + result.stderr
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
     return tuple(line[:200] for line in lines[-count:])
 
 
@@ -288,7 +293,7 @@ def gdr_measurement(result: CommandResult, hca: str, gpu: int | None, *, timeout
     """Read one ``ib_write_bw`` loopback: the client's report for ``hca``, at its largest message size."""
     from burnin.parsers.perftest import parse_perftest
 
-    tail = last_lines(result)
+    tail = last_lines(result, prefer_stdout=True)
     base: dict[str, Any] = {"hca": hca, "gpu": gpu, "tail": tail, "duration_s": round(result.duration_s, 3),
                             "argv": " ".join(result.argv)}
     problem = launch_problem(result, "ib_write_bw", timeout_s)
@@ -300,6 +305,8 @@ def gdr_measurement(result: CommandResult, hca: str, gpu: int | None, *, timeout
         output = parse_perftest(result.stdout) if result.stdout.strip() else None
     except ParseError as exc:
         output = None
+        if problem is None and result.exit_status not in (0, None):
+            problem = f"ib_write_bw exited {result.exit_status}"
         problem = problem or f"ib_write_bw output is not perftest output: {exc.excerpt[:160]!r}"
     client = next((r for r in reversed(output.reports) if r.rows), None) if output else None
     if client is not None:
