@@ -37,6 +37,7 @@ PARSERS: dict[str, str] = {
     "lspci": "burnin.parsers.lspci:parse_lspci",
     "dcgmi-diag": "burnin.parsers.dcgmi:parse_dcgmi_diag",
     "perftest": "burnin.parsers.perftest:parse_perftest",
+    "nvidia-smi-dmon": "burnin.parsers.dmon:parse_dmon",
 }
 
 __all__ = ["PARSERS", "get_parser", "iter_json", "parse", "to_jsonable"]

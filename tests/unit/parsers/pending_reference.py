@@ -17,6 +17,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 # (folder, file-name pattern, tool)
 PENDING_TOOL_RULES: list[tuple[str, str, str]] = [
     ("perftest", r".", "perftest"),
+    ("nvidia-smi", r"^dmon-", "nvidia-smi-dmon"),
 ]
 PENDING_TOOLS = frozenset(tool for _, _, tool in PENDING_TOOL_RULES)
 

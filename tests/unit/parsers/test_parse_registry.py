@@ -31,6 +31,7 @@ EXPECTED_TOOLS = {
     "lspci",
     "dcgmi-diag",
     "perftest",
+    "nvidia-smi-dmon",
 }
 
 
