@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 # verb -> (module with add_arguments/run, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -26,24 +28,75 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+DEBUG_HELP = "on an internal error, print the traceback instead of writing a crash file"
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with a one-line usage error (exit 2), like every other user mistake."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="burnin",
         description="Acceptance, burn-in and health probes for bare-metal NVIDIA H100 GPU nodes.",
     )
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    # Also accepted after the verb (`burnin run --debug`); SUPPRESS keeps a leading --debug.
+    common = ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
         if verb is None or verb == name:
             importlib.import_module(module).add_arguments(sub_parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from burnin.errors import BurninError
+    """Run one command; exit 0/1 verdicts, 2 usage or configuration error, 3 interrupted or internal error.
+
+    SIGINT, SIGTERM and SIGHUP stop the children, remove the scratch and exit 3
+    (burnin.cli.interrupt); any unexpected exception is one line and exit 3
+    (burnin.cli.crash). Called as the console script (``argv`` None), an
+    interrupted command ends with ``os._exit`` once cleaned up, so no thread
+    still waiting on a node holds the exit.
+    """
+    from burnin.cli import interrupt
 
     args_list = list(sys.argv[1:] if argv is None else argv)
-    verb = next((a for a in args_list if not a.startswith("-")), None)
+    interrupt.reset()
+    previous = interrupt.install()
+    prog = "burnin"
+    code = EXIT_INTERNAL
+    try:
+        verb = next((a for a in args_list if not a.startswith("-")), None)
+        if verb in COMMANDS:
+            prog = f"burnin {verb}"
+        code = _dispatch(args_list, verb, prog)
+    except KeyboardInterrupt as exc:
+        code = _interrupted(prog, exc)
+    except Exception as exc:  # noqa: BLE001 - the contract: exit 3 and one line, never a traceback
+        from burnin.cli.crash import report
+
+        _cleanup()
+        print(report(prog, exc, debug="--debug" in args_list), file=sys.stderr)
+        code = EXIT_INTERNAL
+    finally:
+        interrupt.restore(previous)
+    if interrupt.received() is not None and argv is None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _dispatch(args_list: list[str], verb: str | None, prog: str) -> int:
+    from burnin.cli import interrupt
+    from burnin.errors import BurninError
+
     parser = build_parser(verb if verb in COMMANDS else None)
     args = parser.parse_args(args_list)
     if args.command is None:
@@ -52,13 +105,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command][0])
     try:
         code: int = module.run(args)
-        return code
+        interrupt.raise_if_received()  # pytest caught the first signal and returned
     except BurninError as exc:
-        print(f"burnin {args.command}: {exc}", file=sys.stderr)
+        interrupt.raise_if_received()
+        _cleanup()
+        print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"burnin {args.command}: interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
+    return code
+
+
+def _interrupted(prog: str, exc: KeyboardInterrupt) -> int:
+    from burnin.cli import interrupt
+
+    name = interrupt.received() or getattr(exc, "signal_name", "SIGINT")
+    _cleanup()
+    print(f"{prog}: interrupted ({name})", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def _cleanup() -> None:
+    """Whatever the command left: children killed, scratch folders removed (no-ops when none)."""
+    local = sys.modules.get("burnin.transport.local")
+    if local is not None and local.running_children():
+        local.stop_children(force=True)
+    sim = sys.modules.get("burnin.dispatch.sim")
+    if sim is not None:
+        sim.remove_scratch()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", default=os.environ.get("BURNIN_TOPOLOGY", "hgx-h100-8gpu"),
                         metavar="NAME|FILE", help="node type (default: $BURNIN_TOPOLOGY or hgx-h100-8gpu)")
-    parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="per-source timeout (default 5)")
+    from burnin.cli.argtypes import seconds
+
+    parser.add_argument("--timeout", type=seconds, default=5.0, metavar="S", help="per-source timeout (default 5)")
     parser.add_argument("--drain", action="store_true",
                         help="on a failure, drain this node in Slurm with reason 'burnin: <ids> <cause>'")
     parser.add_argument("--undrain", action="store_true",

@@ -6,8 +6,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from burnin.cli.argtypes import positive_int, seconds
 from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
+
+if TYPE_CHECKING:
+    from burnin.topology.model import Topology
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--accept-new-host-keys", action="store_true",
                         help="ssh: accept and record unknown host keys (like OpenSSH accept-new); "
                              "changed keys still fail")
-    target.add_argument("--fanout", type=int, default=64, metavar="N", help="ssh: nodes in flight at once (default 64)")
+    target.add_argument("--fanout", type=positive_int, default=64, metavar="N",
+                        help="ssh: nodes in flight at once (default 64)")
     target.add_argument("--nodes", metavar="NODESET", help="slurm: nodes to run on (default: $SLURM_JOB_NODELIST)")
     target.add_argument("--partition", metavar="P", help="slurm: partition")
     target.add_argument("--reservation", metavar="R", help="slurm: reservation")
@@ -43,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output folder (default: reports/<run-id>)")
     parser.add_argument("-k", dest="keyword", default=None, metavar="EXPR",
                         help="only run tests matching this pytest -k expression")
-    parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    parser.add_argument("--timeout", type=seconds, default=120.0, metavar="S",
                         help="per-node timeout for gathering facts (default 120)")
     fabric = parser.add_argument_group("fabric suite")
     fabric.add_argument("--localize", action="store_true",
@@ -56,17 +62,77 @@ def _default_out() -> Path:
     return Path("reports") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 
-def _dispatcher(args: argparse.Namespace, topology_name: str, out_dir: Path) -> object:
+def _check_arguments(args: argparse.Namespace, suites: list[str]) -> None:
+    """Usage errors that argparse cannot see, found before any node is touched."""
     from burnin.errors import UsageError
 
+    if args.keyword is not None:
+        _check_keyword(args.keyword)
+    if "fabric" not in suites:
+        for flag, given in (("--fabric-config", args.fabric_config is not None), ("--localize", args.localize)):
+            if given:
+                raise UsageError(f"{flag} applies to the fabric suite only: add --suite fabric")
+    if args.fabric_config is not None and not args.fabric_config.is_file():
+        raise UsageError(f"--fabric-config {args.fabric_config}: no such file")
+
+
+def _check_keyword(expression: str) -> None:
+    """A ``-k`` expression pytest cannot parse is a usage error now, not a failed run after gathering."""
+    from burnin.errors import UsageError
+
+    try:
+        from _pytest.mark import expression as pytest_expression
+    except ImportError:  # pytest's private module moved: pytest itself reports it later
+        return
+    parse_error = getattr(pytest_expression, "ParseError", SyntaxError)  # pytest < 9: ParseError
+    try:
+        pytest_expression.Expression.compile(expression)
+    except (SyntaxError, parse_error) as exc:
+        raise UsageError(f"-k {expression!r}: not a valid expression ({exc})") from None
+
+
+def _prepare_out(out_dir: Path) -> list[Path]:
+    """Create the output folder (an existing file or an unwritable place is a usage error).
+
+    Returns the folders it created, so a run that stops before writing anything
+    can remove them again.
+    """
+    import tempfile
+
+    from burnin.errors import UsageError
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir}: exists and is not a folder")
+    created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as exc:
+        _remove_empty(created)
+        raise UsageError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
+    return created
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:  # deepest first
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def _dispatcher(args: argparse.Namespace, topology: Topology, out_dir: Path) -> object:
+    from burnin.errors import UsageError
+
+    topology_name = args.topology
     if args.sim is not None:
         from burnin.dispatch.sim import SimDispatcher, parse_fault_args, scratch_dir
         from burnin.nodes import sim_names
-        from burnin.topology.load import find_topology
 
         names = sim_names(args.sim)
         faults = parse_fault_args(args.fault, names)
-        return SimDispatcher(scratch_dir(), find_topology(topology_name), names, faults, owned=True)
+        return SimDispatcher(scratch_dir(), topology, names, faults, owned=True)
     if args.fault:
         raise UsageError("--fault needs --sim (faults are injected into simulated nodes)")
     if args.via == "ssh":
@@ -98,34 +164,42 @@ def _refuse_partial_gate(gate: str, partial: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from burnin.cli.interrupt import raise_if_received
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary
     from burnin.fabric.phase import FabricOptions
     from burnin.session import SuiteError, execute
     from burnin.topology.load import find_topology
 
+    suites = args.suite or ["node"]
+    _check_arguments(args, suites)
     topology = find_topology(args.topology)  # validate before touching any node
     _refuse_partial_gate(args.gate, args.keyword and f"-k {args.keyword!r} selects a subset of the checks")
     topology_ref = args.topology
     out_dir = args.out or _default_out()
-    dispatcher = _dispatcher(args, topology_ref, out_dir)
-    suites = args.suite or ["node"]
-    fabric = FabricOptions(args.fabric_config, args.localize) if "fabric" in suites else None
-    started = time.monotonic()
-    nodes = dispatcher.nodes  # type: ignore[attr-defined]
-    with Progress(total_nodes=len(nodes)) as progress:
-        try:
+    created = _prepare_out(out_dir)
+    try:
+        dispatcher = _dispatcher(args, topology, out_dir)
+    except BaseException:
+        _remove_empty(created)
+        raise
+    try:  # from here on the dispatcher is closed (scratch removed, allocation released) whatever happens
+        fabric = FabricOptions(args.fabric_config, args.localize) if "fabric" in suites else None
+        started = time.monotonic()
+        with Progress(total_nodes=len(dispatcher.nodes)) as progress:  # type: ignore[attr-defined]
             result = execute(
                 dispatcher,  # type: ignore[arg-type]
                 topology=topology_ref, out_dir=out_dir, suites=suites, keyword=args.keyword,
                 timeout=args.timeout, on_gathered=progress.node_gathered, on_test=progress.test_done,
                 fabric=fabric,
             )
-        except SuiteError as exc:
-            print(f"burnin run: {exc}", file=sys.stderr)
-            return EXIT_INTERNAL
-        finally:
-            dispatcher.close()  # type: ignore[attr-defined]
+    except SuiteError as exc:
+        raise_if_received()  # pytest stopped on SIGINT/SIGTERM: report the interrupt, not pytest
+        print(f"burnin run: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        dispatcher.close()  # type: ignore[attr-defined]
+    raise_if_received()
     from burnin.report.html import render
 
     render(result.out_dir)

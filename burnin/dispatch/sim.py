@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -37,11 +38,35 @@ def parse_fault_args(values: list[str], names: list[str]) -> dict[str, list[obje
     return faults
 
 
+SCRATCH_PREFIX = "burnin-sim-"
+# Scratch folders this process made and has not removed yet: an interrupt or a
+# crash removes them (remove_scratch) even when no dispatcher owns them yet.
+_SCRATCH: set[Path] = set()
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def scratch_dir() -> Path:
-    """A private folder for a throw-away rack: on tmpfs when there is one (1,500 files a node)."""
+    """A private folder for a throw-away rack: on tmpfs when there is one (1,500 files a node).
+
+    Named ``burnin-sim-<pid>-*``, so what a run left behind can be told from another run's rack.
+    """
     shm = Path("/dev/shm")
     base = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix="burnin-sim-", dir=base))
+    # No signal between creating the folder and recording it: an interrupt must find it.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=base))
+        _SCRATCH.add(path)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    return path
+
+
+def remove_scratch(path: Path | None = None) -> None:
+    """Remove ``path`` (default: every scratch folder this process made and still holds)."""
+    for folder in [path] if path is not None else sorted(_SCRATCH):
+        shutil.rmtree(folder, ignore_errors=True)
+        _SCRATCH.discard(folder)
 
 
 class SimDispatcher:
@@ -60,10 +85,15 @@ class SimDispatcher:
             rack = build_rack(state_dir, topology, names, dict(faults))  # type: ignore[arg-type]
         except BaseException:
             if owned:
-                shutil.rmtree(state_dir, ignore_errors=True)
+                remove_scratch(state_dir)
             raise
         self._sim: dict[str, SimNode] = {node.name: node for node in rack}
-        self._transport = LocalTransport(node_env=lambda name: self._sim[name].environment())
+        # A throw-away rack also holds its nodes' temporary files (tools' mktemp), so they go with it.
+        self._tmp: dict[str, str] = {}
+        if owned:
+            (state_dir / "tmp").mkdir(exist_ok=True)
+            self._tmp = {"TMPDIR": str(state_dir / "tmp")}
+        self._transport = LocalTransport(node_env=lambda name: {**self._sim[name].environment(), **self._tmp})
 
     def gather(self, *, sources: str = "all", timeout: float = 60.0,
                on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
@@ -78,4 +108,4 @@ class SimDispatcher:
     def close(self) -> None:
         self._transport.close()
         if self._owned:
-            shutil.rmtree(self._state_dir, ignore_errors=True)
+            remove_scratch(self._state_dir)

@@ -164,8 +164,12 @@ def build_rack(state_dir: Path, topology: Topology, names: list[str],
     workers = max(1, min(len(names), os.cpu_count() or 1, 4))
     if workers == 1:
         return [build(name) for name in names]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="burnin-sim") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="burnin-sim")
+    try:
         return list(pool.map(build, names))
+    finally:
+        # On an interrupt or an error the nodes not yet started are dropped, not rendered.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def apply_fault(node_dir: Path, fault: Fault | str) -> None:

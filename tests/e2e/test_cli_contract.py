@@ -1,0 +1,136 @@
+"""The exit-status contract of every command: 2 is a user mistake (one line), 3 an internal error.
+
+Exit 1 means "a node was rejected", so a crash must never exit 1, and a typo
+must be caught before any node is touched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def burnin(*args: str, tmp: Path, driver: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, TMPDIR=str(tmp))
+    command = [sys.executable, "-c", driver, *args] if driver else [sys.executable, "-m", "burnin.cli.main", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=env, cwd=tmp)
+
+
+def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "0", "1e99", "soon"])
+def test_timeout_must_be_finite_and_positive(tmp_path: Path, value: str) -> None:
+    proc = burnin("run", "--sim", "2", f"--timeout={value}", tmp=tmp_path)
+    assert proc.returncode == 2
+    assert "--timeout" in _one_line(proc)
+
+
+def test_probe_timeout_is_checked_too(tmp_path: Path) -> None:
+    proc = burnin("probe", "--timeout", "nan", tmp=tmp_path)
+    assert proc.returncode == 2 and "--timeout" in _one_line(proc)
+
+
+def test_a_bad_k_expression_is_a_usage_error_before_gathering(tmp_path: Path) -> None:
+    proc = burnin("run", "--sim", "2", "-k", "bad(((", "--out", str(tmp_path / "out"), tmp=tmp_path)
+    assert proc.returncode == 2
+    assert _one_line(proc).startswith("burnin run: -k 'bad((('")
+    assert not (tmp_path / "out").exists()  # refused before any node was gathered
+
+
+@pytest.mark.parametrize("flags", [["--fabric-config", "FILE"], ["--localize"]])
+def test_fabric_flags_without_the_fabric_suite_are_usage_errors(tmp_path: Path, flags: list[str]) -> None:
+    config = tmp_path / "fabric.yaml"
+    config.write_text("{}\n")
+    args = [str(config) if f == "FILE" else f for f in flags]
+    proc = burnin("run", "--sim", "2", *args, tmp=tmp_path)
+    assert proc.returncode == 2
+    assert f"{flags[0]} applies to the fabric suite only" in _one_line(proc)
+
+
+def test_a_missing_fabric_config_is_a_usage_error(tmp_path: Path) -> None:
+    proc = burnin("run", "--sim", "2", "--suite", "fabric", "--fabric-config", str(tmp_path / "nope.yaml"),
+                  tmp=tmp_path)
+    assert proc.returncode == 2 and "no such file" in _one_line(proc)
+
+
+def test_out_naming_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    target = tmp_path / "a-file"
+    target.write_text("keep me\n")
+    proc = burnin("run", "--sim", "2", "--out", str(target), tmp=tmp_path)
+    assert proc.returncode == 2
+    assert "exists and is not a folder" in _one_line(proc)
+    assert target.read_text() == "keep me\n"
+
+
+def test_out_in_an_unwritable_place_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = burnin("run", "--sim", "2", "--out", str(blocker / "sub"), tmp=tmp_path)
+    assert proc.returncode == 2
+    assert "cannot write there" in _one_line(proc)
+
+
+def test_argparse_errors_are_one_line_exit_2(tmp_path: Path) -> None:
+    proc = burnin("run", "--sim", "two", tmp=tmp_path)
+    assert proc.returncode == 2 and "--sim" in _one_line(proc)
+    proc = burnin("no-such-command", tmp=tmp_path)
+    assert proc.returncode == 2 and "no-such-command" in _one_line(proc)
+
+
+# Runs the real console entry point with one command made to raise, as a bug would.
+CRASH_DRIVER = """
+import sys
+import burnin.cli.faults_cmd as faults_cmd
+
+kind = sys.argv.pop(1)
+
+def run(args):
+    if kind == "memory":
+        raise MemoryError()
+    raise RuntimeError("boom\\x1b[31m in\\nthe parser")
+
+faults_cmd.run = run
+from burnin.cli.main import main
+sys.exit(main())
+"""
+
+CRASH_LINE = re.compile(r"^burnin faults: internal error: (?P<what>.+) \(details: (?P<path>/\S+)\)$")
+
+
+def test_an_unexpected_exception_is_exit_3_one_line_and_a_crash_file(tmp_path: Path) -> None:
+    proc = burnin("runtime", "faults", tmp=tmp_path, driver=CRASH_DRIVER)
+    assert proc.returncode == 3
+    match = CRASH_LINE.match(_one_line(proc))
+    assert match, proc.stderr
+    assert match["what"] == "RuntimeError: boom\\x1b[31m in the parser"  # escaped, on one line
+    crash = Path(match["path"])
+    assert crash.parent == tmp_path  # $TMPDIR
+    details = crash.read_text()
+    assert "Traceback (most recent call last)" in details and "RuntimeError: boom" in details
+
+
+def test_debug_prints_the_traceback_instead(tmp_path: Path) -> None:
+    proc = burnin("runtime", "faults", "--debug", tmp=tmp_path, driver=CRASH_DRIVER)
+    assert proc.returncode == 3
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("burnin faults: internal error: RuntimeError: boom")
+    assert list(tmp_path.glob("burnin-crash-*")) == []
+    proc = burnin("runtime", "--debug", "faults", tmp=tmp_path, driver=CRASH_DRIVER)  # before the verb too
+    assert proc.returncode == 3 and "Traceback" in proc.stderr
+
+
+def test_out_of_memory_is_exit_3_one_line(tmp_path: Path) -> None:
+    proc = burnin("memory", "faults", tmp=tmp_path, driver=CRASH_DRIVER)
+    assert proc.returncode == 3
+    line = _one_line(proc)
+    assert line.startswith("burnin faults: internal error: MemoryError"), line

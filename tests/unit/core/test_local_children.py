@@ -1,0 +1,77 @@
+"""An interrupted run stops every child process group at once, and starts no new one."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from burnin.transport import local
+from burnin.transport.base import CommandResult
+from burnin.transport.local import INTERRUPTED_ERROR, LocalTransport
+
+
+@pytest.fixture(autouse=True)
+def _allow_children_again() -> Iterator[None]:
+    yield
+    local.allow_children()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_for_file(path: Path, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never written"
+        time.sleep(0.01)
+    return int(path.read_text().split()[0])
+
+
+def test_stop_children_kills_a_group_that_ignores_sigterm(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f'trap "" TERM; sleep 300 & echo $! > {pid_file}; wait'
+    results: list[CommandResult] = []
+    worker = threading.Thread(target=lambda: results.append(
+        LocalTransport().run("n1", ["sh", "-c", script], timeout=300)))
+    worker.start()
+    grandchild = _wait_for_file(pid_file)
+    assert _alive(grandchild)
+    assert local.stop_children() == 1
+    worker.join(60)
+    assert not worker.is_alive(), "the run did not return after its group was stopped"
+    assert not _alive(grandchild)  # SIGTERM ignored: SIGKILL after the grace period got it
+    assert results[0].exit_status is not None and results[0].exit_status < 0
+    assert local.running_children() == 0
+
+
+def test_after_an_interrupt_worker_threads_start_nothing_but_cleanup_may(tmp_path: Path) -> None:
+    local.stop_children()
+    marker = tmp_path / "started"
+    results: list[CommandResult] = []
+    worker = threading.Thread(target=lambda: results.append(
+        LocalTransport().run("n1", ["touch", str(marker)], timeout=30)))
+    worker.start()
+    worker.join(60)
+    assert results[0].error == INTERRUPTED_ERROR and not marker.exists()
+    # The main thread still may (scancel, deleting a reservation on the way out).
+    cleanup = LocalTransport().run("n1", [sys.executable, "-c", "print('cleanup')"], timeout=30)
+    assert cleanup.ok and cleanup.stdout.strip() == "cleanup"
+
+
+def test_a_finished_command_leaves_no_background_child_behind(tmp_path: Path) -> None:
+    result = LocalTransport().run("n1", ["sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!"], timeout=30)
+    assert result.ok
+    pid = int(result.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(pid)
