@@ -1,4 +1,6 @@
-"""Issue 6 done-when: under real Slurm, the fabric suite names sim04 and its slow HCA, and drains only it."""
+"""Issue 6 done-when: under real Slurm, the fabric suite names sim04 and its slow HCA, and drains only it.
+
+Since issue 9, IB-08 (ib_write_bw loopback per HCA) names the HCA on the node alone."""
 
 from __future__ import annotations
 
@@ -26,16 +28,19 @@ def test_slow_hca_node_is_named_and_drained_alone(fabric_cluster: tuple[Path, di
     gate = json.loads((tmp_path / "gate.json").read_text())
     assert gate["rejected"] == "sim04" and gate["admitted"] == "sim[01-03,05-08]"
     decision = gate["nodes"]["sim04"]
-    assert "NCCL-04" in decision["failed"] and decision["incomplete"] == []
-    assert any("mlx5_2" in reason for reason in decision["reasons"] if reason.startswith("NCCL-04"))
+    # IB-08 names the slow HCA on the node alone; it then stays out of the multi-node runs
+    assert decision["failed"] == ["IB-08"] and sorted(decision["incomplete"]) == ["NCCL-03", "NCCL-04"]
+    assert any("mlx5_2" in reason for reason in decision["reasons"] if reason.startswith("IB-08"))
     log = (tmp_path / "fabric-commands.log").read_text()
-    assert "srun --jobid=" in log and "--mpi=pmi2" in log and "NCCL_IB_HCA==mlx5_2:1" in log
+    assert "srun --jobid=" in log and "--mpi=pmi2" in log and "ib_write_bw -d mlx5_2" in log
+    fabric = json.loads((tmp_path / "fabric.json").read_text())
+    assert list(fabric["excluded"]) == ["sim04"] and fabric["group_passed"]
     nodes = subprocess.run(["scontrol", "--oneliner", "show", "node", "sim[01-08]"], env=env, capture_output=True,
                            text=True, timeout=30, check=True).stdout.splitlines()
     drained = [line.split()[0].removeprefix("NodeName=") for line in nodes if "DRAIN" in line]
     assert drained == ["sim04"]
     reason = next(line for line in nodes if line.startswith("NodeName=sim04"))
-    assert "Reason=burnin: NCCL-04" in reason and "mlx5_2" in reason
+    assert "Reason=burnin: IB-08" in reason and "mlx5_2" in reason
 
 
 @pytest.mark.sim_slurm
