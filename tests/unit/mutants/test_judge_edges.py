@@ -169,3 +169,14 @@ def test_unmeasured_rails_are_left_out_and_none_measured_names_nothing(h100_topo
     assert judge.slow_rails(rails(a=None, b=None), h100_topology) == []
     slow = judge.slow_rails(rails(a=46.0, b=46.0, c=20.0, d=None), h100_topology)
     assert [s.hca for s in slow] == ["c"]
+
+
+def test_gdr_spread_comes_from_the_topology_or_defaults(h100_topology: Topology) -> None:
+    custom = with_refs(h100_topology, **{judge.GDR_SPREAD_REF: Reference(0.07, "test", 0.0, 0.5)})
+    assert judge.gdr_spread(custom) == 0.07
+    assert judge.gdr_spread(with_refs(h100_topology, **{judge.GDR_SPREAD_REF: None})) == judge.DEFAULT_GDR_SPREAD
+
+
+def test_a_rail_run_that_did_not_complete_is_left_out_even_with_a_number(h100_topology: Topology) -> None:
+    hung = measured(5.0, status="incomplete", reason="hung")
+    assert judge.slow_rails({"a": measured(46.0), "b": measured(46.0), "c": hung}, h100_topology) == []

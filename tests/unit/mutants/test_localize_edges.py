@@ -210,3 +210,22 @@ def test_simulated_tests_pass_at_the_minimum() -> None:
     nodes = [f"n{i}" for i in range(8)]
     trial = simulate(nodes, {"n3": 0.5}, tolerance=0.0, seed=2)
     assert trial.named == {"n3"} and not trial.unresolved
+
+
+def test_two_nodes_are_tested_one_node_is_not() -> None:
+    assert Localizer(["a"]).done
+    pair = Localizer(["a", "b"])
+    assert not pair.done
+    assert [t.nodes for t in pair.next_round()] in ([("a", "b")], [("b", "a")])
+
+
+@pytest.mark.parametrize(("confirm", "failures_to_name"), [(True, 2), (False, 1)])
+def test_a_suspect_is_named_after_the_strikes_it_needs(confirm: bool, failures_to_name: int) -> None:
+    planner = Localizer([f"n{i}" for i in range(8)], seed=3, confirm=confirm)
+    forced_first_round(planner, [("n0", "n1"), ("n2", "n3"), ("n4", "n5"), ("n6", "n7")])
+    planner.record([False, True, True, True])
+    for strike in range(1, failures_to_name + 1):
+        tests = checked_round(planner)
+        planner.record([t.suspect != "n0" for t in tests])
+        assert ("n0" in planner.named) is (strike == failures_to_name)
+    assert planner.named == {"n0"} and planner.good == {f"n{i}" for i in range(1, 8)}
