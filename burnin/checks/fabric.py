@@ -28,7 +28,8 @@ def single_node_verdicts(facts: Facts, topology: Topology) -> list[Verdict]:
     from burnin.checks import load_all
 
     checks = load_all()
-    wanted = [c for c in SINGLE_NODE_CHECKS if c != "NCCL-02" or other_collectives(facts)]
+    wanted = [c for c in SINGLE_NODE_CHECKS if (c != "NCCL-02" or other_collectives(facts))
+              and (c != "IB-08" or topology.compute_hcas)]
     return [checks[c].func(facts, topology) for c in wanted]
 
 
@@ -57,6 +58,16 @@ def nccl_record(data: object, what: str) -> NcclMeasurement:
         raise Unmeasurable(f"{what}: unreadable measurement ({exc})") from None
 
 
+def part(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    """A mapping inside the fabric section (empty when absent); Unmeasurable when it is something else."""
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Unmeasurable(f"fabric facts: {key} is not a mapping ({_quote(value)})")
+    return value
+
+
 def fabric_section(facts: Facts) -> dict[str, Any]:
     """The node's fabric measurements; Unmeasurable when there are none."""
     if facts.unreachable:
@@ -73,10 +84,10 @@ def fabric_section(facts: Facts) -> dict[str, Any]:
 def multi_node_applicable(facts: Facts) -> tuple[bool, str]:
     """Whether multi-node checks apply to this node (False for a run of one node)."""
     try:
-        multi = fabric_section(facts).get("multi") or {}
+        multi = part(fabric_section(facts), "multi")
     except Unmeasurable:
         return True, ""
-    return bool(multi.get("applicable", True)), str(multi.get("reason", ""))
+    return multi.get("applicable", True) is not False, str(multi.get("reason", ""))
 
 
 def _ref(topology: Topology, key: str) -> Reference:
@@ -109,7 +120,7 @@ def _fleet_finding(subject: str, value: float | None, fleet: object, key: str, t
 
 
 def _single(doc: dict[str, Any], collective: str) -> NcclMeasurement:
-    data = (doc.get("single") or {}).get(collective)
+    data = part(doc, "single").get(collective)
     if not data:
         raise Unmeasurable(f"no single-node {collective} run")
     return nccl_record(data, f"single-node {collective}")
@@ -139,7 +150,7 @@ def single_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
 def other_collectives(facts: Facts) -> list[str]:
     """The single-node collectives measured besides all_reduce (NCCL-02 applies when there are any)."""
     try:
-        return sorted(c for c in fabric_section(facts).get("single") or {} if c != "all_reduce")
+        return sorted(c for c in part(fabric_section(facts), "single") if c != "all_reduce")
     except Unmeasurable:
         return ["?"]
 
@@ -151,7 +162,7 @@ def single_node_other(facts: Facts, topology: Topology) -> Verdict:
     tol = judge.tolerance(topology)
     findings: list[Finding] = []
     shown = []
-    for collective, data in sorted((doc.get("single") or {}).items()):
+    for collective, data in sorted(part(doc, "single").items()):
         if collective == "all_reduce":
             continue
         try:
@@ -176,8 +187,8 @@ def single_node_other(facts: Facts, topology: Topology) -> Verdict:
 
 
 def _multi(facts: Facts) -> dict[str, Any]:
-    multi: dict[str, Any] = fabric_section(facts).get("multi") or {}
-    if not multi.get("applicable", True):
+    multi = part(fabric_section(facts), "multi")
+    if multi.get("applicable", True) is False:
         raise Unmeasurable(f"not applicable: {multi.get('reason')}")
     if multi.get("excluded"):
         raise Unmeasurable(str(multi["excluded"]))
@@ -247,7 +258,7 @@ def multi_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
     multi = _multi(facts)
     ref = _ref(topology, judge.MULTI_REF)
     group = nccl_record(multi["group"], "the multi-node run")
-    loc = multi.get("localization") or {}
+    loc = part(multi, "localization")
     status = loc.get("status")
     group_text = judge.describe(group)
     expected = ref.describe()
@@ -312,7 +323,7 @@ def localisation(facts: Facts, topology: Topology) -> Verdict:
 def correctness(facts: Facts, topology: Topology) -> Verdict:
     doc = fabric_section(facts)
     findings: list[Finding] = []
-    for collective, data in sorted((doc.get("single") or {}).items()):
+    for collective, data in sorted(part(doc, "single").items()):
         subject = f"{collective} single-node"
         try:
             run = nccl_record(data, subject)
@@ -320,7 +331,7 @@ def correctness(facts: Facts, topology: Topology) -> Verdict:
             findings.append(unknown(subject, exc.reason))
             continue
         findings.append(_wrong_values(subject, run))
-    multi = doc.get("multi") or {}
+    multi = part(doc, "multi")
     loc = multi.get("localization")
     if isinstance(loc, dict):
         # only runs with a known-good partner point at this node

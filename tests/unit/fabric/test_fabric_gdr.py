@@ -176,3 +176,18 @@ def test_runs_that_are_not_measurements(stdout: str, hca: str, gpu: int | None, 
 def test_round_trip_through_json() -> None:
     m = gdr_measurement(result("sim01", ib_write_bw_output(CUDA, 391.0)), "mlx5_2", 2, timeout_s=60)
     assert type(m).from_json(m.to_json()) == m
+
+
+def test_ib_08_is_one_of_the_single_node_checks_where_there_are_compute_hcas(h100_topology: Topology) -> None:
+    from burnin.checks.fabric import single_node_verdicts
+
+    facts = Facts("sim01", {"fabric": section()})
+    assert [v.check_id for v in single_node_verdicts(facts, h100_topology)] == [
+        "NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "IB-08"]
+    unpaired = tuple(dataclasses.replace(d, hca=None) for d in h100_topology.gpus.devices)
+    no_storage_section = {"storage": None} if "storage" in {f.name for f in dataclasses.fields(h100_topology)} \
+        else {}
+    storage_only = dataclasses.replace(
+        h100_topology, hcas=tuple(h for h in h100_topology.hcas if h.role == "storage"),
+        gpus=GpuSpec(8, h100_topology.gpus.model, unpaired, h100_topology.gpus.nvlink), **no_storage_section)
+    assert "IB-08" not in [v.check_id for v in single_node_verdicts(facts, storage_only)]

@@ -150,3 +150,15 @@ def test_multi_node_records_that_are_not_records(h100_topology: Topology) -> Non
                                                               "group_passed": False, "localization": loc}))
     assert verdict.status is Status.FAIL and "pairs >= the pair floor (nan)" in verdict.reason
     assert "busbw nan (not a bandwidth)" in verdict.reason
+
+
+@pytest.mark.parametrize("key", ["single", "multi"])
+@pytest.mark.parametrize("value", [[1, 2], "x", 3])
+def test_fabric_facts_parts_of_the_wrong_shape(h100_topology: Topology, key: str, value: object) -> None:
+    doc = section()
+    doc[key] = value
+    for check_id in ("NCCL-01", "NCCL-03", "NCCL-04", "NCCL-05") if key == "multi" else ("NCCL-01", "NCCL-05"):
+        if key == "multi" and check_id in ("NCCL-01",):
+            continue
+        verdict = judged(check_id, h100_topology, doc)
+        assert verdict.status is Status.INCOMPLETE and f"{key} is not a mapping" in verdict.reason, check_id
