@@ -108,13 +108,18 @@ def load_yaml(path: str | Path) -> YamlDocument:
 class _Open:
     """A mapping or sequence whose end event has not come yet."""
 
-    __slots__ = ("anchor", "key", "key_line", "merges", "path", "size", "value")
+    __slots__ = ("aliased_before", "anchor", "events_before", "is_map", "key", "key_line", "merges", "path",
+                 "value")
 
-    def __init__(self, value: dict[Any, Any] | list[Any], path: Path_, anchor: str | None) -> None:
+    def __init__(self, value: dict[Any, Any] | list[Any], path: Path_, anchor: str | None,
+                 events: int, aliased: int) -> None:
         self.value = value
+        self.is_map = isinstance(value, dict)
         self.path = path
         self.anchor = anchor
-        self.size = 1  # this node and everything under it, aliases counted as expanded
+        # Its size (nodes, aliases counted as expanded) is what these counters grow by until its end.
+        self.events_before = events
+        self.aliased_before = aliased
         self.key: Any = _NO_KEY
         self.key_line = 0
         self.merges: list[dict[Any, Any]] = []
@@ -134,7 +139,7 @@ class _Builder:
         # anchor -> (value, expanded size) once its node is complete; _IN_PROGRESS before
         self.anchors: dict[str, tuple[Any, int] | object] = {}
         self.events = 0
-        self.aliased = 0
+        self.aliased = 0  # nodes that aliases added, counted as if expanded
         self.root: Any = None
         # first characters for which some implicit type (int, bool, null, ...) may match
         resolvers = loader.yaml_implicit_resolvers
@@ -151,12 +156,21 @@ class _Builder:
         scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
         map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
         map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
+        plain_first = self.implicit_first
         while loader.check_event():
             event = loader.get_event()
             self.events += 1
             kind = type(event)
             if kind is scalar:
-                self.add(self.scalar(event), event.start_mark.line + 1, 1, event.anchor)
+                value = event.value
+                if not (event.tag is None and plain_first is not None and value and event.implicit[0]
+                        and value[0] not in plain_first):  # else: plain text no implicit type matches
+                    value = self.scalar(event)
+                line = event.start_mark.line + 1
+                if event.anchor is not None:
+                    self.new_anchor(event.anchor, line)
+                    self.anchors[event.anchor] = (value, 1)
+                self.add(value, line)
             elif kind is map_start or kind is seq_start:
                 self.open(event, {} if kind is map_start else [])
             elif kind is map_end or kind is seq_end:
@@ -172,17 +186,13 @@ class _Builder:
     def scalar(self, event: Any) -> Any:
         tag, value = event.tag, event.value
         if tag is None or tag == "!":
-            if value and event.implicit[0] and self.implicit_first is not None \
-                    and value[0] not in self.implicit_first:
-                return value  # a plain scalar no implicit type can match: a string
             tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
         if tag == _STR:
             return value
         known = self.typed.get((tag, value), _NO_KEY)
         if known is not _NO_KEY:
             return known
-        if tag == _MERGE and self.stack and isinstance(self.stack[-1].value, dict) \
-                and self.stack[-1].key is _NO_KEY:
+        if tag == _MERGE and self.stack and self.stack[-1].is_map and self.stack[-1].key is _NO_KEY:
             return _MERGE_KEY
         construct = self.loader.yaml_constructors.get(tag)
         if construct is None:
@@ -197,7 +207,7 @@ class _Builder:
         if not self.stack:
             return ()
         top = self.stack[-1]
-        if isinstance(top.value, dict):
+        if top.is_map:
             return top.path if top.key is _NO_KEY or top.key is _MERGE_KEY else (*top.path, top.key)
         return (*top.path, len(top.value))
 
@@ -210,10 +220,10 @@ class _Builder:
         path: Path_ = ()
         if self.stack:
             top = self.stack[-1]
-            if isinstance(top.value, dict) and top.key is _NO_KEY:
+            if top.is_map and top.key is _NO_KEY:
                 raise self.fail(line, "a mapping key must be a plain value, not a mapping or sequence", top.path)
             path = self.here()
-            if isinstance(top.value, list):
+            if not top.is_map:
                 self.lines[path] = line
         else:
             self.lines[()] = line
@@ -221,12 +231,12 @@ class _Builder:
         if anchor is not None:
             self.new_anchor(anchor, line)
             self.anchors[anchor] = _IN_PROGRESS
-        self.stack.append(_Open(value, path, anchor))
+        self.stack.append(_Open(value, path, anchor, self.events, self.aliased))
 
     def close(self) -> None:
         done = self.stack.pop()
         value = done.value
-        if isinstance(value, dict) and done.merges:  # merged keys first, as yaml.safe_load orders them
+        if done.merges:  # merged keys first, as yaml.safe_load orders them
             merged: dict[Any, Any] = {}
             for source in done.merges:
                 for key, item in source.items():
@@ -234,8 +244,9 @@ class _Builder:
             merged.update(value)
             value = merged
         if done.anchor is not None:
-            self.anchors[done.anchor] = (value, done.size)
-        self.add(value, 0, done.size, None, closing=True)
+            size = self.events - done.events_before + self.aliased - done.aliased_before
+            self.anchors[done.anchor] = (value, size)
+        self.add(value, 0, closing=True)
 
     def alias(self, event: Any) -> None:
         line = event.start_mark.line + 1
@@ -248,40 +259,37 @@ class _Builder:
         assert isinstance(target, tuple)
         value, size = target
         self.aliased += size
-        if self.aliased > max(MIN_ALIAS_BUDGET, self.events):
-            raise self.fail(line, f"aliases expand to more than {max(MIN_ALIAS_BUDGET, self.events):,} nodes "
-                            "(a YAML bomb?)", self.here())
-        self.add(value, line, size, None)
+        budget = max(MIN_ALIAS_BUDGET, self.events)
+        if self.aliased > budget:
+            raise self.fail(line, f"aliases expand to more than {budget:,} nodes (a YAML bomb?)", self.here())
+        self.add(value, line)
 
     def new_anchor(self, anchor: str, line: int) -> None:
         if anchor in self.anchors:
             raise self.fail(line, f"anchor &{anchor} is defined twice", self.here())
 
-    def add(self, value: Any, line: int, size: int, anchor: str | None, *, closing: bool = False) -> None:
+    def add(self, value: Any, line: int, *, closing: bool = False) -> None:
         """Put a finished node where the parser is: the root, a mapping key or value, or a sequence item."""
-        if anchor is not None:
-            self.new_anchor(anchor, line)
-            self.anchors[anchor] = (value, size)
-        if not self.stack:
+        stack = self.stack
+        if not stack:
             self.root = value
             if not closing:
                 self.lines[()] = line
             return
-        top = self.stack[-1]
-        top.size += size
-        container = top.value
-        if isinstance(container, list):
+        top = stack[-1]
+        if not top.is_map:
+            container: Any = top.value
             if not closing:
-                self.lines[top.path + (len(container),)] = line
+                item_path = (*top.path, len(container))
+                self.lines[item_path] = line
             container.append(value)
         elif top.key is _NO_KEY:
             self.set_key(top, value, line)
         else:
-            key = top.key
-            if key is _MERGE_KEY:
+            if top.key is _MERGE_KEY:
                 self.merge(top, value, top.key_line)
             else:
-                container[key] = value
+                top.value[top.key] = value
             top.key = _NO_KEY
 
     def set_key(self, top: _Open, key: Any, line: int) -> None:
@@ -298,10 +306,12 @@ class _Builder:
             raise self.fail(line, f"key {key!r} is written twice in this mapping (lines {first} and {line})", path)
         top.key, top.key_line = key, line
         self.lines[path] = line
-        if isinstance(key, str) and key.isdigit():
-            self.lines[top.path + (int(key),)] = line
+        if isinstance(key, str) and key.isdigit():  # pydantic may name it either way
+            alias: Path_ = (*top.path, int(key))
+            self.lines[alias] = line
         elif isinstance(key, int) and not isinstance(key, bool):
-            self.lines[top.path + (str(key),)] = line
+            alias = (*top.path, str(key))
+            self.lines[alias] = line
 
     def merge(self, top: _Open, value: Any, line: int) -> None:
         """``<<: *defaults`` or ``<<: [*a, *b]``: keys not written here come from those mappings.
