@@ -511,6 +511,8 @@ def supervise(state: Path) -> int:
     env = dict(os.environ)  # up() started us with SLURM_CONF set
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    # up() blocks these while it records our pid, and a signal mask is inherited.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
     _become_subreaper()
     children: dict[str, int] = {}
     code = 0

@@ -11,6 +11,11 @@ Logins use a dedicated account (``burnin-sim``, created if missing, password
 field ``*`` so key logins work with ``UsePAM no``). ``down`` stops exactly the
 sshd pids recorded in ``lab.json``.
 
+The sshd processes are children of a small supervisor process
+(:mod:`burnin.lab.supervisor`), not of ``sim up``, which exits: the supervisor
+reaps every sshd that stops, so no zombie is left where PID 1 does not reap.
+``down`` stops the supervisor, which stops and reaps its sshd processes.
+
 ``transport_faults`` (tests and rehearsals) break the transport of one node:
 ``hang`` (python3 never answers), ``garbage`` (python3 prints non-JSON),
 ``no-python3``, ``refuse-key`` (sshd knows another client key),
@@ -35,6 +40,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from burnin.errors import UsageError
+from burnin.lab import supervisor
 
 LAB_FILE = "lab.json"
 LOGIN_USER = "burnin-sim"
@@ -120,7 +126,10 @@ def start_node(state_dir: Path, node: str) -> None:
     lab = read_lab(state_dir)
     entry = _node(lab, node)
     if not _is_our_sshd(entry):
-        _start(lab, entry, retry_port=False)
+        if not supervisor.is_supervisor(lab.get("supervisor"), _plan_path(lab)):
+            raise UsageError(f"the supervisor of {state_dir} is gone; `burnin sim down` and `sim up` again")
+        _configure(lab, entry, retry_port=False)
+        _request_start(lab)
         _wait_listening([entry], START_TIMEOUT)
     save_lab(state_dir, lab)
 
@@ -187,7 +196,8 @@ def _preflight(state_dir: Path, names: Sequence[str], transport_faults: Mapping[
     lab_file = state_dir / LAB_FILE
     if lab_file.is_file():
         old = json.loads(lab_file.read_text(encoding="utf-8"))
-        if any(_is_our_sshd(entry) for entry in old.get("nodes", {}).values()):
+        if any(_is_our_sshd(entry) for entry in old.get("nodes", {}).values()) or \
+                supervisor.is_supervisor(old.get("supervisor"), _plan_path(old)):
             raise UsageError(f"{state_dir} already has a running rack; `burnin sim down --state {state_dir}`")
 
 
@@ -326,31 +336,86 @@ def _free_port(address: str) -> int:
         return port
 
 
-def _start(lab: Mapping[str, Any], entry: dict[str, Any], *, retry_port: bool) -> subprocess.Popen[bytes]:
+def _plan_path(lab: Mapping[str, Any]) -> Path:
+    return Path(str(lab.get("state", "."))) / "ssh" / "supervisor.json"
+
+
+def _configure(lab: Mapping[str, Any], entry: dict[str, Any], *, retry_port: bool) -> None:
+    """Write the node's sshd_config (on a free port when its own is taken and ``retry_port``)."""
     if retry_port and not _port_free(entry["address"], entry["port"]):
         entry["port"] = _free_port(entry["address"])
     directory = Path(entry["dir"])
     config = directory / "sshd_config"
     _write(config, _sshd_config(lab, entry), 0o644)
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
-    proc = subprocess.Popen([lab["sshd"], "-D", "-f", str(config), "-E", str(directory / "sshd.log")],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    entry["pid"] = proc.pid
     entry["config"] = str(config)
-    return proc
+
+
+def _write_plan(lab: Mapping[str, Any]) -> Path:
+    plan = _plan_path(lab)
+    daemons = [{"name": name, "argv": [lab["sshd"], "-D", "-f", entry["config"], "-E",
+                                       str(Path(entry["dir"]) / "sshd.log")]}
+               for name, entry in lab["nodes"].items()]
+    supervisor.write_json(plan, {"daemons": daemons})
+    return plan
+
+
+def _start_supervisor(lab: dict[str, Any]) -> None:
+    """Start the supervisor, which starts one sshd per node as its children."""
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
+    plan = _write_plan(lab)
+    supervisor.pids_path(plan).unlink(missing_ok=True)
+    # No signal between starting the supervisor and recording it: the cleanup must find it.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+    try:
+        with (plan.parent / "supervisor.log").open("ab") as log:
+            proc = subprocess.Popen(supervisor.command(plan), stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        lab["supervisor"] = proc.pid
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    _await_pids(lab, after_generation=0)
+
+
+def _request_start(lab: dict[str, Any]) -> None:
+    """Ask the supervisor to start every sshd of the plan that is not running; record the pids."""
+    plan = _plan_path(lab)
+    generation = int(supervisor.read_pids(plan).get("generation") or 0)
+    os.kill(int(lab["supervisor"]), signal.SIGUSR1)
+    _await_pids(lab, after_generation=generation)
+
+
+def _await_pids(lab: dict[str, Any], *, after_generation: int) -> None:
+    plan = _plan_path(lab)
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        pids = supervisor.read_pids(plan)
+        if int(pids.get("generation") or 0) > after_generation:
+            break
+        if not pid_alive(lab["supervisor"]):
+            _reap_pid(lab["supervisor"])
+            log = plan.parent / "supervisor.log"
+            tail = log.read_text(encoding="utf-8", errors="replace").strip()[-400:] if log.exists() else ""
+            raise UsageError(f"the sshd supervisor exited at start: {tail}")
+        if time.monotonic() > deadline:
+            raise UsageError(f"the sshd supervisor did not start the nodes within {START_TIMEOUT:g} s")
+        time.sleep(0.02)
+    for name, entry in lab["nodes"].items():
+        entry["pid"] = pids.get("pids", {}).get(name)
 
 
 def _start_all(lab: dict[str, Any]) -> None:
     entries = list(lab["nodes"].values())
     for entry in entries:
-        _start(lab, entry, retry_port=True)
+        _configure(lab, entry, retry_port=True)
+    _start_supervisor(lab)
     failed = _wait_listening(entries, START_TIMEOUT)
-    for entry in failed:  # lost a race for the port: once more on a free one
-        _reap(entry)
-        entry["port"] = _free_port(entry["address"])
-        _start(lab, entry, retry_port=False)
-    failed = _wait_listening(failed, START_TIMEOUT)
+    if failed:  # lost a race for the port: once more on a free one
+        for entry in failed:
+            _stop(entry)
+            entry["port"] = _free_port(entry["address"])
+            _configure(lab, entry, retry_port=False)
+        _request_start(lab)
+        failed = _wait_listening(failed, START_TIMEOUT)
     if failed:
         log = Path(failed[0]["dir"]) / "sshd.log"
         detail = log.read_text(encoding="utf-8", errors="replace").strip()[-400:] if log.exists() else ""
@@ -377,7 +442,19 @@ def _wait_listening(entries: Sequence[dict[str, Any]], timeout: float) -> list[d
     return [e for e in entries if not pid_alive(e["pid"])] + pending
 
 
-def _stop_all(lab: Mapping[str, Any]) -> None:
+def _stop_all(lab: dict[str, Any]) -> None:
+    """Stop the supervisor (it stops and reaps every sshd), then any sshd it left (it was killed)."""
+    pid = int(lab.get("supervisor") or 0)
+    if supervisor.is_supervisor(pid, _plan_path(lab)):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + supervisor.STOP_GRACE_S * 2 + 5.0
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    if pid:
+        _reap_pid(pid)  # our own child when up() ran in this process
+    lab["supervisor"] = None
     entries = list(lab.get("nodes", {}).values())
     for entry in entries:
         if _is_our_sshd(entry):
@@ -395,15 +472,13 @@ def _stop(entry: dict[str, Any]) -> None:
             time.sleep(0.01)
         if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
-    _reap(entry)
+    if pid:
+        _reap_pid(pid)
     entry["pid"] = None
 
 
-def _reap(entry: Mapping[str, Any]) -> None:
-    """Collect the exit status when the sshd is our own child (no zombie left)."""
-    pid = entry.get("pid")
-    if not pid:
-        return
+def _reap_pid(pid: int) -> None:
+    """Collect the exit status when ``pid`` is our own child (no zombie left)."""
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
