@@ -266,22 +266,27 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
         plan += _watch_plan(layout, names, burnin_command(), watch)
     layout.plan.write_text(json.dumps({"daemons": plan}, indent=1),
                            encoding="utf-8")
-    with (layout.log / "supervisor.log").open("ab") as log:
-        supervisor = subprocess.Popen(
-            [sys.executable, "-m", "burnin.lab.slurm", "supervise", str(state)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=daemon_env, start_new_session=True,
-        )
-    lab: dict[str, Any] = {
-        "kind": "slurm", "running": True, "state": str(state), "nodes": names,
-        "supervisor": supervisor.pid, "pids": {}, "slurm_conf": str(layout.conf),
-        "env": client_env(state), "ports": {"slurmctld": ports[0], **node_ports},
-        "health_interval": health_interval, "started_at": time.time(), "watch": watch is not None,
-    }
-    _write_lab(layout, lab)
+    # No signal between starting the supervisor and recording it: `down` must find it.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+    try:
+        with (layout.log / "supervisor.log").open("ab") as log:
+            supervisor = subprocess.Popen(
+                [sys.executable, "-m", "burnin.lab.slurm", "supervise", str(state)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=daemon_env, start_new_session=True,
+            )
+        lab: dict[str, Any] = {
+            "kind": "slurm", "running": True, "state": str(state), "nodes": names,
+            "supervisor": supervisor.pid, "pids": {}, "slurm_conf": str(layout.conf),
+            "env": client_env(state), "ports": {"slurmctld": ports[0], **node_ports},
+            "health_interval": health_interval, "started_at": time.time(), "watch": watch is not None,
+        }
+        _write_lab(layout, lab)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     try:
         lab["pids"] = _wait_ready(layout, supervisor, names, ready_timeout)
-    except LabError:
+    except BaseException:  # not ready, or interrupted while waiting: stop what was started
         down(state)
         raise
     _write_lab(layout, lab)

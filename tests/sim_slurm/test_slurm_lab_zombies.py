@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,44 @@ def test_sim_up_and_down_of_a_slurm_rack_leave_no_zombie() -> None:
         assert set(left) <= {supervisor}, f"zombies besides the supervisor: {left}"
         if supervisor in left:
             assert left[supervisor]["exit"] == 0
+    finally:
+        if (state / "lab.json").exists():
+            lab.down(state)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def _processes_with(needle: bytes) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                continue
+            if needle in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_sigterm_while_sim_up_waits_for_the_nodes_stops_the_cluster() -> None:
+    _require_slurm()
+    state = Path(tempfile.mkdtemp(prefix="burnin-slurm-sigterm-"))
+    conf = f"SLURM_CONF={state / 'slurm.conf'}".encode()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "burnin.cli.main", "sim", "up", "--slurm", "2",
+                                 "--state", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while not (state / "lab.json").exists():  # the supervisor is recorded: the daemons are starting
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "sim up never started the supervisor"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 3, err
+        assert err.strip().splitlines() == ["burnin sim: interrupted (SIGTERM)"], err
+        assert _processes_with(conf) == []  # supervisor, munged, slurmctld, slurmd: all stopped
     finally:
         if (state / "lab.json").exists():
             lab.down(state)
