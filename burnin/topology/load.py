@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from burnin.errors import ConfigError
 from burnin.topology.catalog import list_topologies, resolve
 from burnin.topology.model import Topology
+from burnin.topology.unknown import unknown_keys
 from burnin.topology.yamlsafe import Path_, format_key_path, load_yaml
 
 __all__ = ["Path_", "find_topology", "format_key_path", "list_topologies", "load_topology", "load_yaml_document"]
@@ -41,7 +42,11 @@ def locate(lines: dict[Path_, int], loc: Path_) -> int | None:
 def validation_to_config_error(path: Path, exc: ValidationError, lines: dict[Path_, int]) -> ConfigError:
     """One line: the first error with its key and line, the next few by key and line, then how many more."""
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
-    described = [_describe(err, lines) for err in errors[:SHOWN_ERRORS]]
+    return summary_error(path, [_describe(err, lines) for err in errors[:SHOWN_ERRORS]], len(errors))
+
+
+def summary_error(path: Path, described: list[tuple[Path_, int | None, str]], total: int) -> ConfigError:
+    """One line: the first error with its key and line, the next few by key and line, then how many more."""
     first_loc, first_line, first_msg = described[0]
     msg = first_msg
     others = [f"{format_key_path(loc) or '(top level)'}"
@@ -49,7 +54,7 @@ def validation_to_config_error(path: Path, exc: ValidationError, lines: dict[Pat
               for loc, line, text in described[1:]]
     if others:
         msg += "; also " + "; ".join(others)
-    more = len(errors) - len(described)
+    more = total - len(described)
     if more:
         msg += f"; ... and {more} more error{'s' if more > 1 else ''}"
     return ConfigError(str(path), msg, key=format_key_path(first_loc) or "(top level)", line=first_line)
@@ -73,6 +78,9 @@ def load_topology(path: str | Path) -> Topology:
     data, lines = load_yaml_document(file)
     if not isinstance(data, dict):
         raise ConfigError(str(file), "a topology must be a YAML mapping", line=1)
+    unknown, count = unknown_keys(data, Topology, SHOWN_ERRORS)
+    if count:  # found without pydantic, which would describe every one of them
+        raise summary_error(file, [(loc, locate(lines, loc), "unknown key") for loc in unknown], count)
     try:
         return _adapter().validate_python(data)
     except ValidationError as exc:

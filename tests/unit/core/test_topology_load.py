@@ -145,3 +145,38 @@ def test_cli_non_utf8_topology_exits_2_naming_the_byte_offset(tmp_path: Path) ->
     assert proc.returncode == 2, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert str(path) in proc.stderr and f"byte offset {offset}" in proc.stderr
+
+
+def test_unknown_keys_are_found_everywhere_pydantic_would_find_them(tmp_path: Path) -> None:
+    import yaml
+    from pydantic import TypeAdapter, ValidationError
+
+    from burnin.topology.model import Topology
+    from burnin.topology.unknown import unknown_keys
+
+    text = (topologies_dir() / "hgx-h100-8gpu.yaml").read_text()
+    for old, new in [
+        ('hca: mlx5_2}', 'hca: mlx5_2, colour: red}'),  # an item of a list of dataclasses
+        ("    {value: 81559, lower: 81000,", "    {value: 81559, lower: 81000, typo: 1,"),  # a dict of them
+        ("  nodes: 2\n", "  nodes: 2\n  sockets: 2\n"),
+        ("  links_per_gpu: 18", "  links_per_gpu: 18\n    speed: fast"),
+    ]:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    text += "stray: 1\n"
+    data = yaml.safe_load(text)
+    try:
+        TypeAdapter(Topology).validate_python(data)
+        raise AssertionError("pydantic accepted unknown keys")
+    except ValidationError as exc:
+        by_pydantic = {tuple(e["loc"]) for e in exc.errors() if e["type"] == "unexpected_keyword_argument"}
+    found, count = unknown_keys(data, Topology, limit=100)
+    assert count == len(found) == len(by_pydantic) == 5
+    assert {tuple(str(p) for p in loc) for loc in found} == {tuple(str(p) for p in loc) for loc in by_pydantic}
+    assert found[0] == ("gpus", "nvlink", "speed")  # file order
+    path = tmp_path / "stray.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    assert info.value.key == "gpus.nvlink.speed" and info.value.line == _line_of(path, "speed: fast")
+    assert "gpus.devices[2].colour (line " in str(info.value) and "stray (line" in str(info.value)
