@@ -18,7 +18,7 @@ _NODE_MODULES = (
     "burnin.checks.infiniband",
 )
 # ...and those that judge workloads run by a suite's measurement phase.
-_WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr")
+_WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.workload")
 
 
 def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:

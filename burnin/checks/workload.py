@@ -1,0 +1,129 @@
+"""Workload checks (MEG, PIN): the Megatron smoke run and where its ranks were placed.
+
+They judge the ``megatron`` and ``placement`` sections the Megatron phase merges
+into each node's facts (shapes in docs/megatron.md; findings in
+burnin.megatron.judge and burnin.megatron.pinning). A node without them was not
+measured: incomplete, with the cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from burnin.checks.base import check
+from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, roll_up
+from burnin.facts import Facts
+from burnin.megatron import judge, pinning
+from burnin.topology.model import Topology
+
+SINGLE_NODE_CHECKS = ("MEG-01", "MEG-02", "MEG-03", "MEG-04")
+"""The checks a node must pass on its own run before it joins a multi-node run (judged without it)."""
+
+MegFindings = Callable[..., list[Finding]]
+
+
+def _megatron(facts: Facts) -> dict[str, Any]:
+    if facts.unreachable:
+        raise Unmeasurable(facts.unreachable)
+    return judge.section(facts.data.get("megatron"))
+
+
+def _placement(facts: Facts) -> dict[str, Any]:
+    if facts.unreachable:
+        raise Unmeasurable(facts.unreachable)
+    return pinning.section(facts.data.get("placement"))
+
+
+def _meg(check_id: str, facts: Facts, topology: Topology, findings: MegFindings,
+         expected: Callable[[], str], *, include_multi: bool = True) -> Verdict:
+    data = _megatron(facts)  # an unmeasured node says why before any reference is looked up
+    found = findings(data, topology, include_multi=include_multi)
+    return roll_up(check_id, facts.node, found, expected=expected())
+
+
+@check("MEG-01", "Megatron launch: every rank ran and exited 0 in time", fast=False)
+def megatron_launch(facts: Facts, topology: Topology) -> Verdict:
+    return _meg("MEG-01", facts, topology, judge.meg01,
+                lambda: f"every rank ({topology.gpus.count} per node) exits 0 within the launch timeout")
+
+
+@check("MEG-02", "Megatron log: every iteration parsed", fast=False)
+def megatron_log(facts: Facts, topology: Topology) -> Verdict:
+    return _meg("MEG-02", facts, topology, judge.meg02,
+                lambda: "every iteration 1..train_iters logged with its time, throughput and loss")
+
+
+@check("MEG-03", "Megatron MFU from the model shape and iteration time", fast=False)
+def megatron_mfu(facts: Facts, topology: Topology) -> Verdict:
+    def expected() -> str:
+        floor = judge.reference(topology, judge.MFU_REF)
+        peak = judge.reference(topology, judge.PEAK_REF)
+        return f"MFU {floor.describe()} of {peak.value:g} TFLOP/s BF16 dense; the log's TFLOP/s/GPU agrees"
+
+    return _meg("MEG-03", facts, topology, judge.meg03, expected, include_multi=False)
+
+
+@check("MEG-04", "Megatron run health: loss, NaN, NCCL errors, throughput, stragglers", fast=False)
+def megatron_health(facts: Facts, topology: Topology) -> Verdict:
+    def expected() -> str:
+        floor = judge.reference(topology, judge.TFLOPS_REF)
+        tol = judge.reference(topology, judge.STRAGGLER_REF).value
+        multi = judge.reference(topology, judge.MULTI_REF).value
+        return (f"finite falling loss, no NaN/skipped iteration, no NCCL error, {floor.describe()}, "
+                f"within {tol:.0%} of the run's median node, multi-node within {multi:.0%} of single-node")
+
+    return _meg("MEG-04", facts, topology, judge.meg04, expected)
+
+
+def single_node_verdicts(facts: Facts, topology: Topology) -> list[Verdict]:
+    """MEG-01..04 on the node's single-node run alone: the phase lets a node join the multi-node run only
+    when every one passed (a node that fails alone would make the group's result unattributable)."""
+    verdicts = []
+    for check_id, findings in (("MEG-01", judge.meg01), ("MEG-02", judge.meg02), ("MEG-03", judge.meg03),
+                               ("MEG-04", judge.meg04)):
+        try:
+            found = findings(_megatron(facts), topology, include_multi=False)
+        except Unmeasurable as exc:
+            found = [judge.unknown("node", exc.reason)]
+        verdicts.append(roll_up(check_id, facts.node, found, expected="passes on its own"))
+    return verdicts
+
+
+def passed_alone(facts: Facts, topology: Topology) -> tuple[bool, str]:
+    """(True, "") when the node passed MEG-01..04 on its own; else False and the first reason."""
+    for verdict in single_node_verdicts(facts, topology):
+        if verdict.status is not Status.PASS:
+            return False, verdict.reason
+    return True, ""
+
+
+def _pin(check_id: str, facts: Facts, topology: Topology, findings: Callable[[dict[str, Any], Topology],
+         list[Finding]], expected: str) -> Verdict:
+    data = _placement(facts)
+    return roll_up(check_id, facts.node, findings(data, topology), expected=expected)
+
+
+@check("PIN-01", "Ranks placed on their GPU's NUMA node (placement probe under the real launcher)", fast=False)
+def placement_cpus(facts: Facts, topology: Topology) -> Verdict:
+    return _pin("PIN-01", facts, topology, pinning.pin01,
+                "each rank's CPUs and memory nodes within its GPU's NUMA node, one rank per GPU")
+
+
+@check("PIN-02", "Rank memory on its GPU's NUMA node", fast=False)
+def placement_memory(facts: Facts, topology: Topology) -> Verdict:
+    data = _placement(facts)
+    floor = judge.reference(topology, pinning.LOCAL_MEMORY_REF)
+    return roll_up("PIN-02", facts.node, pinning.pin02(data, topology),
+                   expected=f"share of each rank's written memory on its GPU's NUMA node {floor.describe()}")
+
+
+@check("PIN-03", "Rank threads stay on their allowed CPUs", fast=False)
+def placement_threads(facts: Facts, topology: Topology) -> Verdict:
+    return _pin("PIN-03", facts, topology, pinning.pin03, "every thread sample on one of the rank's allowed CPUs")
+
+
+@check("PIN-04", "NCCL may use each GPU's paired HCA and no storage HCA", fast=False)
+def placement_nic(facts: Facts, topology: Topology) -> Verdict:
+    return _pin("PIN-04", facts, topology, pinning.pin04,
+                "NCCL_IB_HCA includes the HCA paired with each rank's GPU and no storage HCA")

@@ -1,0 +1,312 @@
+"""The commands burnin launches for the Megatron smoke run and the placement probe (pure: argv lists).
+
+Two launch forms, as production launches training (check-catalog MEG-01, PIN-01):
+
+- **srun** (Slurm dispatch): one step per run, ``--ntasks-per-node`` = GPUs per node, ``--label`` so each
+  rank's lines can be told apart, ``--cpu-bind=verbose,<policy>`` and ``--gpu-bind`` for the binding; a
+  small ``sh -c`` wrapper turns ``SLURM_PROCID``/``SLURM_LOCALID``/``SLURM_NTASKS`` into the
+  ``RANK``/``LOCAL_RANK``/``WORLD_SIZE`` that torch.distributed reads; a pyxis container is
+  ``--container-image``.
+- **torchrun** (SSH or local dispatch): one command per node with its ``--node_rank``, ``--tee 3`` so each
+  line carries ``[defaultN]:``; binding is a ``numactl --cpunodebind=N --membind=N`` wrapper per local rank
+  (N = the NUMA node of GPU ``LOCAL_RANK`` in the topology); docker or apptainer wrap the whole command.
+
+A single-node run per node (TP ``single_node.tensor``) and one multi-node run per group (TP within the
+node, DP across nodes). The environment (``CUDA_DEVICE_MAX_CONNECTIONS``, ``NCCL_IB_HCA`` = the compute
+HCAs, the site's ``env``) is set inside the command, so every transport carries it the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from burnin.megatron.config import MegatronSettings, Parallelism
+from burnin.topology.model import Topology
+
+Form = Literal["srun", "torchrun"]
+BindingKind = Literal["slurm", "numactl", "none"]
+RunKind = Literal["single", "multi", "probe"]
+
+SLACK_S = 30.0
+"""At most this beyond a run's own timeout: srun start-up and output transfer (see :func:`slack`)."""
+RANK_WRAPPER = "burnin-rank"
+BIND_WRAPPER = "burnin-bind"
+PROBE_SHOWN = "<burnin placement probe>"
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One run: the argv per node that starts it (srun: one argv, run where burnin runs, under the first node)."""
+
+    kind: RunKind
+    form: Form
+    binding: BindingKind
+    nodes: tuple[str, ...]
+    argv_by_node: Mapping[str, tuple[str, ...]]
+    ranks_per_node: int
+    timeout_s: float
+    parallel: Parallelism | None = None
+
+    @property
+    def world_size(self) -> int:
+        return self.ranks_per_node * len(self.nodes)
+
+    @property
+    def label(self) -> str:
+        what = {"single": "single-node run", "multi": "multi-node run", "probe": "placement probe"}[self.kind]
+        return f"{what} on {','.join(self.nodes)}"
+
+    def display(self) -> str:
+        """The commands as a shell would take them (``--dry-run``, docs/megatron.md); the probe's source,
+        passed to ``python3 -c`` whole, is shown as ``<burnin placement probe>``."""
+        def shown(argv: tuple[str, ...]) -> str:
+            return shlex.join(PROBE_SHOWN if arg == probe_source() else arg for arg in argv)
+
+        if self.form == "srun":
+            return shown(next(iter(self.argv_by_node.values())))
+        return "\n".join(f"[{node}] {shown(argv)}" for node, argv in self.argv_by_node.items())
+
+
+# ------------------------------------------------------------------ pieces
+
+
+def numa_of_local_rank(topology: Topology) -> list[int]:
+    """NUMA node of the GPU each local rank drives (rank i -> GPU index i)."""
+    return [d.numa_node for d in sorted(topology.gpus.devices, key=lambda d: d.index)]
+
+
+def nccl_ib_hca(settings: MegatronSettings, topology: Topology) -> str | None:
+    """NCCL_IB_HCA: the site's, else exactly the topology's compute HCAs (``=mlx5_0:1,...``)."""
+    if settings.nccl_ib_hca is not None:
+        return settings.nccl_ib_hca
+    compute = [h.name for h in topology.compute_hcas]
+    return "=" + ",".join(f"{name}:1" for name in compute) if compute else None
+
+
+def rank_environment(settings: MegatronSettings, topology: Topology) -> dict[str, str]:
+    """Variables every rank gets (the site's ``env`` wins over burnin's)."""
+    env: dict[str, str] = {}
+    hca = nccl_ib_hca(settings, topology)
+    if hca:
+        env["NCCL_IB_HCA"] = hca
+    env.update(settings.env)
+    return env
+
+
+def distributed_timeout_minutes(settings: MegatronSettings) -> int:
+    """NCCL's collective timeout, half the launch timeout: a stuck collective is reported by the watchdog
+    (MEG-04 names the rank) before burnin stops the run as hung."""
+    return max(1, int(settings.timeout_s // 120))
+
+
+def training_args(settings: MegatronSettings, parallel: Parallelism, world_size: int) -> list[str]:
+    """``pretrain_gpt.py`` arguments: the catalog's recipe with mock data, no dataset or tokenizer files."""
+    shape = settings.model
+    batch = parallel.batch_for(world_size)  # ValueError when the model split does not divide the world
+    args = ["--use-mcore-models", "--num-layers", str(shape.num_layers), "--hidden-size", str(shape.hidden_size),
+            "--ffn-hidden-size", str(shape.ffn_hidden_size), "--num-attention-heads", str(shape.num_attention_heads)]
+    if shape.num_query_groups is not None:
+        args += ["--group-query-attention", "--num-query-groups", str(shape.num_query_groups)]
+    if shape.kv_channels is not None:
+        args += ["--kv-channels", str(shape.kv_channels)]
+    args += ["--seq-length", str(shape.seq_length), "--max-position-embeddings", str(shape.positions),
+             "--position-embedding-type", "rope", "--rotary-base", str(shape.rotary_base)]
+    if shape.swiglu:
+        args.append("--swiglu")
+    if shape.num_experts is not None:
+        args += ["--num-experts", str(shape.num_experts), "--moe-router-topk", str(shape.moe_router_topk)]
+    args += ["--disable-bias-linear", "--untie-embeddings-and-output-weights", "--attention-backend", "fused",
+             "--bf16", "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
+             "--tensor-model-parallel-size", str(parallel.tensor),
+             "--pipeline-model-parallel-size", str(parallel.pipeline),
+             "--context-parallel-size", str(parallel.context)]
+    if parallel.sequence_parallel and parallel.tensor > 1:
+        args.append("--sequence-parallel")
+    args += ["--micro-batch-size", str(parallel.micro_batch_size),
+             "--global-batch-size", str(batch),
+             "--train-iters", str(settings.train_iters), "--lr", f"{settings.lr:g}", "--min-lr", f"{settings.min_lr:g}",
+             "--lr-decay-style", "cosine", "--lr-warmup-iters", str(settings.lr_warmup_iters),
+             "--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(shape.vocab_size),
+             "--make-vocab-size-divisible-by", str(shape.make_vocab_size_divisible_by), "--split", "99,1,0",
+             "--no-create-attention-mask-in-dataloader", "--num-workers", "1",
+             "--log-interval", str(settings.log_interval), "--log-throughput", "--eval-iters", "0",
+             "--distributed-timeout-minutes", str(distributed_timeout_minutes(settings))]
+    return args + list(settings.extra_args)
+
+
+def training_payload(settings: MegatronSettings, parallel: Parallelism, world_size: int) -> list[str]:
+    """What each rank executes: ``python3 pretrain_gpt.py ARGS`` (or the script alone when ``python`` is None)."""
+    head = [settings.python, settings.pretrain_script] if settings.python else [settings.pretrain_script]
+    return head + training_args(settings, parallel, world_size)
+
+
+def probe_payload(settings: MegatronSettings) -> list[str]:
+    """What each rank of the placement probe executes: the site's ``probe`` or ``python3 -c <burnin's probe>``."""
+    if settings.probe is not None:
+        return list(settings.probe)
+    return [settings.probe_python, "-c", probe_source()]
+
+
+@cache
+def probe_source() -> str:
+    """The placement probe's source (standard library only), run with ``python3 -c``: nothing to install."""
+    return (Path(__file__).resolve().parents[1] / "collector" / "placement.py").read_text(encoding="utf-8")
+
+
+def _numa_case(topology: Topology, rank_var: str) -> str:
+    by_node: dict[int, list[int]] = {}
+    for rank, numa in enumerate(numa_of_local_rank(topology)):
+        by_node.setdefault(numa, []).append(rank)
+    arms = " ".join(f"{'|'.join(map(str, ranks))}) n={numa} ;;" for numa, ranks in sorted(by_node.items()))
+    return (f'case "{rank_var}" in {arms} *) echo "{BIND_WRAPPER}: no GPU for local rank {rank_var}" >&2; '
+            f"exit 1 ;; esac")
+
+
+def _exports(env: Mapping[str, str]) -> str:
+    return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; " if env else ""
+
+
+def _numactl(settings: MegatronSettings) -> str:
+    return f'exec {shlex.quote(settings.numactl)} --cpunodebind="$n" --membind="$n" "$@"'
+
+
+def srun_rank_wrapper(settings: MegatronSettings, topology: Topology, env: Mapping[str, str],
+                      binding: BindingKind) -> list[str]:
+    """``sh -c '<exports>; RANK=$SLURM_PROCID ...; exec "$@"' burnin-rank`` (numactl inside with that binding)."""
+    script = _exports(env) + ('export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID" '
+                              'WORLD_SIZE="$SLURM_NTASKS"; ')
+    if binding == "numactl":
+        script += _numa_case(topology, "$SLURM_LOCALID") + "; " + _numactl(settings)
+    else:
+        script += 'exec "$@"'
+    return ["sh", "-c", script, RANK_WRAPPER]
+
+
+def numactl_wrapper(settings: MegatronSettings, topology: Topology) -> list[str]:
+    """torchrun's per-rank binding: ``sh -c 'case $LOCAL_RANK ...; exec numactl ... "$@"' burnin-bind``."""
+    return ["sh", "-c", _numa_case(topology, "$LOCAL_RANK") + "; " + _numactl(settings), BIND_WRAPPER]
+
+
+def slack(timeout_s: float) -> float:
+    """Seconds a launch may run past its timeout before it is killed: 10% of it, 5 s to :data:`SLACK_S`."""
+    return min(SLACK_S, max(5.0, 0.1 * timeout_s))
+
+
+def _srun_time(seconds: float) -> str:
+    return str(max(1, math.ceil(seconds / 60.0)))
+
+
+# ------------------------------------------------------------------ launches
+
+
+def _srun(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], payload: list[str], *,
+          binding: BindingKind, env: Mapping[str, str], timeout_s: float, job_id: str | None,
+          job_name: str) -> list[str]:
+    gpus = topology.gpus.count
+    argv = ["srun"]
+    if job_id is not None:
+        argv.append(f"--jobid={job_id}")
+    argv += [f"--job-name={job_name}", f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}",
+             f"--ntasks-per-node={gpus}", "--label", "--kill-on-bad-exit=1",
+             f"--time={_srun_time(timeout_s + slack(timeout_s))}",
+             f"--cpu-bind=verbose,{settings.srun_cpu_bind if binding == 'slurm' else 'none'}"]
+    if binding == "slurm" and settings.srun_distribution:
+        argv.append(f"--distribution={settings.srun_distribution}")
+    if settings.srun_gpu_bind is not None:
+        argv += ["--gpus-per-task=1", f"--gpu-bind={settings.srun_gpu_bind}"]
+    container = settings.container
+    if container is not None and container.runner == "pyxis":
+        argv.append(f"--container-image={container.image}")
+        if container.mounts:
+            argv.append(f"--container-mounts={','.join(container.mounts)}")
+        if container.workdir:
+            argv.append(f"--container-workdir={container.workdir}")
+        argv += list(container.runner_args)
+    argv += list(settings.srun_args)
+    full_env = {"MASTER_ADDR": nodes[0], "MASTER_PORT": str(settings.master_port), **env}
+    return argv + srun_rank_wrapper(settings, topology, full_env, binding) + payload
+
+
+def _container_prefix(settings: MegatronSettings) -> list[str]:
+    container = settings.container
+    if container is None or container.runner == "pyxis":
+        return []
+    if container.runner == "docker":
+        argv = ["docker", "run", "--rm", "--gpus", "all", "--network", "host", "--ipc", "host",
+                "--ulimit", "memlock=-1", "--ulimit", "stack=67108864", "--cap-add", "SYS_NICE"]
+        for mount in container.mounts:
+            argv += ["-v", mount if ":" in mount else f"{mount}:{mount}"]
+        if container.workdir:
+            argv += ["-w", container.workdir]
+    else:
+        argv = ["apptainer", "exec", "--nv"]
+        for mount in container.mounts:
+            argv += ["--bind", mount]
+        if container.workdir:
+            argv += ["--pwd", container.workdir]
+    return argv + list(container.runner_args) + [container.image]
+
+
+def _torchrun(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], node_rank: int,
+              payload: list[str], *, binding: BindingKind, env: Mapping[str, str]) -> list[str]:
+    argv = _container_prefix(settings)
+    if env:
+        argv += ["env", *(f"{k}={v}" for k, v in env.items())]
+    argv += [settings.torchrun, f"--nproc_per_node={topology.gpus.count}", f"--nnodes={len(nodes)}",
+             f"--node_rank={node_rank}", f"--master_addr={nodes[0]}", f"--master_port={settings.master_port}",
+             "--tee=3", "--no-python"]
+    if binding == "numactl":
+        argv += numactl_wrapper(settings, topology)
+    return argv + payload
+
+
+def _launch(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], payload: list[str], *,
+            kind: RunKind, form: Form, timeout_s: float, job_id: str | None, job_name: str,
+            parallel: Parallelism | None) -> Launch:
+    if not nodes:
+        raise ValueError("a launch needs at least one node")
+    binding = settings.binding_for(form)
+    env = rank_environment(settings, topology)
+    if form == "srun":
+        argvs = {nodes[0]: tuple(_srun(settings, topology, nodes, payload, binding=binding, env=env,
+                                       timeout_s=timeout_s, job_id=job_id, job_name=job_name))}
+    else:
+        argvs = {node: tuple(_torchrun(settings, topology, nodes, rank, payload, binding=binding, env=env))
+                 for rank, node in enumerate(nodes)}
+    return Launch(kind, form, binding, tuple(nodes), argvs, topology.gpus.count, timeout_s, parallel)
+
+
+def training_launch(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], *, form: Form,
+                    job_id: str | None = None, job_name: str = "burnin-megatron") -> Launch:
+    """The training run on ``nodes``: single-node (one node) or multi-node (TP within a node, DP across)."""
+    kind: RunKind = "single" if len(nodes) == 1 else "multi"
+    parallel = settings.single_node if kind == "single" else settings.multi_node
+    payload = training_payload(settings, parallel, topology.gpus.count * len(nodes))
+    return _launch(settings, topology, nodes, payload, kind=kind, form=form, timeout_s=settings.timeout_s,
+                   job_id=job_id, job_name=job_name, parallel=parallel)
+
+
+def probe_launch(settings: MegatronSettings, topology: Topology, node: str, *, form: Form,
+                 job_id: str | None = None, job_name: str = "burnin-placement") -> Launch:
+    """The placement probe on one node, with the binding options training uses (PIN-01..04)."""
+    return _launch(settings, topology, [node], probe_payload(settings), kind="probe", form=form,
+                   timeout_s=settings.probe_timeout_s, job_id=job_id, job_name=job_name, parallel=None)
+
+
+def plan(settings: MegatronSettings, topology: Topology, nodes: Sequence[str],
+         groups: Sequence[Sequence[str]] | None = None, *, form: Form, job_id: str | None = None) -> list[Launch]:
+    """Every launch of the phase in order: the probe and the single-node run per node, then one
+    multi-node run per group of two or more nodes (``groups`` default: all nodes)."""
+    launches = [probe_launch(settings, topology, node, form=form, job_id=job_id) for node in nodes]
+    launches += [training_launch(settings, topology, [node], form=form, job_id=job_id) for node in nodes]
+    if settings.multi_node_run:
+        for group in groups if groups is not None else [list(nodes)]:
+            if len(group) >= 2:
+                launches.append(training_launch(settings, topology, list(group), form=form, job_id=job_id))
+    return launches

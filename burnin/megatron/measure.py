@@ -1,0 +1,139 @@
+"""The Megatron measurement, given a way to run launches: probe, single-node runs, fleet, multi-node runs.
+
+Nothing here starts a process: :func:`measure` hands each batch of launches
+(burnin.megatron.commands) to ``run_all``, which runs them at the same time and
+returns what every node printed. :func:`transport_runner` builds ``run_all`` over a
+:class:`~burnin.transport.base.Transport` (every node's command at once; local,
+simulated or SSH); a Slurm launcher runs each srun argv where burnin runs.
+
+Order (check-catalog MEG-01, PIN-01): the placement probe on every node, the
+single-node run on every node, the run's median, then one multi-node run per group
+with the group's nodes that passed MEG-01..04 alone (a node failing alone would make
+the group's result unattributable; it is recorded as left out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from burnin.megatron import judge
+from burnin.megatron.commands import Form, Launch, plan, probe_launch, slack, training_launch
+from burnin.megatron.config import MegatronSettings
+from burnin.megatron.record import Outcome, multi_section, placement_record, rank_log_files, run_record
+from burnin.topology.model import Topology
+from burnin.transport.base import CommandResult, Transport
+
+RunAll = Callable[[Sequence[Launch]], list[Mapping[str, Outcome]]]
+ExtraEnv = Callable[[Launch], Mapping[str, str]]
+
+
+@dataclass
+class Measurement:
+    """Per node its ``megatron`` and ``placement`` sections; per run its rank logs (``relative path -> text``)."""
+
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    logs: dict[str, str] = field(default_factory=dict)
+
+    def facts_for(self, node: str) -> dict[str, Any]:
+        """What to merge into the node's facts (``{"megatron": ..., "placement": ...}``)."""
+        return self.sections.get(node, {})
+
+
+def log_dir(launch: Launch) -> str:
+    """``megatron/single/sim01``, ``megatron/multi/sim01+sim02``, ``megatron/probe/sim01``."""
+    return f"megatron/{launch.kind}/{'+'.join(launch.nodes)}"
+
+
+def _keep_logs(out: Measurement, launch: Launch, results: Mapping[str, Outcome]) -> str:
+    where = log_dir(launch)
+    for name, text in rank_log_files(launch, results).items():
+        out.logs[f"{where}/{name}"] = text
+    return where
+
+
+def measure(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], run_all: RunAll, *,
+            form: Form, groups: Sequence[Sequence[str]] | None = None, job_id: str | None = None) -> Measurement:
+    """Run everything and return each node's sections (docs/megatron.md shows their shape)."""
+    from burnin.checks.workload import passed_alone
+    from burnin.facts import Facts
+
+    out = Measurement({node: {} for node in nodes})
+    probes = [probe_launch(settings, topology, node, form=form, job_id=job_id) for node in nodes]
+    for launch, results in zip(probes, run_all(probes), strict=True):
+        _keep_logs(out, launch, results)
+        out.sections[launch.nodes[0]]["placement"] = placement_record(launch, results)
+    singles = [training_launch(settings, topology, [node], form=form, job_id=job_id) for node in nodes]
+    megatron: dict[str, dict[str, Any]] = {}
+    for launch, results in zip(singles, run_all(singles), strict=True):
+        where = _keep_logs(out, launch, results)
+        megatron[launch.nodes[0]] = {"single": run_record(launch, results, settings, log_dir=where)}
+    judge.attach_fleet(megatron)
+    multis: list[Launch] = []
+    for group in (groups if groups is not None else [list(nodes)]):
+        passed: list[str] = []
+        for node in group:
+            ok, why = passed_alone(Facts(node, {"megatron": megatron[node]}), topology)
+            if ok:
+                passed.append(node)
+            else:
+                megatron[node]["multi"] = multi_section(group, None, excluded=f"failed on its own: {why}")
+        if not settings.multi_node_run or len(group) < 2 or len(passed) < 2:
+            reason = ("multi_node_run is off in the megatron config" if not settings.multi_node_run
+                      else "a group of one node" if len(group) < 2
+                      else f"fewer than 2 nodes of {','.join(group)} passed on their own")
+            for node in passed:
+                megatron[node]["multi"] = multi_section(group, None, applicable=False, reason=reason)
+            continue
+        multis.append(training_launch(settings, topology, passed, form=form, job_id=job_id))
+    for launch, results in zip(multis, run_all(multis) if multis else [], strict=True):
+        where = _keep_logs(out, launch, results)
+        record = run_record(launch, results, settings, log_dir=where)
+        for node in launch.nodes:
+            megatron[node]["multi"] = multi_section(launch.nodes, record)
+    for node, section in megatron.items():
+        section["settings"] = {"launcher": form, "binding": settings.binding_for(form),
+                               "train_iters": settings.train_iters, "model": settings.model.model_dump()}
+        out.sections[node]["megatron"] = section
+    return out
+
+
+def unavailable(nodes: Sequence[str], reason: str) -> Measurement:
+    """Sections saying why nothing was measured (no allocation, no launcher): every MEG/PIN check incomplete."""
+    return Measurement({node: {"megatron": {"unavailable": reason}, "placement": {"unavailable": reason}}
+                        for node in nodes})
+
+
+def transport_runner(transport: Transport, *, fanout: int = 32, extra_env: ExtraEnv | None = None) -> RunAll:
+    """``run_all`` over a transport: every node's command of every launch at once (a multi-node torchrun
+    run needs all its nodes started together), each bounded by its launch's timeout."""
+
+    def run_all(launches: Sequence[Launch]) -> list[Mapping[str, Outcome]]:
+        jobs = [(i, node, argv, launch) for i, launch in enumerate(launches)
+                for node, argv in launch.argv_by_node.items()]
+        if not jobs:
+            return []
+        results: list[dict[str, Outcome]] = [{} for _ in launches]
+        with ThreadPoolExecutor(max_workers=max(1, min(max(fanout, len(jobs)), 256))) as pool:
+            futures = [(i, node, argv, pool.submit(_run, transport, node, argv,
+                                                   launch.timeout_s + slack(launch.timeout_s),
+                                                   dict(extra_env(launch)) if extra_env else None))
+                       for i, node, argv, launch in jobs]
+        for i, node, _argv, future in futures:
+            results[i][node] = future.result()
+        return list(results)
+
+    return run_all
+
+
+def _run(transport: Transport, node: str, argv: Sequence[str], timeout: float,
+         env: dict[str, str] | None) -> CommandResult:
+    try:
+        return transport.run(node, list(argv), timeout=timeout, env=env)
+    except Exception as exc:  # noqa: BLE001 - one node's transport failure must not stop the others
+        return CommandResult(node, tuple(argv), None, "", "", 0.0, error=f"{type(exc).__name__}: {exc}")
+
+
+__all__ = ["Measurement", "RunAll", "log_dir", "measure", "plan", "transport_runner", "unavailable"]
