@@ -85,12 +85,7 @@ def gpu_inventory(facts: Facts, topology: Topology) -> Verdict:
             findings.append(bad(subject, f"memory {memory} MiB", memory_ref.describe()))
         else:
             findings.append(ok(subject, f"{name}", spec.model))
-    if count == spec.count and not findings:
-        findings.append(unknown("node", "NVML listed no GPU details"))
-    if all(f.status.value == "pass" for f in findings):
-        return roll_up("INV-01", facts.node, findings, expected=expected,
-                       healthy=f"{count} x {spec.model}")
-    return roll_up("INV-01", facts.node, findings, expected=expected)
+    return roll_up("INV-01", facts.node, findings, expected=expected, healthy=f"{count} x {spec.model}")
 
 
 @check("INV-03", "Driver version consistent (NVML, kernel module, topology)")

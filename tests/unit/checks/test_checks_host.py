@@ -237,6 +237,22 @@ def test_iommu_group_types(facts: Facts, groups: dict[str, int], status: Status)
     assert judge("TOP-05", facts).status is status
 
 
+@pytest.mark.parametrize(("groups", "measured"), [({}, "IOMMU off (no groups)"),
+                                                  ({"identity": 3}, "IOMMU passthrough (identity)")])
+def test_iommu_off_and_passthrough_are_told_apart(facts: Facts, groups: dict[str, int], measured: str) -> None:
+    facts["kernel"]["iommu_group_types"] = groups
+    assert judge("TOP-05", facts).measured == measured
+
+
+@pytest.mark.parametrize(("value", "status"), [(0, PASS), (1, FAIL), (2, FAIL)])
+def test_numa_balancing_without_a_topology_reference_must_be_off(facts: Facts, value: int, status: Status) -> None:
+    from dataclasses import replace
+
+    bare = replace(TOPOLOGY, references={k: v for k, v in TOPOLOGY.references.items() if k != "numa_balancing"})
+    facts["kernel"]["numa_balancing"] = value
+    assert judge("TOP-08", facts, bare).status is status
+
+
 @pytest.mark.parametrize(("value", "status"), [
     (0, PASS), (1, FAIL), (2, FAIL), (3, FAIL), (4, INCOMPLETE), (-1, INCOMPLETE), (None, INCOMPLETE),
     (0.5, INCOMPLETE), (float("nan"), INCOMPLETE), (True, INCOMPLETE), ("0", INCOMPLETE),

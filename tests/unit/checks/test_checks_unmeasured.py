@@ -107,6 +107,11 @@ def counter_unreadable(facts: Facts) -> None:
     g["errors"]["nvlink_3_recovery"] = "NVML_ERROR_NOT_SUPPORTED"
 
 
+def memory_refused(facts: Facts) -> None:
+    gpu(facts, LAST)["memory_total_mib"] = None
+    gpu(facts, LAST)["errors"]["memory"] = "NVML_ERROR_UNKNOWN"
+
+
 GPU7_BUS = "0000:df:00.0"
 
 # (check, what, change, words the reason must contain)
@@ -177,7 +182,8 @@ ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
     ("GPU-11", "no links at all (was pass)", gpu_set("nvlink", value=[]), "no NVLink links"),
     # INV-01
     ("INV-01", "memory NaN (was pass)", gpu_set("memory_total_mib", value=NAN), "nan"),
-    ("INV-01", "memory unreadable", gpu_error("memory_total_mib", error="NVML_ERROR_UNKNOWN"), "memory"),
+    ("INV-01", "memory unreadable", memory_refused, "gpu7: memory: NVML_ERROR_UNKNOWN"),
+    ("INV-01", "GPU entry not a record", nvml("gpus", ["GPU 0"] * 8), "NVML GPU entry unreadable"),
     ("INV-01", "memory 0", gpu_set("memory_total_mib", value=0), "0"),
     ("INV-01", "name unreadable (was fail 'None')", gpu_set("name", value=None), "name"),
     ("INV-01", "bus id unreadable", gpu_set("bus_id", value=None), "bus id"),
@@ -199,6 +205,7 @@ ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
     ("TOP-01", "NUMA node NaN", pci_set(GPU7_BUS, "numa_node", NAN), "nan"),
     ("TOP-01", "NUMA node -2", pci_set(GPU7_BUS, "numa_node", -2), "-2"),
     ("TOP-03", "PCI path unreadable", pci_set(GPU7_BUS, "path", None), "PCI path"),
+    ("TOP-03", "PCI path not text", pci_set(GPU7_BUS, "path", 42), "PCI path"),
     ("TOP-05", "IOMMU groups not read (was pass)", kernel("iommu_group_types", KeyError), "iommu_groups"),
     ("TOP-05", "IOMMU group type unreadable (was pass)", kernel("iommu_group_types", {"unknown": 20}), "unknown"),
     ("TOP-08", "numa_balancing NaN (was pass)", kernel("numa_balancing", NAN), "nan"),
@@ -247,9 +254,11 @@ def test_unreadable_or_impossible_input_is_incomplete(facts: Facts, check_id: st
 
 def test_every_node_check_has_an_unreadable_input_row() -> None:
     """Every check the node suite runs has a row here (or in its own file, named below)."""
-    node_checks = _node_checks()
-    assert len(node_checks) >= 25, node_checks
+    # The catalog's node checks of burnin/checks/{inventory,gpu,host,infiniband}.py.
+    node_checks = {c for c in _node_checks() if c.split("-")[0] in ("INV", "GPU", "TOP", "IB")}
+    assert len(node_checks) >= 26, node_checks
     covered = {row[0] for row in ROWS} | {"INV-03", "INV-05", "TOP-02", "TOP-04", "GPU-04"}  # own test files
+    covered |= {"STO-01", "STO-02", "STO-04", "STO-05", "STO-06", "STO-07"}  # tests/unit/storage/test_sto_unmeasured.py
     assert node_checks <= covered, sorted(node_checks - covered)
 
 
