@@ -119,6 +119,8 @@ def test_at_least_24_faults_are_simulated() -> None:
 
 def test_every_node_fault_has_an_expected_outcome() -> None:
     """A new fault must say here what the faulted node's verdicts are, extras included."""
+    missing = sorted({fault for fault, _ in _matrix()} - set(EXPECTED))
+    assert not missing, f"list the exact failed and incomplete checks of {missing} in EXPECTED"
     assert {fault for fault, _ in _matrix()} == set(EXPECTED)
     for fault, check_id in _matrix():
         failed, unmeasured = EXPECTED[fault]
@@ -133,6 +135,7 @@ def test_fault_gives_exactly_its_verdicts_on_that_node(fault_matrix_run: dict[st
     assert gate is not None, fault_matrix_run["proc"].stderr[-2000:]
     node = next(n for n, (f, _) in plan.items() if f == fault)
     decision = gate["nodes"][node]
+    assert fault in EXPECTED, f"add EXPECTED[{fault!r}] = (failed, incomplete): here it gave {decision}"
     failed, unmeasured = EXPECTED[fault]
     assert not decision["admitted"]
     assert set(decision["failed"]) == failed, decision
