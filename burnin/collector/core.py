@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from burnin.collector import commands, nvml, sysfs
+from burnin.collector import commands, nvml, sysfs, telemetry
 
 SCHEMA_VERSION = 1
 
@@ -33,6 +33,8 @@ SOURCES: dict[str, tuple[str, Source]] = {
 }
 
 ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
+# Asked for by name only (burnin soak samples them every interval): not part of "all".
+SOURCES.update(telemetry.SOAK_SOURCES)
 # Read-only and cheap: what the health probe gathers every few minutes.
 FAST_SOURCES: tuple[str, ...] = (
     "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager",

@@ -158,11 +158,30 @@ _SPECS: tuple[FaultSpec, ...] = (
               "every *_perf run with the node prints its header and first rows, then stops until killed: the "
               "launch timeout makes NCCL-01 incomplete with the last output lines", suite="fabric",
               outcome="incomplete"),
+    # Faults that unfold over a soak's simulated hours (burnin soak only; burnin.sim.soak applies them).
+    FaultSpec("xid-at:MIN:N", "GPU-04", "Xid N logged against the GPU at minute MIN of a soak", "gpu", DEFAULT_GPU,
+              "at soak minute MIN an 'NVRM: Xid (PCI:0000:BB:00): N, ...' line in dmesg, stamped with the node's "
+              "uptime at that minute", suite="soak"),
+    FaultSpec("ecc-growth", "GPU-02", "correctable DRAM ECC errors keep growing under load", "gpu", DEFAULT_GPU,
+              "NVML volatile and aggregate corrected DRAM counters grow by 500 per simulated hour", suite="soak"),
+    FaultSpec("thermal-creep", "GPU-06", "the GPU runs hotter hour after hour (cooling degrading)", "gpu",
+              DEFAULT_GPU, "GPU and memory temperature rise 2.5 C per simulated hour under load, by at most 15 C",
+              suite="soak"),
+    FaultSpec("throughput-drift", "BRN-02", "the GPU's compute throughput falls over the soak", "gpu", DEFAULT_GPU,
+              "gpu_burn's Gflop/s for the GPU fall 3% per simulated hour, by at most 20%; NVML unchanged",
+              suite="soak"),
+    FaultSpec("nvlink-errors-growth", "GPU-11", "NVLink replay errors keep growing under load", "gpu", DEFAULT_GPU,
+              "link 7 DL replay counter grows by 300 per simulated hour (nvmlDeviceGetNvLinkErrorCounter)",
+              suite="soak"),
+    FaultSpec("mce", "BRN-04", "a machine check with an uncorrectable memory error a third into the soak", "node",
+              None, "kernel log 'mce: [Hardware Error]: Machine check events logged' and 'EDAC MC0: 1 UE memory read "
+              "error ...' lines; /sys/devices/system/edac/mc/mc0/ue_count 1", suite="soak"),
 )
 
 FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in _SPECS}
 
 _XID = re.compile(r"^xid:(\d+)$")
+_XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")
 _GPU_TARGET = re.compile(r"^gpu(\d+)$")
 _HCA_TARGET = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 
@@ -176,10 +195,12 @@ class Fault:
     arg: int | None = None
     defaulted: bool = field(default=False, compare=False, repr=False)
     """The target was filled in from the registry's default, not written: a topology may move it."""
+    minute: int | None = None
+    """``xid-at:MIN:N``: the soak minute the Xid appears at."""
 
     @property
     def spec(self) -> FaultSpec:
-        return FAULTS["xid:N" if self.name == "xid" else self.name]
+        return FAULTS[{"xid": "xid:N", "xid-at": "xid-at:MIN:N"}.get(self.name, self.name)]
 
     @property
     def check_id(self) -> str:
@@ -188,13 +209,15 @@ class Fault:
     @property
     def fatal(self) -> bool:
         """Whether the catching check must FAIL the node (non-fatal Xids only warn)."""
-        if self.name == "xid":
+        if self.name in ("xid", "xid-at"):
             return self.arg is not None and xid_is_fatal(self.arg)
         return self.spec.fatal
 
     @property
     def label(self) -> str:
         """The fault's name as written in a spec, e.g. ``xid:79``."""
+        if self.name == "xid-at":
+            return f"xid-at:{self.minute}:{self.arg}"
         return f"xid:{self.arg}" if self.name == "xid" else self.name
 
     def __str__(self) -> str:
@@ -261,9 +284,16 @@ def parse_fault_spec(text: str, topology: Topology | None = None) -> Fault:
         raise UsageError(f"fault {raw!r}: empty target after '@'")
     arg: int | None = None
     xid = _XID.match(label)
+    xid_at = _XID_AT.match(label)
+    minute: int | None = None
     if xid is not None:
         name, arg = "xid", int(xid.group(1))
         spec = FAULTS["xid:N"]
+    elif xid_at is not None:
+        name, minute, arg = "xid-at", int(xid_at.group(1)), int(xid_at.group(2))
+        spec = FAULTS["xid-at:MIN:N"]
+    elif label.startswith("xid-at"):
+        raise UsageError(f"fault {raw!r}: write xid-at:MIN:N (soak minute, Xid number), e.g. xid-at:600:79")
     elif label in ("xid", "xid:N") or label.startswith("xid:"):
         raise UsageError(f"fault {raw!r}: write xid:N with a decimal Xid number, e.g. xid:79")
     elif label in FAULTS:
@@ -276,11 +306,11 @@ def parse_fault_spec(text: str, topology: Topology | None = None) -> Fault:
             if spec.target_kind != "node":
                 raise UsageError(f"fault {label!r} needs a {spec.target_kind.upper()} target, "
                                  "but the topology has none")
-            return Fault(name, None, arg)
+            return Fault(name, None, arg, minute=minute)
         _check_target(spec, label, default, topology)
-        return Fault(name, default, arg, defaulted=True)
+        return Fault(name, default, arg, defaulted=True, minute=minute)
     _check_target(spec, label, target, topology)
-    return Fault(name, target, arg)
+    return Fault(name, target, arg, minute=minute)
 
 
 def validate_fault(fault: Fault, topology: Topology) -> Fault:

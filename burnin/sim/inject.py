@@ -377,6 +377,16 @@ MUTATORS: dict[str, Mutator] = {
     "nccl-hang": nccl_hang,
 }
 
+
+
+def needs_soak(state: NodeState, fault: Fault) -> None:
+    """Faults that unfold over simulated hours exist only in a soak (burnin.sim.soak applies them)."""
+    raise UsageError(f"fault {fault.label!r} unfolds over a soak's simulated hours: use it with `burnin soak`")
+
+
+MUTATORS.update(dict.fromkeys(("xid-at", "ecc-growth", "thermal-creep", "throughput-drift", "nvlink-errors-growth",
+                               "mce"), needs_soak))
+
 # Structural faults first, removal last, so composed faults find what they change.
 _ORDER = {"nic-affinity": 0, "acs-enabled": 1, "gpu-missing": 9}
 

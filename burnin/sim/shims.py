@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 
-from burnin.sim import fabric
+from burnin.sim import fabric, soak_shims
 from burnin.sim.formats import dmesg, ibstat, lspci, nvidia_smi
 from burnin.sim.state import NodeState
 from burnin.sim.sysfs import loaded_modules
@@ -27,6 +27,7 @@ case "$*" in
   "-L"|"--list-gpus") f=L ;;
   "nvlink -s"|"nvlink --status") f=nvlink-s ;;
   "nvlink -e"|"nvlink --errorcounters") f=nvlink-e ;;
+  "dmon -s pucm -c 1"|"dmon -c 1 -s pucm") f=dmon ;;
   "-h"|"--help") exec cat "$out/help.txt" ;;
   *) echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."; exit 2 ;;
 esac
@@ -211,6 +212,7 @@ def render_scripts(state: NodeState) -> dict[str, str]:
         "setpci": _SETPCI.replace("{cases}", _setpci_cases(state)),
         "lsmod": _LSMOD,
         **fabric.scripts(),
+        **soak_shims.scripts(),
     }
     return {tool: _PREAMBLE.format(tool=tool, node=state.name) + body for tool, body in bodies.items()}
 
@@ -240,6 +242,7 @@ def render_outputs(state: NodeState, now: float | None = None) -> dict[str, str]
         "lsmod.txt": _lsmod(state),
     }
     out.update(fabric.outputs(state))
+    out.update(soak_shims.outputs(state))
     lost = nvidia_smi.lost_message(state)
     if lost is not None:
         out["nvidia-smi/lost.txt"] = lost

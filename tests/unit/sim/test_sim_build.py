@@ -28,6 +28,7 @@ SHIMS = {"nvidia-smi", "ibstat", "dmesg", "lspci", "systemctl", "setpci", "lsmod
          *(f"{c}_perf" for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv",
                                  "broadcast", "reduce"))}
 
+SHIMS |= {"gpu_burn", "dcgmi", "stress-ng", "stream", "numactl", "nvme"}  # soak tools (burnin.sim.soak_shims)
 
 def test_node_directory_layout(healthy_node: SimNode) -> None:
     d = healthy_node.dir

@@ -1,0 +1,189 @@
+"""The soak's tools of a simulated node that follow its simulated clock, in the real tools' formats.
+
+Copied to ``<node>/out/soak/tools.py`` and run by the shims ``bin/gpu_burn``
+and ``bin/dcgmi`` (standard library only, started with ``python -S``); the
+other soak tools (stress-ng, STREAM, numactl, nvme) are shell shims printing
+pre-rendered outputs (:mod:`burnin.sim.soak_shims`). What these two print
+follows two files:
+
+- ``out/soak/node.json`` (rendered from the node's state): GPUs, sockets,
+  health flags DCGM would see;
+- ``<node>/soak.json`` (written by the soak's simulated world as its clock
+  moves, :mod:`burnin.sim.soak`): the simulated time ``t`` (seconds since the
+  soak started) and each GPU's throughput drift.
+
+A simulated tool takes no time: the soak's simulated clock runs it when its
+stage ends (``t``), and the tool reports the interval ``[t - seconds, t]``.
+Numbers wobble by a small, repeatable noise (a hash of node, GPU and time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+GPU_BURN_GFLOPS = {"FLOATS": 51000.0, "DOUBLES": 25500.0, "TENSOR": 420000.0}
+STEPS = 10
+
+
+def node_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def node() -> dict[str, Any]:
+    return _load(os.path.join(node_dir(), "out", "soak", "node.json"))
+
+
+def world() -> dict[str, Any]:
+    return _load(os.path.join(node_dir(), "soak.json"))
+
+
+def wobble(*parts: object, spread: float = 0.005) -> float:
+    """A repeatable factor in [1 - spread, 1 + spread]."""
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=4).digest()
+    return 1.0 + spread * (int.from_bytes(digest, "big") / 0xFFFFFFFF * 2.0 - 1.0)
+
+
+def drift_factor(drift: dict[str, Any], gpu: int, t: float) -> float:
+    rate, most = drift.get(str(gpu), (0.0, 0.0))
+    return 1.0 - min(float(most), float(rate) * max(0.0, t) / 3600.0)
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(1_700_000_000 + t))
+
+
+def gpu_burn(args: list[str]) -> int:
+    mode = "FLOATS"
+    seconds = 10
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "-d":
+            mode = "DOUBLES"
+        elif arg == "-tc":
+            mode = "TENSOR"
+        elif arg in ("-i", "-m", "-c"):
+            rest = rest[1:]
+        elif arg.isdigit():
+            seconds = int(arg)
+        elif arg in ("-h", "--help"):
+            print("GPU Burn\nUsage: gpu_burn [OPTIONS] [TIME]\n\n-d\tUse doubles\n-tc\tTry to use Tensor cores")
+            return 0
+        else:
+            print(f"Couldn't parse argument: {arg}", file=sys.stderr)
+            return 1
+    info, now = node(), world()
+    gpus = info.get("gpus", [])
+    t_end = float(now.get("t", seconds))
+    name = info.get("name", "sim")
+    drift = now.get("throughput_drift", {})
+    lines = [f"Burning for {seconds} seconds."]
+    lines += [f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})" for g in gpus]
+    precision = "DOUBLES" if mode == "DOUBLES" else "FLOATS"
+    lines += [f"Initialized device {g['index']} with 81079 MB of memory (80484 MB available, using 72436 MB of "
+              f"it), using {precision}" for g in gpus]
+    lines.append("Results are 268435456 bytes each, thus performing 267 iterations")
+    processed = [0] * len(gpus)
+    for step in range(1, STEPS + 1):
+        t = t_end - seconds + seconds * step / STEPS
+        rates = []
+        for k, g in enumerate(gpus):
+            base = GPU_BURN_GFLOPS[mode] * wobble(name, g["index"], spread=0.015)
+            rate = base * drift_factor(drift, g["index"], t) * wobble(name, g["index"], round(t))
+            processed[k] += int(rate * seconds / STEPS / 2000)
+            rates.append(rate)
+        procd = " - ".join(f"{processed[k]} ({rates[k]:.0f} Gflop/s)" for k in range(len(gpus)))
+        errors = " - ".join("0" for _ in gpus)
+        temps = " - ".join(f"{g.get('temperature_c', 60)} C" for g in gpus)
+        lines.append(f"{100.0 * step / STEPS:.1f}%  proc'd: {procd}   errors: {errors}   temps: {temps} ")
+        lines.append(f"\tSummary at:   {_stamp(t)}")
+        lines.append("")
+    lines += ["Killing processes with SIGTERM (soft kill)"]
+    lines += [f"Freed memory for dev {g['index']}" for g in gpus]
+    lines += ["Uninitted cublas", "done", "", f"Tested {len(gpus)} GPUs:"]
+    lines += [f"\tGPU {g['index']}: OK" for g in gpus]
+    print("\n".join(lines))
+    return 0
+
+
+_DCGM_TESTS = (
+    ("Deployment", ("Denylist", "NVML Library", "CUDA Main Library", "Permissions and OS Blocks",
+                    "Persistence Mode", "Environment Variables", "Page Retirement/Row Remap", "Graphics Processes",
+                    "Inforom")),
+    ("Integration", ("PCIe",)),
+    ("Hardware", ("GPU Memory", "Diagnostic")),
+    ("Stress", ("Targeted Stress", "Targeted Power", "Memory Bandwidth")),
+)
+_PER_GPU = frozenset({"Integration", "Hardware", "Stress"})
+
+
+def dcgmi(args: list[str]) -> int:
+    if len(args) < 3 or args[0] != "diag" or "-r" not in args:
+        print("Usage: dcgmi diag -r <level> [-j] (burnin simulator)", file=sys.stderr)
+        return 255
+    level = args[args.index("-r") + 1] if args.index("-r") + 1 < len(args) else ""
+    if level not in ("1", "2", "3", "4"):
+        print(f"Error: Invalid run level '{level}'", file=sys.stderr)
+        return 255
+    info = node()
+    bad = {int(g["index"]): str(g["dcgm_fail"]) for g in info.get("gpus", []) if g.get("dcgm_fail")}
+    categories: list[dict[str, Any]] = []
+    for category, names in _DCGM_TESTS:
+        if category == "Stress" and level in ("1", "2"):
+            continue
+        tests = []
+        for name in names:
+            if category in _PER_GPU:
+                results = []
+                for g in info.get("gpus", []):
+                    failing = name == "GPU Memory" and int(g["index"]) in bad
+                    result: dict[str, Any] = {"gpu_id": str(g["index"]), "status": "Fail" if failing else "Pass"}
+                    if failing:
+                        result["warnings"] = [{"warning": bad[int(g["index"])]}]
+                    results.append(result)
+            else:
+                results = [{"status": "Pass"}]
+            tests.append({"name": name, "results": results})
+        categories.append({"category": category, "tests": tests})
+    doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": "3.3.5"}}
+    if "-j" in args:
+        print(json.dumps(doc, indent=4))
+    else:
+        print("Successfully ran diagnostic for group.")
+        print("+---------------------------+------------------------------------------------+")
+        for entry in categories:
+            print(f"|-----  {entry['category']}  " + "-" * max(1, 18 - len(entry["category"]))
+                  + "+------------------------------------------------|")
+            for test in entry["tests"]:
+                worst = "Fail" if any(r["status"] == "Fail" for r in test["results"]) else "Pass"
+                print(f"| {test['name']:<25} | {worst:<46} |")
+        print("+---------------------------+------------------------------------------------+")
+    return 1 if bad else 0
+
+
+TOOLS = {"gpu_burn": gpu_burn, "dcgmi": dcgmi}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in TOOLS:
+        print(f"burnin simulator: no tool {argv[:1]}", file=sys.stderr)
+        return 127
+    return TOOLS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,243 @@
+"""One monitoring sample of one node, read out of the collector's facts (pure).
+
+A :class:`NodeSample` holds what BRN-07 watches: per GPU the temperatures
+(and their limits), power, clock-event reasons, ECC, row remapping, PCIe
+replays and NVLink error totals; per HCA the port counters; EDAC counts; and
+the kernel log's Xid, machine-check, EDAC and AER lines. A reading the node
+could not give is ``None``: judging treats it as not measured, never as
+healthy. Power and temperatures fall back to ``nvidia-smi dmon`` when NVML
+gave none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from burnin.facts import Facts
+from burnin.parsers.dmesg import parse_xid_events
+
+_STAMP = re.compile(r"^\s*\[\s*(\d{1,10}\.\d{1,9})\]")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    index: int
+    bus_id: str | None = None
+    lost: bool = False
+    temperature_c: float | None = None
+    gpu_max_c: float | None = None
+    memory_temperature_c: float | None = None
+    memory_max_c: float | None = None
+    power_w: float | None = None
+    clock_reasons: int | None = None
+    ecc_corrected: int | None = None
+    ecc_uncorrected: int | None = None
+    sram_uncorrected: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    pcie_replay: int | None = None
+    nvlink_replay: int | None = None
+    nvlink_recovery: int | None = None
+    nvlink_crc: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEvent:
+    kind: str  # "xid", "mce", "edac-ue", "edac-ce", "aer-uncorrected", "aer-corrected"
+    text: str
+    uptime_s: float | None  # the log's own timestamp, when it printed one
+    xid: int | None = None
+    pci: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}|{self.uptime_s}|{self.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSample:
+    node: str
+    t: float  # soak seconds
+    stage: str  # the stage running when it was taken ("" between stages)
+    attempt: int  # the node's soak attempt (its clock restarted when it went up by one)
+    error: str | None = None  # the node could not be sampled at all
+    missing: tuple[str, ...] = ()  # sources that failed, with why
+    uptime_s: float | None = None
+    boot_id: str | None = None
+    gpus: tuple[GpuReading, ...] = ()
+    ib: dict[str, dict[str, int]] = field(default_factory=dict)  # HCA -> port 1 counters
+    edac_ce: int | None = None
+    edac_ue: int | None = None
+    kernel: tuple[KernelEvent, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NodeSample:
+        return cls(
+            node=data["node"], t=float(data["t"]), stage=data.get("stage", ""), attempt=int(data.get("attempt", 0)),
+            error=data.get("error"), missing=tuple(data.get("missing", ())), uptime_s=data.get("uptime_s"),
+            boot_id=data.get("boot_id"), gpus=tuple(GpuReading(**g) for g in data.get("gpus", ())),
+            ib={k: dict(v) for k, v in data.get("ib", {}).items()}, edac_ce=data.get("edac_ce"),
+            edac_ue=data.get("edac_ue"), kernel=tuple(KernelEvent(**e) for e in data.get("kernel", ())),
+        )
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def event_time(self, event: KernelEvent) -> float:
+        """When a kernel event happened, in soak seconds (the sample's time when the log has no stamp)."""
+        if event.uptime_s is None or self.uptime_s is None or event.uptime_s > self.uptime_s:
+            return self.t
+        return max(0.0, self.t - (self.uptime_s - event.uptime_s))
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _num(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _total(links: object, counter: str) -> int | None:
+    if not isinstance(links, list):
+        return None
+    values = [_int(link.get(counter)) if isinstance(link, dict) else None for link in links]
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _dmon(data: dict[str, Any]) -> dict[int, dict[str, float | None]]:
+    record = (data.get("commands") or {}).get("dmon") or {}
+    text = record.get("stdout") if isinstance(record, dict) else None
+    if not text or record.get("exit_status") != 0:
+        return {}
+    from burnin.errors import ParseError
+    from burnin.parsers.dmon import parse_dmon
+
+    try:
+        return {gpu: sample.values for gpu, sample in parse_dmon(text).latest().items()}
+    except ParseError:
+        return {}
+
+
+def _gpus(data: dict[str, Any]) -> tuple[GpuReading, ...]:
+    nvml_gpus = (data.get("nvml") or {}).get("gpus") or []
+    extra = {g.get("index"): g for g in (data.get("gpu_telemetry") or {}).get("gpus") or [] if isinstance(g, dict)}
+    dmon = _dmon(data)
+    readings: list[GpuReading] = []
+    indexes = [g.get("index") for g in nvml_gpus if isinstance(g, dict)] or sorted(dmon)
+    by_index = {g.get("index"): g for g in nvml_gpus if isinstance(g, dict)}
+    for index in indexes:
+        if not isinstance(index, int):
+            continue
+        gpu = by_index.get(index, {})
+        more = extra.get(index, {})
+        backup = dmon.get(index, {})
+        ecc, rows = _dict(gpu.get("ecc_errors")), _dict(gpu.get("remapped_rows"))
+        limits = _dict(gpu.get("temperature_thresholds"))
+        power_mw = _num(more.get("power_mw"))
+        readings.append(GpuReading(
+            index=index,
+            bus_id=gpu.get("bus_id") if isinstance(gpu.get("bus_id"), str) else None,
+            lost=gpu.get("lost") is True,
+            temperature_c=_num(gpu.get("temperature_c")) if gpu.get("temperature_c") is not None
+            else backup.get("gtemp"),
+            gpu_max_c=_num(limits.get("gpu_max")) if limits.get("gpu_max") is not None
+            else _num(limits.get("slowdown")),
+            memory_temperature_c=_num(more.get("memory_temperature_c")) if more.get("memory_temperature_c")
+            is not None else backup.get("mtemp"),
+            memory_max_c=_num(more.get("memory_max_c")),
+            power_w=power_mw / 1000 if power_mw is not None else backup.get("pwr"),
+            clock_reasons=_int(gpu.get("clock_event_reasons")),
+            ecc_corrected=_int(ecc.get("volatile_corrected")),
+            ecc_uncorrected=_int(ecc.get("volatile_uncorrected")),
+            sram_uncorrected=_int(ecc.get("sram_aggregate_uncorrected")),
+            remap_pending=_flag(rows.get("pending")),
+            remap_failure=_flag(rows.get("failure")),
+            pcie_replay=_int(more.get("pcie_replay")),
+            nvlink_replay=_total(gpu.get("nvlink"), "replay"),
+            nvlink_recovery=_total(gpu.get("nvlink"), "recovery"),
+            nvlink_crc=_total(gpu.get("nvlink"), "crc_flit"),
+        ))
+    return tuple(readings)
+
+
+def _ib(data: dict[str, Any]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for name, hca in ((data.get("infiniband") or {}).get("hcas") or {}).items():
+        port = ((hca or {}).get("ports") or {}).get("1") if isinstance(hca, dict) else None
+        counters = port.get("counters") if isinstance(port, dict) else None
+        if isinstance(counters, dict):
+            out[name] = {k: v for k, v in counters.items() if _int(v) is not None}
+    return out
+
+
+def _stamp(line: str) -> float | None:
+    match = _STAMP.match(line)
+    return float(match.group(1)) if match else None
+
+
+def kernel_events(text: str) -> tuple[KernelEvent, ...]:
+    """Xid, machine-check, EDAC and AER lines of a kernel log (other lines are ignored)."""
+    events: list[KernelEvent] = []
+    for xid in parse_xid_events(text).events:
+        stamp = float(xid.timestamp) if xid.timestamp and _STAMP.match(f"[{xid.timestamp}]") else None
+        events.append(KernelEvent("xid", f"Xid {xid.xid}: {xid.text}", stamp, xid.xid, xid.pci))
+    for line in text.splitlines():
+        lower = line.lower()
+        body = line.split("]", 1)[1].strip() if _STAMP.match(line) else line.strip()
+        if "mce:" in lower or "machine check" in lower:
+            events.append(KernelEvent("mce", body, _stamp(line)))
+        elif "edac" in lower and (" ue " in lower or "uncorrected" in lower):
+            events.append(KernelEvent("edac-ue", body, _stamp(line)))
+        elif "edac" in lower and (" ce " in lower or "corrected" in lower):
+            events.append(KernelEvent("edac-ce", body, _stamp(line)))
+        elif "aer:" in lower and "uncorrected" in lower:
+            events.append(KernelEvent("aer-uncorrected", body, _stamp(line)))
+        elif "aer:" in lower and "corrected" in lower:
+            events.append(KernelEvent("aer-corrected", body, _stamp(line)))
+    return tuple(events)
+
+
+def _edac(host: dict[str, Any], key: str) -> int | None:
+    controllers = host.get("edac")
+    if not host.get("edac_present") or not isinstance(controllers, dict) or not controllers:
+        return None
+    values = [_int(c.get(key)) if isinstance(c, dict) else None for c in controllers.values()]
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def read_sample(facts: Facts, *, t: float, stage: str, attempt: int) -> NodeSample:
+    """The monitoring sample in one node's collector output."""
+    if facts.unreachable:
+        return NodeSample(facts.node, t, stage, attempt, error=facts.unreachable)
+    data = facts.data
+    missing = tuple(f"{name}: {info.get('error')}" for name, info in (data.get("sources") or {}).items()
+                    if isinstance(info, dict) and not info.get("ok"))
+    host = _dict(data.get("host_health"))
+    record = (data.get("commands") or {}).get("kernel-events") or {}
+    text = record.get("stdout") if isinstance(record, dict) and not record.get("error") else None
+    kernel = kernel_events(text) if isinstance(text, str) else ()
+    if text is None:
+        missing += ("kernel-events: no kernel log",)
+    return NodeSample(
+        node=facts.node, t=t, stage=stage, attempt=attempt, missing=missing,
+        uptime_s=_num(host.get("uptime_s")), boot_id=host.get("boot_id") if isinstance(host.get("boot_id"), str)
+        else None, gpus=_gpus(data), ib=_ib(data), edac_ce=_edac(host, "ce_count"), edac_ue=_edac(host, "ue_count"),
+        kernel=kernel,
+    )
