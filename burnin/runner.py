@@ -51,7 +51,8 @@ def gather(
 ) -> dict[str, Facts]:
     """Run the collector ``argv`` on every node, at most ``fanout`` at a time."""
     results: dict[str, Facts] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(fanout, len(nodes) or 1))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(fanout, len(nodes) or 1)))
+    try:
         futures = {pool.submit(transport.run, node, argv, timeout=timeout, stdin=stdin): node for node in nodes}
         for future in as_completed(futures):
             node = futures[future]
@@ -61,4 +62,10 @@ def gather(
                 results[node] = Facts.unreachable_node(node, f"{type(exc).__name__}: {exc}")
             if on_done is not None:
                 on_done(node)
+    except BaseException:
+        # Interrupted: start no other node and do not wait for those in flight (closing the
+        # transport ends them), so SIGTERM is not held up by a hung node's timeout.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return {node: results[node] for node in nodes}

@@ -25,6 +25,8 @@ NodeEnvironment = Callable[[str], Mapping[str, str]]
 # (srun needs SIGTERM to cancel its job step; a hung tool gets SIGKILL after it).
 STOP_GRACE_S = 2.0
 INTERRUPTED_ERROR = "not started: the run was interrupted"
+# Longest close() waits for the runs of children it killed to return.
+CLOSE_WAIT_S = 10.0
 
 
 class _Children:
@@ -37,17 +39,17 @@ class _Children:
 
     def __init__(self) -> None:
         self._lock = threading.RLock()  # re-entrant: the signal handler runs in the main thread
-        self._running: dict[int, subprocess.Popen[bytes]] = {}
+        self._running: dict[int, object] = {}  # process group -> the transport that started it
         self.stopping = False
 
     def may_start(self) -> bool:
         return not self.stopping or threading.current_thread() is threading.main_thread()
 
-    def add(self, proc: subprocess.Popen[bytes]) -> bool:
+    def add(self, proc: subprocess.Popen[bytes], owner: object) -> bool:
         """Track ``proc``; False (and the group killed) when the run was interrupted meanwhile."""
         with self._lock:
             if self.may_start():
-                self._running[proc.pid] = proc
+                self._running[proc.pid] = owner
                 return True
         kill_group(proc.pid, signal.SIGKILL)
         return False
@@ -78,6 +80,20 @@ class _Children:
     def count(self) -> int:
         with self._lock:
             return len(self._running)
+
+    def end_owned(self, owner: object, timeout: float) -> None:
+        """SIGKILL the groups ``owner`` started that still run, and wait until their runs returned."""
+        deadline = time.monotonic() + timeout
+        killed: set[int] = set()
+        while True:
+            with self._lock:
+                groups = [pgid for pgid, who in self._running.items() if who is owner]
+            if not groups or time.monotonic() > deadline:
+                return
+            for pgid in set(groups) - killed:
+                kill_group(pgid, signal.SIGKILL)
+                killed.add(pgid)
+            time.sleep(0.01)
 
 
 _CHILDREN = _Children()
@@ -154,7 +170,7 @@ class LocalTransport:
                 node, tuple(argv), None, "", "", time.monotonic() - started,
                 error=f"cannot start {argv[0]}: {exc.strerror or exc}",
             )
-        if not _CHILDREN.add(proc):
+        if not _CHILDREN.add(proc, self):
             proc.communicate()
             return CommandResult(node, tuple(argv), None, "", "", time.monotonic() - started,
                                  error=INTERRUPTED_ERROR)
@@ -180,7 +196,13 @@ class LocalTransport:
         )
 
     def close(self) -> None:
-        """Nothing to release: every process is waited for in :meth:`run`."""
+        """Return once every process this transport started has ended.
+
+        In a finished run there are none. In an interrupted one, worker threads
+        may still wait on children that the interrupt is stopping: they are
+        killed now, so nothing writes into a scratch folder removed after this.
+        """
+        _CHILDREN.end_owned(self, CLOSE_WAIT_S)
 
 
 def _stop_now(proc: subprocess.Popen[bytes]) -> None:

@@ -45,6 +45,10 @@ def test_stop_children_kills_a_group_that_ignores_sigterm(tmp_path: Path) -> Non
     worker.start()
     grandchild = _wait_for_file(pid_file)
     assert _alive(grandchild)
+    deadline = time.monotonic() + 60
+    while local.running_children() < 1:  # registered right after the child started
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     assert local.stop_children() == 1
     worker.join(60)
     assert not worker.is_alive(), "the run did not return after its group was stopped"
@@ -75,3 +79,24 @@ def test_a_finished_command_leaves_no_background_child_behind(tmp_path: Path) ->
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not _alive(pid)
+
+
+def test_close_ends_the_transports_children_still_running(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    transport, other = LocalTransport(), LocalTransport()
+    results: list[CommandResult] = []
+    workers = [threading.Thread(target=lambda t=t: results.append(
+        t.run("n1", ["sh", "-c", f"echo $$ >> {pid_file}; exec sleep 300"], timeout=300))) for t in (transport, other)]
+    for worker in workers:
+        worker.start()
+    deadline = time.monotonic() + 60
+    while len(pid_file.read_text().split() if pid_file.exists() else []) < 2 or local.running_children() < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    transport.close()  # an interrupted run: its dispatcher closes while a worker still waits
+    workers[0].join(60)
+    assert not workers[0].is_alive() and results[0].exit_status is not None and results[0].exit_status < 0
+    assert workers[1].is_alive()  # another transport's command is not touched
+    other.close()
+    workers[1].join(60)
+    assert all(not _alive(int(pid)) for pid in pid_file.read_text().split())
