@@ -36,7 +36,12 @@ def _lab_kind(state: Path) -> str:
     lab_file = state / LAB_FILE
     if not lab_file.exists():
         raise UsageError(f"{state} holds no simulated rack (no {LAB_FILE}); start one with `burnin sim up`")
-    kind = json.loads(lab_file.read_text(encoding="utf-8")).get("kind")
+    try:
+        lab = json.loads(lab_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{lab_file}: cannot read it ({type(exc).__name__}); "
+                         "stop the rack's processes by hand if any still run") from None
+    kind = lab.get("kind") if isinstance(lab, dict) else None
     if kind not in ("ssh", "slurm"):
         raise UsageError(f"{lab_file}: unknown kind {kind!r}")
     return str(kind)

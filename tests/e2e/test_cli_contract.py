@@ -134,3 +134,10 @@ def test_out_of_memory_is_exit_3_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 3
     line = _one_line(proc)
     assert line.startswith("burnin faults: internal error: MemoryError"), line
+
+
+def test_an_unreadable_lab_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "lab.json").write_bytes(b"\xff\xfe{ not json")
+    proc = burnin("sim", "down", "--state", str(tmp_path), tmp=tmp_path)
+    assert proc.returncode == 2
+    assert "lab.json: cannot read it" in _one_line(proc)
