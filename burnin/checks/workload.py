@@ -39,7 +39,7 @@ def _meg(check_id: str, facts: Facts, topology: Topology, findings: MegFindings,
          expected: Callable[[], str], *, include_multi: bool = True) -> Verdict:
     data = _megatron(facts)  # an unmeasured node says why before any reference is looked up
     found = findings(data, topology, include_multi=include_multi)
-    return roll_up(check_id, facts.node, found, expected=expected())
+    return roll_up(check_id, facts.node, found, expected=expected(), healthy=judge.summary(found))
 
 
 @check("MEG-01", "Megatron launch: every rank ran and exited 0 in time", fast=False)
@@ -59,7 +59,7 @@ def megatron_mfu(facts: Facts, topology: Topology) -> Verdict:
     def expected() -> str:
         floor = judge.reference(topology, judge.MFU_REF)
         peak = judge.reference(topology, judge.PEAK_REF)
-        return f"MFU {floor.describe()} of {peak.value:g} TFLOP/s BF16 dense; the log's TFLOP/s/GPU agrees"
+        return f"MFU {judge.share(floor)} of {peak.value:g} TFLOP/s BF16 dense; the log's TFLOP/s/GPU agrees"
 
     return _meg("MEG-03", facts, topology, judge.meg03, expected, include_multi=False)
 
@@ -101,7 +101,8 @@ def passed_alone(facts: Facts, topology: Topology) -> tuple[bool, str]:
 def _pin(check_id: str, facts: Facts, topology: Topology, findings: Callable[[dict[str, Any], Topology],
          list[Finding]], expected: str) -> Verdict:
     data = _placement(facts)
-    return roll_up(check_id, facts.node, findings(data, topology), expected=expected)
+    found = findings(data, topology)
+    return roll_up(check_id, facts.node, found, expected=expected, healthy=judge.summary(found))
 
 
 @check("PIN-01", "Ranks placed on their GPU's NUMA node (placement probe under the real launcher)", fast=False)
@@ -114,8 +115,9 @@ def placement_cpus(facts: Facts, topology: Topology) -> Verdict:
 def placement_memory(facts: Facts, topology: Topology) -> Verdict:
     data = _placement(facts)
     floor = judge.reference(topology, pinning.LOCAL_MEMORY_REF)
-    return roll_up("PIN-02", facts.node, pinning.pin02(data, topology),
-                   expected=f"share of each rank's written memory on its GPU's NUMA node {floor.describe()}")
+    found = pinning.pin02(data, topology)
+    return roll_up("PIN-02", facts.node, found, healthy=judge.summary(found),
+                   expected=f"share of each rank's written memory on its GPU's NUMA node {judge.share(floor)}")
 
 
 @check("PIN-03", "Rank threads stay on their allowed CPUs", fast=False)

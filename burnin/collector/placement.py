@@ -72,19 +72,38 @@ def _status() -> dict[str, str]:
 
 
 def _gpus() -> list[tuple[str, str]]:
-    """(bus id, UUID) of every NVIDIA GPU the driver lists, in PCI order."""
+    """(bus id, UUID) of the NVIDIA GPUs this process may use, in PCI order.
+
+    procfs lists every GPU of the node; a device cgroup (Slurm ConstrainDevices) lets a task open only its
+    own ``/dev/nvidiaN`` and CUDA numbers just those. When some can be opened and some cannot, the ones
+    that can are the task's GPUs.
+    """
     found = []
     for bus in sorted(os.listdir(NVIDIA_GPUS)):
-        uuid = ""
+        uuid, minor = "", ""
         try:
             with open(os.path.join(NVIDIA_GPUS, bus, "information"), encoding="ascii", errors="replace") as handle:
                 for line in handle:
-                    if line.startswith("GPU UUID:"):
-                        uuid = line.partition(":")[2].strip()
+                    key, _, value = line.partition(":")
+                    if key.strip() == "GPU UUID":
+                        uuid = value.strip()
+                    elif key.strip() == "Device Minor":
+                        minor = value.strip()
         except OSError:
             pass
-        found.append((bus.lower(), uuid))
-    return found
+        found.append((bus.lower(), uuid, minor))
+    usable = [(bus, uuid) for bus, uuid, minor in found if minor.isdigit() and _can_open(f"/dev/nvidia{minor}")]
+    if usable and len(usable) < len(found):
+        return usable
+    return [(bus, uuid) for bus, uuid, _ in found]
+
+
+def _can_open(path: str) -> bool:
+    try:
+        os.close(os.open(path, os.O_RDWR))
+    except OSError:
+        return False
+    return True
 
 
 def _visible(gpus: list[tuple[str, str]], spec: str | None) -> list[str]:

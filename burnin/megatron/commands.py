@@ -198,6 +198,17 @@ def slack(timeout_s: float) -> float:
     return min(SLACK_S, max(5.0, 0.1 * timeout_s))
 
 
+KILL_AFTER_S = 10
+TIMED_OUT_EXITS = (124, 137)
+"""What ``timeout`` exits with when it stopped the command (137: it had to SIGKILL)."""
+
+
+def time_limit(timeout_s: float) -> list[str]:
+    """``timeout -k 10 T``: the limit travels inside the command, so a run is stopped on the node itself even
+    when the transport's connection (ssh) is what burnin kills."""
+    return ["timeout", "-k", str(KILL_AFTER_S), f"{timeout_s:g}"]
+
+
 def _srun_time(seconds: float) -> str:
     return str(max(1, math.ceil(seconds / 60.0)))
 
@@ -230,7 +241,7 @@ def _srun(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], 
         argv += list(container.runner_args)
     argv += list(settings.srun_args)
     full_env = {"MASTER_ADDR": nodes[0], "MASTER_PORT": str(settings.master_port), **env}
-    return argv + srun_rank_wrapper(settings, topology, full_env, binding) + payload
+    return argv + srun_rank_wrapper(settings, topology, full_env, binding) + time_limit(timeout_s) + payload
 
 
 def _container_prefix(settings: MegatronSettings) -> list[str]:
@@ -254,8 +265,8 @@ def _container_prefix(settings: MegatronSettings) -> list[str]:
 
 
 def _torchrun(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], node_rank: int,
-              payload: list[str], *, binding: BindingKind, env: Mapping[str, str]) -> list[str]:
-    argv = _container_prefix(settings)
+              payload: list[str], *, binding: BindingKind, env: Mapping[str, str], timeout_s: float) -> list[str]:
+    argv = _container_prefix(settings) + time_limit(timeout_s)
     if env:
         argv += ["env", *(f"{k}={v}" for k, v in env.items())]
     argv += [settings.torchrun, f"--nproc_per_node={topology.gpus.count}", f"--nnodes={len(nodes)}",
@@ -277,7 +288,8 @@ def _launch(settings: MegatronSettings, topology: Topology, nodes: Sequence[str]
         argvs = {nodes[0]: tuple(_srun(settings, topology, nodes, payload, binding=binding, env=env,
                                        timeout_s=timeout_s, job_id=job_id, job_name=job_name))}
     else:
-        argvs = {node: tuple(_torchrun(settings, topology, nodes, rank, payload, binding=binding, env=env))
+        argvs = {node: tuple(_torchrun(settings, topology, nodes, rank, payload, binding=binding, env=env,
+                                       timeout_s=timeout_s))
                  for rank, node in enumerate(nodes)}
     return Launch(kind, form, binding, tuple(nodes), argvs, topology.gpus.count, timeout_s, parallel)
 

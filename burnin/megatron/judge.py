@@ -53,6 +53,20 @@ def unknown(subject: str, note: str, expected: str = "") -> Finding:
     return Finding(subject, Status.INCOMPLETE, "not measured", expected, note)
 
 
+def share(ref: Reference) -> str:
+    """A fraction reference as percentages: ``>= 30%``."""
+    if ref.lower is not None and (ref.upper is None or ref.upper >= 1.0):
+        return f">= {ref.lower:.0%}"
+    if ref.lower is not None and ref.upper is not None:
+        return f"{ref.lower:.0%}..{ref.upper:.0%}"
+    return f"<= {ref.upper:.0%}" if ref.upper is not None else f"{ref.value:.0%}"
+
+
+def summary(findings: list[Finding]) -> str:
+    """Every finding as ``subject: measured`` (a passing verdict's measured text)."""
+    return "; ".join(f"{f.subject}: {f.measured}" for f in findings)
+
+
 def reference(topology: Topology, key: str) -> Reference:
     ref = topology.ref(key)
     if ref is None:
@@ -282,7 +296,7 @@ def meg03(data: dict[str, Any], topology: Topology, *, include_multi: bool = Fal
     peak = reference(topology, PEAK_REF)
     floor = reference(topology, MFU_REF)
     agreement = reference(topology, AGREEMENT_REF).value
-    expected = f"MFU {floor.describe()} of {peak.value:g} {UNIT} (BF16 dense); the log's value within {agreement:.0%}"
+    expected = f"MFU {share(floor)} of {peak.value:g} {UNIT} (BF16 dense); the log's value within {agreement:.0%}"
 
     def judge_run(subject: str, record: dict[str, Any]) -> list[Finding]:
         if record.get("timed_out"):

@@ -19,7 +19,7 @@ from typing import Any
 
 from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Unmeasurable
-from burnin.megatron.judge import bad, ok, reference, unknown
+from burnin.megatron.judge import bad, ok, reference, share, unknown
 from burnin.parsers._common import compress_cpu_list, expand_cpu_list
 from burnin.topology.model import GpuDevice, Topology
 
@@ -135,24 +135,25 @@ def pin01(data: dict[str, Any], topology: Topology) -> list[Finding]:
 
     findings += per_rank(data, topology, judge_rank)
     driven: dict[int, list[int]] = {}
+    resolved = 0
     for rank, rec in _records(data).items():
         try:
             driven.setdefault(_gpu(rec, topology).index, []).append(rank)
+            resolved += 1
         except Unmeasurable:
             continue
     for gpu, ranks in sorted(driven.items()):
         if len(ranks) > 1:
             findings.append(bad(f"gpu{gpu}", f"driven by ranks {','.join(map(str, sorted(ranks)))}", expected))
-    if len(_records(data)) >= topology.gpus.count:
-        idle = [d.index for d in topology.gpus.devices if d.index not in driven]
-        if idle and driven:
-            findings.append(bad("gpus", f"gpu{','.join(map(str, idle))} driven by no rank", expected))
+    idle = [d.index for d in topology.gpus.devices if d.index not in driven]
+    if idle and resolved >= topology.gpus.count:  # every rank named its GPU, and some GPU has none
+        findings.append(bad("gpus", f"gpu{','.join(map(str, idle))} driven by no rank", expected))
     return findings
 
 
 def pin02(data: dict[str, Any], topology: Topology) -> list[Finding]:
     floor = reference(topology, LOCAL_MEMORY_REF)
-    expected = f"share of a rank's written memory on its GPU's NUMA node {floor.describe()}"
+    expected = f"share of a rank's written memory on its GPU's NUMA node {share(floor)}"
 
     def judge_rank(subject: str, rec: dict[str, Any], gpu: GpuDevice) -> Finding:
         memory = rec.get("memory")

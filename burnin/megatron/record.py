@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from burnin.errors import ParseError
 from burnin.megatron import logs
-from burnin.megatron.commands import Launch
+from burnin.megatron.commands import TIMED_OUT_EXITS, Launch
 from burnin.megatron.config import MegatronSettings
 from burnin.megatron.mfu import flops_per_iteration
 
@@ -78,10 +78,12 @@ def _outcome(launch: Launch, results: Mapping[str, Outcome]) -> dict[str, Any]:
     errors = [f"{n}: {results[n].error}" for n in launch.argv_by_node if n in results and results[n].error]
     if missing:
         errors.append(f"no result from {', '.join(missing)}")
-    timed_out = any(r.timed_out for r in got)
+    # ``timeout`` inside the command stopped it (124, or 137 after SIGKILL) once its limit had passed: a hang
+    timed_out = any(r.timed_out or (r.exit_status in TIMED_OUT_EXITS and r.duration_s >= launch.timeout_s)
+                    for r in got)
     statuses = [r.exit_status for r in got]
     status: int | None = None
-    if statuses and all(s is not None for s in statuses):
+    if statuses and all(s is not None for s in statuses) and not timed_out:
         status = next((s for s in statuses if s != 0), 0)
     return {"exit_status": status, "timed_out": timed_out, "error": "; ".join(errors) or None,
             "duration_s": round(max((r.duration_s for r in got), default=0.0), 3),

@@ -38,6 +38,7 @@ PARSERS: dict[str, str] = {
     "dcgmi-diag": "burnin.parsers.dcgmi:parse_dcgmi_diag",
     "perftest": "burnin.parsers.perftest:parse_perftest",
     "nvidia-smi-dmon": "burnin.parsers.dmon:parse_dmon",
+    "cpu-bind": "burnin.parsers.cpubind:parse_cpu_bind",
 }
 
 __all__ = ["PARSERS", "get_parser", "iter_json", "parse", "to_jsonable"]

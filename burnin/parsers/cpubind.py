@@ -23,7 +23,7 @@ MAX_MASK_DIGITS = 4096  # 16384 CPUs
 
 _BIND = re.compile(
     r"cpu[-_]bind(?:[-_][a-z]+)?=(?P<type>[A-Z_]+)\s+-\s+(?P<node>[^\s,]+),\s+task\s+(?P<task>\d{1,7})\s+"
-    r"(?P<local>\d{1,7})\s+\[(?P<pid>\d{1,10})\]:\s+mask\s+0x(?P<mask>[0-9A-Fa-f,]{1,4096})\s+(?P<verb>set|get)\b")
+    r"(?P<local>\d{1,7})\s+\[(?P<pid>\d{1,10})\]:\s+mask\s+0x(?P<mask>[0-9A-Fa-f,]{1,8192})\s+(?P<verb>set|get)\b")
 _TASKSET = re.compile(r"\bpid (?P<pid>\d{1,10})'s current affinity list: (?P<list>[0-9,\- ]+)\s*$")
 
 

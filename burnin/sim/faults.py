@@ -158,6 +158,25 @@ _SPECS: tuple[FaultSpec, ...] = (
               "every *_perf run with the node prints its header and first rows, then stops until killed: the "
               "launch timeout makes NCCL-01 incomplete with the last output lines", suite="fabric",
               outcome="incomplete"),
+    # Workload faults (suite "megatron"): only the Megatron and placement-probe stand-ins change (burnin.sim.megatron).
+    FaultSpec("train-loss-nan", "MEG-04", "training with the node diverges to NaN", "node", None,
+              "the pretrain_gpt.py stand-in logs 'lm loss: NAN' and 'number of nan iterations: 1' from iteration 17 "
+              "of every run with the node; throughput unchanged", suite="megatron"),
+    FaultSpec("train-hang", "MEG-04", "training with the node hangs", "node", None,
+              "every Megatron run with the node logs 3 iterations, then nothing until killed: the launch timeout "
+              "makes its MEG checks incomplete with each rank's last lines", suite="megatron", outcome="incomplete"),
+    FaultSpec("train-slow", "MEG-04", "the node trains 20% slower than its peers", "node", None,
+              "the stand-in's iterations take 1/0.8 of a healthy node's time (344 vs 430 TFLOP/s/GPU): a straggler "
+              "against the run's median, MFU still above its floor", suite="megatron"),
+    FaultSpec("nccl-timeout", "MEG-04", "a collective of a run with the node times out", "node", None,
+              "after iteration 12 rank 3 of the node logs torch's 'Watchdog caught collective operation timeout: "
+              "WorkNCCL(...)' lines and every rank exits 1 (MEG-01 and MEG-02 fail too)", suite="megatron"),
+    FaultSpec("cpu-bind-none", "PIN-01", "the launcher leaves the node's ranks unbound", "node", None,
+              "the placement-probe stand-in reports every CPU and memory node for every rank, its pages on NUMA 0 "
+              "(PIN-02 fails too for the ranks of GPUs on NUMA 1)", suite="megatron"),
+    FaultSpec("cpu-bind-wrong-numa", "PIN-01", "the rank of the GPU is bound to the other NUMA node", "gpu",
+              DEFAULT_GPU, "the placement-probe stand-in reports the other NUMA node's CPUs, memory node and pages "
+              "for the rank that drives the GPU (PIN-02 fails too)", suite="megatron"),
     # Faults that unfold over a soak's simulated hours (burnin soak only; burnin.sim.soak applies them).
     FaultSpec("xid-at:MIN:N", "GPU-04", "Xid N logged against the GPU at minute MIN of a soak", "gpu", DEFAULT_GPU,
               "at soak minute MIN an 'NVRM: Xid (PCI:0000:BB:00): N, ...' line in dmesg, stamped with the node's "

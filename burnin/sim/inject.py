@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from burnin.errors import UsageError
 from burnin.sim.faults import Fault
+from burnin.sim.megatron import MUTATORS as WORKLOAD_MUTATORS
 from burnin.sim.pcie import ACS_REDIRECT, PciDevice, move_to_own_root_port, switch_downstream_ports
 from burnin.sim.state import (
     CLASS_ETH,
@@ -376,6 +377,7 @@ MUTATORS: dict[str, Mutator] = {
     "nccl-wrong": nccl_wrong,
     "nccl-hang": nccl_hang,
 }
+MUTATORS.update(WORKLOAD_MUTATORS)  # suite megatron: recorded for the stand-ins (burnin.sim.megatron)
 
 
 

@@ -14,6 +14,8 @@ import time
 
 from burnin.sim import fabric, soak_shims
 from burnin.sim.formats import dmesg, ibstat, lspci, nvidia_smi
+from burnin.sim.megatron import outputs as megatron_outputs
+from burnin.sim.megatron import scripts as megatron_scripts
 from burnin.sim.state import NodeState
 from burnin.sim.sysfs import loaded_modules
 
@@ -212,6 +214,7 @@ def render_scripts(state: NodeState) -> dict[str, str]:
         "setpci": _SETPCI.replace("{cases}", _setpci_cases(state)),
         "lsmod": _LSMOD,
         **fabric.scripts(),
+        **megatron_scripts(),
         **soak_shims.scripts(),
     }
     return {tool: _PREAMBLE.format(tool=tool, node=state.name) + body for tool, body in bodies.items()}
@@ -242,6 +245,7 @@ def render_outputs(state: NodeState, now: float | None = None) -> dict[str, str]
         "lsmod.txt": _lsmod(state),
     }
     out.update(fabric.outputs(state))
+    out.update(megatron_outputs(state))
     out.update(soak_shims.outputs(state))
     lost = nvidia_smi.lost_message(state)
     if lost is not None:

@@ -154,6 +154,8 @@ class HostState(_Model):
     numa_cpulists: dict[int, str]
     nccl_wrong: bool = False
     nccl_hang: bool = False
+    megatron_faults: list[str] = Field(default_factory=list)
+    """Workload faults that only the Megatron and placement-probe stand-ins read (burnin.sim.megatron)."""
     xids: list[XidEvent] = Field(default_factory=list)
     messages: list[KernelMessage] = Field(default_factory=list)
 

@@ -58,7 +58,7 @@ def test_torchrun_single_node(h100_topology: Topology) -> None:
     launch = training_launch(MegatronSettings(), h100_topology, ["gpu01"], form="torchrun")
     assert launch.kind == "single" and launch.binding == "numactl" and launch.world_size == 8
     argv = launch.argv_by_node["gpu01"]
-    assert argv[:3] == ("env", f"NCCL_IB_HCA={HCAS}", "CUDA_DEVICE_MAX_CONNECTIONS=1")
+    assert argv[:7] == ("timeout", "-k", "10", "900", "env", f"NCCL_IB_HCA={HCAS}", "CUDA_DEVICE_MAX_CONNECTIONS=1")
     torchrun = argv.index("torchrun")
     assert argv[torchrun + 1:torchrun + 9] == ("--nproc_per_node=8", "--nnodes=1", "--node_rank=0",
                                                "--master_addr=gpu01", "--master_port=29500", "--tee=3",
@@ -87,8 +87,8 @@ def test_srun_form(h100_topology: Topology) -> None:
                  "--gpus-per-task=1", "--gpu-bind=closest", "--time=16"):
         assert item in argv, item
     sh = argv.index("sh")
-    assert argv[sh + 1] == "-c" and argv[sh + 3] == RANK_WRAPPER and argv[sh + 4:sh + 6] == ("python3",
-                                                                                            "pretrain_gpt.py")
+    assert argv[sh + 1] == "-c" and argv[sh + 3] == RANK_WRAPPER
+    assert argv[sh + 4:sh + 10] == ("timeout", "-k", "10", "900", "python3", "pretrain_gpt.py")
 
 
 def test_srun_rank_wrapper_exports_what_torch_reads(h100_topology: Topology) -> None:
@@ -162,7 +162,7 @@ def test_docker_and_apptainer_wrap_torchrun(h100_topology: Topology, runner: str
     argv = training_launch(settings, h100_topology, ["gpu01"], form="torchrun").argv_by_node["gpu01"]
     assert argv[:len(head)] == head
     image = argv.index("img:1")
-    assert argv[image + 1] == "env" and "torchrun" in argv[image:]
+    assert argv[image + 1:image + 6] == ("timeout", "-k", "10", "900", "env") and "torchrun" in argv[image:]
     assert ("-v" in argv and "/data:/data" in argv) if runner == "docker" else ("--bind" in argv)
 
 

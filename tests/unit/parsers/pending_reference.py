@@ -18,6 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 PENDING_TOOL_RULES: list[tuple[str, str, str]] = [
     ("perftest", r".", "perftest"),
     ("nvidia-smi", r"^dmon-", "nvidia-smi-dmon"),
+    ("slurm", r"^srun-cpu-bind", "cpu-bind"),
 ]
 PENDING_TOOLS = frozenset(tool for _, _, tool in PENDING_TOOL_RULES)
 

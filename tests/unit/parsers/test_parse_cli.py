@@ -43,6 +43,7 @@ KEYS: dict[str, set[str]] = {
     "dcgmi-diag": {"tests", "results"},
     "perftest": {"reports"},
     "nvidia-smi-dmon": {"columns", "units", "samples"},
+    "cpu-bind": {"tasks", "affinities"},
 }
 NUMACTL = "available: 1 nodes (0)\nnode 0 cpus: 0 1\nnode 0 size: 100 MB\nnode 0 free: 50 MB\n"
 

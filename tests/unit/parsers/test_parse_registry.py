@@ -32,6 +32,7 @@ EXPECTED_TOOLS = {
     "dcgmi-diag",
     "perftest",
     "nvidia-smi-dmon",
+    "cpu-bind",
 }
 
 

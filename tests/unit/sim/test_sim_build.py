@@ -29,6 +29,7 @@ SHIMS = {"nvidia-smi", "ibstat", "dmesg", "lspci", "systemctl", "setpci", "lsmod
                                  "broadcast", "reduce"))}
 
 SHIMS |= {"gpu_burn", "dcgmi", "stress-ng", "stream", "numactl", "nvme"}  # soak tools (burnin.sim.soak_shims)
+SHIMS |= {"torchrun", "pretrain_gpt.py", "burnin-placement-probe"}  # Megatron stand-ins (burnin.sim.megatron)
 
 def test_node_directory_layout(healthy_node: SimNode) -> None:
     d = healthy_node.dir
