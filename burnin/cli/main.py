@@ -73,18 +73,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = "burnin"
     code = EXIT_INTERNAL
     try:
-        verb = next((a for a in args_list if not a.startswith("-")), None)
-        if verb in COMMANDS:
-            prog = f"burnin {verb}"
-        code = _dispatch(args_list, verb, prog)
-    except KeyboardInterrupt as exc:
-        code = _interrupted(prog, exc)
-    except Exception as exc:  # noqa: BLE001 - the contract: exit 3 and one line, never a traceback
-        from burnin.cli.crash import report
+        try:
+            verb = next((a for a in args_list if not a.startswith("-")), None)
+            if verb in COMMANDS:
+                prog = f"burnin {verb}"
+            code = _dispatch(args_list, verb, prog)
+        except Exception as exc:  # noqa: BLE001 - the contract: exit 3 and one line, never a traceback
+            from burnin.cli.crash import report
 
-        _cleanup()
-        print(report(prog, exc, debug="--debug" in args_list), file=sys.stderr)
-        code = EXIT_INTERNAL
+            _cleanup()
+            print(report(prog, exc, debug="--debug" in args_list), file=sys.stderr)
+            code = EXIT_INTERNAL
+    except KeyboardInterrupt as exc:  # also one that lands while an error is being reported
+        code = _interrupted(prog, exc)
     finally:
         interrupt.restore(previous)
     if interrupt.received() is not None and argv is None:
