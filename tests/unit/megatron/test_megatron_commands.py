@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ from burnin.megatron.commands import (
     training_args,
     training_launch,
 )
-from burnin.megatron.config import ContainerSpec, MegatronSettings
+from burnin.megatron.config import ContainerSpec, MegatronSettings, load_megatron_settings
 from burnin.topology.model import Topology
 
 HCAS = "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
@@ -196,3 +197,14 @@ def test_display_is_a_shell_line(h100_topology: Topology) -> None:
     lines = launch.display().splitlines()
     assert [line.split()[0] for line in lines] == ["[gpu01]", "[gpu02]"]
     assert "'case \"$LOCAL_RANK\" in" in lines[0]
+
+
+def test_the_documented_site_command_is_what_burnin_builds(h100_topology: Topology, tmp_path: Path) -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "megatron.md").read_text(encoding="utf-8")
+    config = doc.split("A real site, Slurm with pyxis", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "megatron.yaml").write_text(config)
+    settings = load_megatron_settings(tmp_path / "megatron.yaml")
+    shown = doc.split("with the site config above:\n\n```sh\n", 1)[1].split("```", 1)[0]
+    documented = " ".join(part.strip() for part in shown.replace("\\\n", " ").split())
+    built = training_launch(settings, h100_topology, ["gpu001", "gpu002"], form="srun", job_id="4242").display()
+    assert documented == built
