@@ -218,10 +218,11 @@ class MegatronSettings(_Model):
 
 
 PRODUCTION = MegatronSettings()
-SIMULATED = MegatronSettings(python=None, probe=("burnin-placement-probe",), timeout_s=60.0,
-                             probe_timeout_s=30.0)
+SIMULATED = MegatronSettings(python=None, probe=("burnin-placement-probe",), timeout_s=60.0, probe_timeout_s=30.0,
+                             srun_gpu_bind=None, srun_args=("--overcommit",))
 """Simulated nodes: ``pretrain_gpt.py`` and ``burnin-placement-probe`` are stand-ins on the node's PATH
-(burnin.sim.megatron), ``torchrun`` too; a hung run costs a minute."""
+(burnin.sim.megatron), ``torchrun`` too; a hung run costs a minute. The simulated Slurm cluster has no GPU
+GRES and declares this machine's few CPUs per node, so srun asks for no GPUs and may overcommit CPUs."""
 
 
 def load_megatron_settings(path: str | Path | None = None, *, simulated: bool = False,

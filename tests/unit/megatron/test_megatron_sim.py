@@ -184,3 +184,31 @@ def test_one_rank_training_under_srun(rack: dict[str, SimNode], h100_topology: T
     assert last.exit_status == first.exit_status == 0
     assert len(parse_megatron_log(last.stdout).iterations) == 50 and "iteration " not in first.stdout
     assert first.stdout.startswith("using world size: 8")
+
+
+def test_the_megatron_suite_gates_exactly_the_faulted_nodes(measured: Measurement, tmp_path: Path) -> None:
+    """suites/megatron under the burnin pytest plugin, on the measured facts: the gate a phase would get."""
+    import subprocess
+
+    facts_dir, out = tmp_path / "facts", tmp_path / "out"
+    facts_dir.mkdir()
+    out.mkdir()
+    for node in measured.sections:
+        (facts_dir / f"{node}.json").write_text(json.dumps({"schema": 1, **measured.facts_for(node)},
+                                                           allow_nan=False))
+    suites = Path(__file__).resolve().parents[3] / "suites"
+    proc = subprocess.run([sys.executable, "-m", "pytest", str(suites / "megatron"), "--rootdir", str(suites),
+                           "-c", str(suites / "pytest.ini"), "--burnin-facts", str(facts_dir),
+                           "--burnin-out", str(out), "-p", "no:cacheprovider", "-q"],
+                          capture_output=True, text=True, check=False, timeout=300)
+    gate = json.loads((out / "gate.json").read_text())
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert gate["admitted"] == "sim[01,03,08]" and gate["rejected"] == "sim[02,04-07]", gate
+    verdicts = {node: (sorted(d["failed"]), sorted(d["incomplete"])) for node, d in gate["nodes"].items()}
+    assert verdicts["sim02"] == (["MEG-04"], [])
+    assert verdicts["sim04"] == ([], ["MEG-01", "MEG-02", "MEG-03", "MEG-04"])
+    assert verdicts["sim05"] == (["MEG-04"], [])
+    assert verdicts["sim06"] == (["MEG-01", "MEG-02", "MEG-04"], [])
+    assert verdicts["sim07"] == (["PIN-01", "PIN-02"], [])
+    reasons = " ".join(gate["nodes"]["sim07"]["reasons"])
+    assert "rank 3 CPUs 56-111,168-223 (NUMA 1) but its gpu3 on NUMA 0" in reasons
