@@ -218,15 +218,14 @@ def meg01(data: dict[str, Any], topology: Topology, *, include_multi: bool = Tru
 
 
 def _ranges(numbers: Sequence[int]) -> str:
-    parts: list[str] = []
+    """``[5, 6, 9, 13, 14, 15]`` -> ``5-6,9,13-15``."""
+    runs: list[list[int]] = []
     for n in sorted(numbers):
-        if parts and "-" not in parts[-1].split(",")[-1] and int(parts[-1]) + 1 == n:
-            parts[-1] = f"{parts[-1]}-{n}"
-        elif parts and "-" in parts[-1] and int(parts[-1].split("-")[1]) + 1 == n:
-            parts[-1] = f"{parts[-1].split('-')[0]}-{n}"
+        if runs and runs[-1][1] + 1 == n:
+            runs[-1][1] = n
         else:
-            parts.append(str(n))
-    return ",".join(parts)
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def meg02(data: dict[str, Any], topology: Topology, *, include_multi: bool = True) -> list[Finding]:
@@ -235,11 +234,14 @@ def meg02(data: dict[str, Any], topology: Topology, *, include_multi: bool = Tru
     def judge_run(subject: str, record: dict[str, Any]) -> list[Finding]:
         if record.get("timed_out"):
             raise Unmeasurable(hang_note(record))
-        if record.get("parse_error"):
-            raise Unmeasurable(f"no iteration line parsed: {record['parse_error']}")
-        iters = _iterations(record)
         total, interval = int(record.get("train_iters") or 0), int(record.get("log_interval") or 1)
         wanted = set(range(interval, total + 1, interval))
+        if record.get("parse_error"):
+            failure = _failure(record)
+            if failure is not None:  # it ended before logging an iteration
+                return [bad(subject, f"0/{len(wanted)} iterations logged, the run {failure}", expected)]
+            raise Unmeasurable(f"no iteration line parsed: {record['parse_error']}")
+        iters = _iterations(record)
         seen = {it["iteration"] for it in iters}
         totals = {it.get("total") for it in iters}
         if totals != {total}:
