@@ -98,7 +98,7 @@ def load_yaml(path: str | Path) -> YamlDocument:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         if "maximum nesting depth" in problem:  # libyaml stops at 1000 levels
             problem = f"nested deeper than {MAX_DEPTH} levels"
-        raise ConfigError(str(file), f"invalid YAML: {problem}",
+        raise ConfigError(str(file), f"invalid YAML: {printable(problem)}",
                           line=mark.line + 1 if mark is not None else None) from None
     finally:
         if loader is not None:
@@ -148,7 +148,7 @@ class _Builder:
 
     def fail(self, line: int, message: str, path: Path_ = ()) -> ConfigError:
         key = format_key_path(path[:8]) + ("..." if len(path) > 8 else "")
-        return ConfigError(str(self.file), message, key=key, line=line)
+        return ConfigError(str(self.file), printable(message), key=key, line=line)  # anchors, keys: file text
 
     def build(self) -> YamlDocument:
         loader = self.loader
