@@ -202,8 +202,9 @@ def test_fabric_settings_are_read_with_the_same_guards(tmp_path: Path) -> None:
 
 def test_text_from_the_file_is_shown_escaped(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        load_yaml(write(tmp_path, "a: &x\u202e [*x\u202e]\n"))
+        load_yaml(write(tmp_path, "top:\n  k\u202ey: 1\n  k\u202ey: 2\n"))
     assert "\u202e" not in str(info.value) and "\\u202e" in str(info.value)
+    assert info.value.key == "top.k\\u202ey"
     with pytest.raises(ConfigError) as info:
         load_yaml(write(tmp_path, '"k\\e[2J": 1\n"k\\e[2J": 2\n'))
     assert "\x1b" not in str(info.value) and "lines 1 and 2" in str(info.value)
