@@ -17,6 +17,7 @@ each change atomic, unchanged files untouched (burnin.sim.writer).
 from __future__ import annotations
 
 import os
+import signal
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -36,6 +37,7 @@ from burnin.sim.writer import replace_file, sync_tree
 from burnin.topology.model import Topology
 
 STATE_FILE = "node.json"
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NVML_STATE = "nvml.state"
 
 
@@ -166,9 +168,17 @@ def build_rack(state_dir: Path, topology: Topology, names: list[str],
         return [build(name) for name in names]
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="burnin-sim")
     try:
-        return list(pool.map(build, names))
+        # An interrupt raised while the pool starts a thread would leave that thread unknown to
+        # shutdown(), writing on after the scratch is removed: no signal until all are submitted.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            futures = [pool.submit(build, name) for name in names]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return [future.result() for future in futures]
     finally:
-        # On an interrupt or an error the nodes not yet started are dropped, not rendered.
+        # On an interrupt or an error the nodes not yet started are dropped, not rendered,
+        # and the ones being rendered are finished before the caller removes anything.
         pool.shutdown(wait=True, cancel_futures=True)
 
 
