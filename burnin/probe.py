@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from burnin.checks import load_all
+from burnin.checks.base import not_applicable_reason
 from burnin.collector.core import FAST_SOURCES, collect
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
@@ -79,7 +80,8 @@ def run_probe(topology: Topology, *, root: str | None = None, timeout: float = 5
     started = time.monotonic()
     node = local_node_name()
     root = root or os.environ.get("BURNIN_ROOT", "/")
-    data = collect(root, FAST_SOURCES, timeout)
+    storage = topology.storage.collector_tokens() if topology.storage is not None else ()
+    data = collect(root, (*FAST_SOURCES, *storage), timeout)
     if record_baseline:
         counters.record(data, node, root)
     baseline = counters.load(node, root)
@@ -87,5 +89,7 @@ def run_probe(topology: Topology, *, root: str | None = None, timeout: float = 5
         counters.subtract(data, baseline)
     facts = Facts(node, data)
     registry = load_all(node_only=True)
-    verdicts = tuple(registry[cid].func(facts, topology) for cid in (checks or fast_check_ids()))
+    # A check the node type itself declares not applicable (no storage fabric) is not run.
+    ids = [cid for cid in (checks or fast_check_ids()) if not_applicable_reason(cid, topology) is None]
+    verdicts = tuple(registry[cid].func(facts, topology) for cid in ids)
     return ProbeResult(node, verdicts, time.monotonic() - started)

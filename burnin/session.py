@@ -122,6 +122,14 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
     return code
 
 
+def _collector_sources(topology: str, by_node: dict[str, str]) -> str:
+    """``all`` plus the storage targets whose routes the collector looks up (STO-01), for every node type."""
+    from burnin.checks.storage import collector_sources
+    from burnin.topology.load import find_topology
+
+    return collector_sources("all", [find_topology(name) for name in sorted({topology, *by_node.values()})])
+
+
 def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Sequence[str] = ("node",),
             keyword: str | None = None, timeout: float = 120.0,
             on_gathered: Callable[[str], None] | None = None,
@@ -132,7 +140,8 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
 
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_results(out_dir)
-    facts = dispatcher.gather(sources="all", timeout=timeout, on_done=on_gathered)
+    facts = dispatcher.gather(sources=_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
+                              on_done=on_gathered)
     if fabric is not None:
         from burnin.fabric.phase import run_fabric_phase
         from burnin.topology.load import find_topology

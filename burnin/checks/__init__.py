@@ -16,6 +16,7 @@ _NODE_MODULES = (
     "burnin.checks.gpu",
     "burnin.checks.host",
     "burnin.checks.infiniband",
+    "burnin.checks.storage",
 )
 # ...and those that judge workloads run by a suite's measurement phase.
 _WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.workload")

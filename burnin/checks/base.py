@@ -31,6 +31,21 @@ class CheckSpec:
 
 CHECKS: dict[str, CheckSpec] = {}
 
+#: check id -> the node type's own reason the check does not apply to it (None: it applies).
+APPLICABILITY: dict[str, Callable[[Topology], str | None]] = {}
+
+
+def declare_applicability(check_ids: tuple[str, ...], rule: Callable[[Topology], str | None]) -> None:
+    """Let the topology say when these checks do not apply (a node type without a storage fabric)."""
+    for check_id in check_ids:
+        APPLICABILITY[check_id] = rule
+
+
+def not_applicable_reason(check_id: str, topology: Topology) -> str | None:
+    """Why ``check_id`` does not apply to ``topology`` by the topology's own declaration; None when it applies."""
+    rule = APPLICABILITY.get(check_id)
+    return rule(topology) if rule is not None else None
+
 
 def check(check_id: str, title: str, *, fast: bool = True) -> Callable[[CheckFunction], CheckFunction]:
     """Register a check function under its catalog id."""

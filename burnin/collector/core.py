@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from burnin.collector import commands, nvml, sysfs, telemetry
+from burnin.collector import commands, nvml, storage, sysfs, telemetry
 
 SCHEMA_VERSION = 1
 
@@ -30,6 +30,8 @@ SOURCES: dict[str, tuple[str, Source]] = {
     "dmesg": ("commands", commands.dmesg),
     "lspci": ("commands", commands.lspci),
     "fabricmanager": ("commands", commands.fabricmanager),
+    "storage": ("storage", storage.collect_storage),
+    "storage-nic": ("storage_nic", storage.collect_storage_nic),
 }
 
 ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
@@ -37,7 +39,7 @@ ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
 SOURCES.update(telemetry.SOAK_SOURCES)
 # Read-only and cheap: what the health probe gathers every few minutes.
 FAST_SOURCES: tuple[str, ...] = (
-    "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager",
+    "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager", "storage",
 )
 
 
@@ -72,8 +74,12 @@ class _Bounded:
 
 
 def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: float = 20.0) -> dict[str, Any]:
-    """Gather the named sources below ``root`` into a facts document."""
+    """Gather the named sources below ``root`` into a facts document.
+
+    ``storage-route=ADDR`` / ``storage-vrf=NAME`` items among ``sources`` are the storage source's targets.
+    """
     started = time.monotonic()
+    sources, storage_targets, storage_vrf = storage.split_items(sources)
     facts: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "hostname": os.environ.get("BURNIN_SIM_NODE") or socket.gethostname(),
@@ -83,7 +89,10 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
         "commands": {},
     }
     # Sources run side by side: tool processes and sysfs reads overlap the NVML calls.
-    running = {name: _Bounded(SOURCES[name][1], root, timeout) for name in sources if name in SOURCES}
+    funcs = {name: SOURCES[name][1] for name in sources if name in SOURCES}
+    if "storage" in funcs:
+        funcs["storage"] = storage.bind_storage(storage_targets, storage_vrf)
+    running = {name: _Bounded(func, root, timeout) for name, func in funcs.items()}
     for name in sources:
         if name not in SOURCES:
             facts["sources"][name] = {"ok": False, "error": "unknown source", "duration_s": 0.0}
@@ -118,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.sources == "fast":
         sources = FAST_SOURCES
     else:
-        sources = tuple(s for s in args.sources.split(",") if s)
+        groups = {"all": ALL_SOURCES, "fast": FAST_SOURCES}
+        sources = tuple(s for item in args.sources.split(",") if item for s in groups.get(item, (item,)))
     facts = collect(args.root, sources, args.timeout)
     json.dump(facts, sys.stdout, separators=(",", ":"))
     sys.stdout.write("\n")

@@ -38,6 +38,15 @@ PARSERS: dict[str, str] = {
     "dcgmi-diag": "burnin.parsers.dcgmi:parse_dcgmi_diag",
     "perftest": "burnin.parsers.perftest:parse_perftest",
     "nvidia-smi-dmon": "burnin.parsers.dmon:parse_dmon",
+    # storage fabric (check-catalog 8, STO)
+    "ibdev2netdev": "burnin.parsers.ibdev2netdev:parse_ibdev2netdev",
+    "ip-route": "burnin.parsers.iproute:parse_ip_route",
+    "ip-addr": "burnin.parsers.iproute:parse_ip_addr",
+    "ip-link": "burnin.parsers.iproute:parse_ip_link",
+    "nccl-info": "burnin.parsers.nccl_info:parse_nccl_info",
+    "mlxconfig": "burnin.parsers.mlxconfig:parse_mlxconfig_query",
+    "mlnx-qos": "burnin.parsers.mlnx_qos:parse_mlnx_qos",
+    "sysctl": "burnin.parsers.sysctl:parse_sysctl",
     "cpu-bind": "burnin.parsers.cpubind:parse_cpu_bind",
 }
 

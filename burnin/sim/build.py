@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from burnin.errors import UsageError
+from burnin.sim import storage
 from burnin.sim.events import record_changes
 from burnin.sim.faults import Fault, parse_fault_spec, validate_fault
+from burnin.sim.formats import storage_tools
 from burnin.sim.inject import apply_faults
 from burnin.sim.nvml import LIBRARY_NAME, library_path, render_state
 from burnin.sim.shims import render_outputs, render_scripts
@@ -119,12 +121,14 @@ def render_node(node_dir: Path, state: NodeState, library: Path | None = None) -
     node_dir.mkdir(parents=True, exist_ok=True)
     _link_library(node_dir, library or library_path())
     replace_file(node_dir / NVML_STATE, render_state(state))
-    sync_tree(node_dir, "root", render_root(state))
+    sync_tree(node_dir, "root", storage.extend_root(render_root(state), state))
     outputs = Tree()
     outputs.files.update(render_outputs(state, time.time()))
+    outputs.files.update(storage_tools.outputs(state))
     sync_tree(node_dir, "out", outputs)
     scripts = Tree()
     scripts.files.update(render_scripts(state))
+    scripts.files.update(storage_tools.render_scripts(state))
     sync_tree(node_dir, "bin", scripts, mode=0o755)
     replace_file(node_dir / STATE_FILE, state.model_dump_json(indent=1))
     return SimNode(state.name, node_dir)

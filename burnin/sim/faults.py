@@ -197,7 +197,27 @@ _SPECS: tuple[FaultSpec, ...] = (
               "error ...' lines; /sys/devices/system/edac/mc/mc0/ue_count 1", suite="soak"),
 )
 
-FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in _SPECS}
+# The storage fabric's faults (check-catalog 8; burnin.sim.storage renders them). Node faults: they need the
+# topology's storage section and change its first BlueField netdev or first target.
+_STORAGE_SPECS: tuple[FaultSpec, ...] = (
+    FaultSpec("storage-route-via-ib", "STO-01", "a storage target is routed over the compute fabric (IPoIB)", "node",
+              None, "a host route sends the first storage target through the IPoIB netdev of compute HCA mlx5_2 "
+              "(ibp79s0, gateway 192.168.2.254): ip route get shows dev ibp79s0; sysfs, MTU and NCCL config unchanged"),
+    FaultSpec("nccl-hca-leak", "STO-02", "NCCL is configured to use a storage device", "node", None,
+              "/etc/nccl.conf NCCL_IB_HCA lists the compute HCAs plus the first BlueField RDMA device (mlx5_8:1)"),
+    FaultSpec("storage-mtu-1500", "STO-04", "a BlueField netdev runs MTU 1500 instead of 9000", "node", None,
+              "/sys/class/net/<first BlueField netdev>/mtu 1500; ip link agrees"),
+    FaultSpec("bf-nic-mode", "STO-06", "a BlueField runs in NIC mode where DPU mode is designed", "node", None,
+              "mlxconfig -d <first BlueField> q: INTERNAL_CPU_OFFLOAD_ENGINE DISABLED(1) (DPU mode: ENABLED(0))",
+              suite="node"),
+    FaultSpec("qos-pfc-off", "STO-05", "PFC is off on a BlueField netdev (storage RoCE no longer lossless)", "node",
+              None, "mlnx_qos -i <first BlueField netdev>: PFC enabled 0 on every priority (designed: 3); trust and "
+              "ECN unchanged"),
+    FaultSpec("arp-leak", "STO-07", "ARP answers and announces across fabrics (arp_ignore/arp_announce 0)", "node",
+              None, "net.ipv4.conf.{all,default,<each netdev>}.arp_ignore 0 and arp_announce 0 (designed: 1 and 2)"),
+)
+
+FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS)}
 
 _XID = re.compile(r"^xid:(\d+)$")
 _XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")

@@ -23,6 +23,8 @@ from burnin.sim.state import (
     other_numa,
     roce_port_guid,
 )
+from burnin.sim.storage import STORAGE_FAULTS
+from burnin.sim.storage import check_applicable as check_storage_fault
 
 NVLINK_FAULT_LINK = 7
 ALT_DRIVER = ("535.161.08", "535.183.01")
@@ -390,6 +392,9 @@ MUTATORS.update(dict.fromkeys(("xid-at", "ecc-growth", "thermal-creep", "through
                                "mce"), needs_soak))
 
 # Structural faults first, removal last, so composed faults find what they change.
+# Storage faults are checked here and rendered from the fault list (burnin.sim.storage.derive).
+MUTATORS.update(dict.fromkeys(STORAGE_FAULTS, check_storage_fault))
+
 _ORDER = {"nic-affinity": 0, "acs-enabled": 1, "gpu-missing": 9}
 
 

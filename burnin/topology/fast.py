@@ -24,6 +24,7 @@ from burnin.topology.model import (
     NvlinkSpec,
     Reference,
     Topology,
+    storage_from_dict,
 )
 
 
@@ -48,6 +49,7 @@ def _build(data: dict[str, Any]) -> Topology:
                       cpulists={int(k): v for k, v in data["numa"]["cpulists"].items()}),
         host=HostSpec(**data["host"]),
         references={k: Reference(**v) for k, v in data["references"].items()},
+        storage=storage_from_dict(data.get("storage")),
     )
 
 

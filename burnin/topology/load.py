@@ -6,6 +6,7 @@ path (``gpus.devices[3].numa_node``) and the line.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from burnin.errors import ConfigError
 from burnin.topology.catalog import list_topologies, resolve
-from burnin.topology.model import Topology
+from burnin.topology.model import Topology, storage_mismatch
 from burnin.topology.unknown import unknown_keys
 from burnin.topology.yamlsafe import Path_, format_key_path, load_yaml
 
@@ -72,6 +73,12 @@ def _describe(err: Any, lines: dict[Path_, int]) -> tuple[Path_, int | None, str
     return loc, locate(lines, loc), msg
 
 
+def _key_path(text: str) -> Path_:
+    """``storage.netdevs[0].hca`` -> ``("storage", "netdevs", 0, "hca")``."""
+    return tuple(int(part[1:-1]) if part.startswith("[") else part
+                 for part in re.findall(r"\[\d+\]|[A-Za-z_]\w*", text))
+
+
 def load_topology(path: str | Path) -> Topology:
     """Validate and load one topology file."""
     file = Path(path)
@@ -82,9 +89,14 @@ def load_topology(path: str | Path) -> Topology:
     if count:  # found without pydantic, which would describe every one of them
         raise summary_error(file, [(loc, locate(lines, loc), "unknown key") for loc in unknown], count)
     try:
-        return _adapter().validate_python(data)
+        topology = _adapter().validate_python(data)
     except ValidationError as exc:
         raise validation_to_config_error(file, exc, lines) from None
+    mismatch = storage_mismatch(topology)
+    if mismatch is not None:
+        key, message = mismatch
+        raise ConfigError(str(file), message, key=key, line=locate(lines, _key_path(key)))
+    return topology
 
 
 @lru_cache(maxsize=1)

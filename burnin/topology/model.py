@@ -155,6 +155,201 @@ class HostSpec:
     iommu: Literal["off", "passthrough", "any"] = "passthrough"
 
 
+_NETDEV = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+_PCI_DEVICE_ID = re.compile(r"^0x[0-9a-f]{4}$")
+
+
+def _check_name(what: str, value: str, pattern: re.Pattern[str] = _NETDEV) -> None:
+    if not pattern.match(value):
+        raise ValueError(f"{what} {value!r} must be 1-15 letters, digits, '_', '.', ':', '@' or '-'")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageNetdev:
+    """One BlueField netdev of the storage fabric (check-catalog 8: STO-01, 04, 05, 06)."""
+
+    __pydantic_config__ = _FORBID
+    name: str
+    """The netdev, e.g. ``enp41s0f0np0``."""
+    bus_id: str
+    """Its PCI function, e.g. ``0000:29:00.0``: routes to storage must leave through this function."""
+    mode: Literal["dpu", "nic"]
+    """BlueField operating mode by design: DPU (Arm cores own the NIC) or NIC (STO-06)."""
+    mtu: Annotated[int, AtLeast(68)] = 9000
+    hca: str | None = None
+    """Its RDMA device (``mlx5_8``), when the topology lists it under ``hcas`` too."""
+
+    def __post_init__(self) -> None:
+        _check_name("netdev", self.name)
+        _check_bus_id(self.bus_id)
+        if self.mtu > 65535:
+            raise ValueError(f"mtu {self.mtu} is above 65535")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageTarget:
+    """A storage destination: one address or a subnet (with the address routed and pinged for it)."""
+
+    __pydantic_config__ = _FORBID
+    name: str
+    address: str | None = None
+    subnet: str | None = None
+    probe: str | None = None
+    """For a subnet: the address inside it whose route stands for the subnet (default: its first host)."""
+    mount: str | None = None
+    """Where the target is mounted on the node (STO-03 writes there)."""
+
+    def __post_init__(self) -> None:
+        import ipaddress
+
+        if (self.address is None) == (self.subnet is None):
+            raise ValueError(f"storage target {self.name!r} needs exactly one of address or subnet")
+        try:
+            if self.address is not None:
+                ipaddress.ip_address(self.address)
+                if self.probe is not None:
+                    raise ValueError("probe is only for a subnet target (the address is routed itself)")
+            else:
+                network = ipaddress.ip_network(str(self.subnet), strict=True)
+                probe = ipaddress.ip_address(self.probe) if self.probe is not None else None
+                if probe is not None and probe not in network:
+                    raise ValueError(f"probe {self.probe} is not inside subnet {self.subnet}")
+        except ValueError as exc:
+            raise ValueError(f"storage target {self.name!r}: {exc}") from None
+        if self.mount is not None and not self.mount.startswith("/"):
+            raise ValueError(f"storage target {self.name!r}: mount {self.mount!r} must be an absolute path")
+
+    @property
+    def destination(self) -> str:
+        """The address whose route is checked: the address, the probe, or the subnet's first host."""
+        if self.address is not None:
+            return self.address
+        if self.probe is not None:
+            return self.probe
+        import ipaddress
+
+        network = ipaddress.ip_network(str(self.subnet))
+        return str(next(iter(network.hosts()), network.network_address))
+
+    @property
+    def label(self) -> str:
+        """How reasons name the target: its address, or its subnet with the address routed for it."""
+        return self.address if self.address is not None else f"{self.subnet} ({self.destination})"
+
+
+@dataclass(frozen=True, slots=True)
+class StorageRouting:
+    """Where storage routes live: a VRF device, or a policy-routing table chosen by ``ip rule``."""
+
+    __pydantic_config__ = _FORBID
+    vrf: str | None = None
+    table: Annotated[int, AtLeast(1)] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.vrf is None) == (self.table is None):
+            raise ValueError("routing needs exactly one of vrf (a VRF device) or table (policy routing)")
+        if self.vrf is not None:
+            _check_name("vrf", self.vrf)
+        if self.table is not None and self.table in (253, 254, 255):
+            raise ValueError(f"table {self.table} is the kernel's default/main/local table, not a storage table")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageQos:
+    """Expected RoCE QoS of the storage netdevs (STO-05): trust mode, lossless priorities, ECN."""
+
+    __pydantic_config__ = _FORBID
+    trust: Literal["pcp", "dscp"] = "dscp"
+    pfc_priorities: tuple[Annotated[int, AtLeast(0)], ...] = (3,)
+    """Priorities with PFC on; every other priority must have it off."""
+    ecn_priorities: tuple[Annotated[int, AtLeast(0)], ...] = (3,)
+    """Priorities whose ECN reaction and notification points (roce_rp, roce_np) must be on."""
+
+    def __post_init__(self) -> None:
+        for prio in (*self.pfc_priorities, *self.ecn_priorities):
+            if prio > 7:
+                raise ValueError(f"priority {prio} is not 0..7")
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSysctl:
+    """Expected effective values (max of ``all`` and the device's) on every fabric netdev (STO-07)."""
+
+    __pydantic_config__ = _FORBID
+    rp_filter: Annotated[int, AtLeast(0)] | None = 2
+    arp_ignore: Annotated[int, AtLeast(0)] | None = 1
+    arp_announce: Annotated[int, AtLeast(0)] | None = 2
+
+    def __post_init__(self) -> None:
+        for name, top in (("rp_filter", 2), ("arp_ignore", 8), ("arp_announce", 2)):
+            value = getattr(self, name)
+            if value is not None and value > top:
+                raise ValueError(f"{name} {value} is not a value the kernel takes (0..{top})")
+
+    def expected(self) -> dict[str, int]:
+        values = {"rp_filter": self.rp_filter, "arp_ignore": self.arp_ignore, "arp_announce": self.arp_announce}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class StorageFabric:
+    """The node's storage fabric: BlueField netdevs, storage targets, routing, QoS and NCCL's HCAs (STO)."""
+
+    __pydantic_config__ = _FORBID
+    netdevs: tuple[StorageNetdev, ...]
+    targets: tuple[StorageTarget, ...]
+    bluefield_device_ids: tuple[str, ...] = ("0xa2dc",)
+    """PCI device ids (vendor 0x15b3) of BlueField functions; 0xa2dc is BlueField-3."""
+    routing: StorageRouting | None = None
+    qos: StorageQos | None = None
+    """None: storage does not run RDMA over Ethernet, so STO-05 does not apply."""
+    nccl_ib_hca: tuple[str, ...] = ()
+    """The exact HCAs NCCL must use (empty: the topology's compute HCAs)."""
+    sysctl: StorageSysctl = field(default_factory=StorageSysctl)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.netdevs:
+            raise ValueError("a storage fabric needs at least one netdev")
+        if not self.targets:
+            raise ValueError("a storage fabric needs at least one target")
+        for kind, names in (("netdev", [n.name for n in self.netdevs]), ("target", [t.name for t in self.targets])):
+            doubled = sorted({n for n in names if names.count(n) > 1})
+            if doubled:
+                raise ValueError(f"{kind} {doubled[0]!r} is listed twice")
+        for device_id in self.bluefield_device_ids:
+            if not _PCI_DEVICE_ID.match(device_id):
+                raise ValueError(f"PCI device id {device_id!r} must look like 0xa2dc (lower-case hex)")
+
+    def netdev(self, name: str) -> StorageNetdev | None:
+        return next((n for n in self.netdevs if n.name == name), None)
+
+    def collector_tokens(self) -> tuple[str, ...]:
+        """What the collector's ``--sources`` needs to route-check this fabric's targets on the node."""
+        tokens = tuple(f"storage-route={t.destination}" for t in self.targets)
+        if self.routing is not None and self.routing.vrf is not None:
+            tokens += (f"storage-vrf={self.routing.vrf}",)
+        return tokens
+
+
+def storage_from_dict(data: Any) -> StorageFabric | None:
+    """A StorageFabric from its JSON form (the health probe's cached topology); None when absent."""
+    if not data:
+        return None
+    routing, qos, sysctl = data.get("routing"), data.get("qos"), data.get("sysctl")
+    return StorageFabric(
+        netdevs=tuple(StorageNetdev(**n) for n in data["netdevs"]),
+        targets=tuple(StorageTarget(**t) for t in data["targets"]),
+        bluefield_device_ids=tuple(data.get("bluefield_device_ids", ("0xa2dc",))),
+        routing=StorageRouting(**routing) if routing else None,
+        qos=StorageQos(trust=qos["trust"], pfc_priorities=tuple(qos["pfc_priorities"]),
+                       ecn_priorities=tuple(qos["ecn_priorities"])) if qos else None,
+        nccl_ib_hca=tuple(data.get("nccl_ib_hca", ())),
+        sysctl=StorageSysctl(**sysctl) if sysctl else StorageSysctl(),
+        source=data.get("source", ""),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Topology:
     """A node type: its devices, layout, host settings and every threshold."""
@@ -167,6 +362,8 @@ class Topology:
     references: dict[str, Reference]
     description: str = ""
     hcas: tuple[Hca, ...] = field(default=())
+    storage: StorageFabric | None = None
+    """The storage fabric; None: this node type has none, and the STO checks do not apply."""
 
     def __post_init__(self) -> None:
         names = {h.name for h in self.hcas}
@@ -187,3 +384,36 @@ class Topology:
     def ref(self, key: str) -> Reference | None:
         """The reference named ``key``, or None when the topology does not define it."""
         return self.references.get(key)
+
+
+def storage_mismatch(topology: Topology) -> tuple[str, str] | None:
+    """Where the storage section disagrees with the HCAs, as (key path, message); None when it agrees.
+
+    Its netdevs must sit on storage HCAs, NCCL's list name compute HCAs only. Checked when a file is
+    loaded (burnin.topology.load), not on every dataclass built, so topologies derived in code stay free.
+    """
+    storage = topology.storage
+    if storage is None:
+        return None
+    by_name = {h.name: h for h in topology.hcas}
+    for i, netdev in enumerate(storage.netdevs):
+        if netdev.hca is None:
+            continue
+        where = f"storage.netdevs[{i}].hca"
+        hca = by_name.get(netdev.hca)
+        if hca is None:
+            return where, f"{netdev.hca!r} is not in hcas"
+        if hca.role != "storage":
+            return where, f"{hca.name} is a {hca.role} HCA, not a storage one"
+        if hca.bus_id != netdev.bus_id:
+            return where, f"{hca.name} is at {hca.bus_id}, the netdev at {netdev.bus_id}"
+        if hca.netdev is not None and hca.netdev != netdev.name:
+            return where, f"{hca.name}'s netdev is {hca.netdev}, not {netdev.name}"
+    for i, name in enumerate(storage.nccl_ib_hca):
+        where = f"storage.nccl_ib_hca[{i}]"
+        hca = by_name.get(name)
+        if hca is None:
+            return where, f"{name!r} is not in hcas"
+        if hca.role != "compute":
+            return where, f"{name} is a {hca.role} HCA; NCCL must use compute HCAs only"
+    return None

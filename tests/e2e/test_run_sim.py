@@ -60,6 +60,13 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "ib-rate-200": (frozenset({"IB-02"}), frozenset()),
     "ib-link-layer": (frozenset({"IB-03"}), frozenset()),
     "ib-errors": (frozenset({"IB-04"}), frozenset()),
+    # storage fabric (STO): each changes only what its check reads
+    "storage-route-via-ib": (frozenset({"STO-01"}), frozenset()),
+    "nccl-hca-leak": (frozenset({"STO-02"}), frozenset()),
+    "storage-mtu-1500": (frozenset({"STO-04"}), frozenset()),
+    "qos-pfc-off": (frozenset({"STO-05"}), frozenset()),
+    "bf-nic-mode": (frozenset({"STO-06"}), frozenset()),
+    "arp-leak": (frozenset({"STO-07"}), frozenset()),
 }
 
 

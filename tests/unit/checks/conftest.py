@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from checks_support import NODE, TOPOLOGY
 
+from burnin.checks.storage import collector_sources
 from burnin.sim import build_rack
 
 
@@ -28,7 +29,10 @@ def healthy_facts() -> Iterator[dict[str, Any]]:
     try:
         node, = build_rack(base, TOPOLOGY, [NODE])
         env = {**os.environ, **node.environment(), "LC_ALL": "C"}
-        proc = subprocess.run([sys.executable, "-m", "burnin.collector", "--root", str(node.root)],
+        # as `burnin run` calls it: all sources, plus the storage targets whose routes STO-01 judges
+        sources = collector_sources("all", [TOPOLOGY])
+        argv = [sys.executable, "-m", "burnin.collector", "--root", str(node.root), "--sources", sources]
+        proc = subprocess.run(argv,
                               env=env, capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
         data: dict[str, Any] = json.loads(proc.stdout)

@@ -18,6 +18,9 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 PENDING_TOOL_RULES: list[tuple[str, str, str]] = [
     ("perftest", r".", "perftest"),
     ("nvidia-smi", r"^dmon-", "nvidia-smi-dmon"),
+    ("ibdev2netdev", r".", "ibdev2netdev"),
+    ("ip", r"^ip-route", "ip-route"),
+    ("nccl", r"^nccl-debug-info", "nccl-info"),
     ("slurm", r"^srun-cpu-bind", "cpu-bind"),
 ]
 PENDING_TOOLS = frozenset(tool for _, _, tool in PENDING_TOOL_RULES)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pending_reference import PENDING_TOOLS, pending_files, pending_tool
+from storage_samples import NO_REAL_SAMPLE
 
 from burnin.cli import parse_cmd
 from burnin.parsers import PARSERS
@@ -43,6 +44,14 @@ KEYS: dict[str, set[str]] = {
     "dcgmi-diag": {"tests", "results"},
     "perftest": {"reports"},
     "nvidia-smi-dmon": {"columns", "units", "samples"},
+    "ibdev2netdev": {"entries"},
+    "ip-route": {"routes"},
+    "ip-addr": {"interfaces"},
+    "ip-link": {"links"},
+    "nccl-info": {"version", "hosts", "settings", "info_lines"},
+    "mlxconfig": {"devices", "errors"},
+    "mlnx-qos": {"trust", "pfc_enabled", "tcs"},
+    "sysctl": {"values"},
     "cpu-bind": {"tasks", "affinities"},
 }
 NUMACTL = "available: 1 nodes (0)\nnode 0 cpus: 0 1\nnode 0 size: 100 MB\nnode 0 free: 50 MB\n"
@@ -64,6 +73,10 @@ def _sample(tool: str, ref_dir: Path, tool_of: Callable[[Path], str | None], tmp
     if tool == "numactl":
         path = tmp / "numactl.txt"
         path.write_text(NUMACTL)
+        return path
+    if tool in NO_REAL_SAMPLE:  # no real output of the tool yet (reference-pending/SOURCES.md)
+        path = tmp / f"{tool}.txt"
+        path.write_text(NO_REAL_SAMPLE[tool]())
         return path
     if tool in PENDING_TOOLS:  # real samples not yet moved into ../shared/reference
         return next(p for p in sorted(pending_files()) if pending_tool(p) == tool)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pending_reference import pending_files, pending_tool
+from storage_samples import NO_REAL_SAMPLE
 
 from burnin.errors import ParseError
 from burnin.parsers import PARSERS, parse, to_jsonable
@@ -105,6 +106,8 @@ def _seeds(tool: str, ref_dir: Path, tool_of: Callable[[Path], str | None]) -> l
         seeds.append(NUMACTL_SEED)
     if tool == "dcgmi-diag":
         seeds.append(DCGM_JSON_SEED)
+    if tool in NO_REAL_SAMPLE:  # no real output yet: the simulator's rendering
+        seeds.append(NO_REAL_SAMPLE[tool]())
     return seeds
 
 

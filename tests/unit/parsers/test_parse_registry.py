@@ -32,6 +32,14 @@ EXPECTED_TOOLS = {
     "dcgmi-diag",
     "perftest",
     "nvidia-smi-dmon",
+    "ibdev2netdev",
+    "ip-route",
+    "ip-addr",
+    "ip-link",
+    "nccl-info",
+    "mlxconfig",
+    "mlnx-qos",
+    "sysctl",
     "cpu-bind",
 }
 

@@ -26,7 +26,8 @@ Dirs = Callable[[str], Path]
 Probe = Callable[[list[SimNode]], dict[str, Any]]
 SHIMS = {"nvidia-smi", "ibstat", "dmesg", "lspci", "systemctl", "setpci", "lsmod", "nvbandwidth", "ib_write_bw",
          *(f"{c}_perf" for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv",
-                                 "broadcast", "reduce"))}
+                                 "broadcast", "reduce")),
+         "ip", "ibdev2netdev", "mlxconfig", "mlnx_qos", "ethtool"}  # storage fabric (burnin.sim.storage)
 
 SHIMS |= {"gpu_burn", "dcgmi", "stress-ng", "stream", "numactl", "nvme"}  # soak tools (burnin.sim.soak_shims)
 SHIMS |= {"torchrun", "pretrain_gpt.py", "burnin-placement-probe"}  # Megatron stand-ins (burnin.sim.megatron)

@@ -30,7 +30,7 @@ def test_registry_holds_every_contract_fault_with_its_check() -> None:
     for name, check_id in CONTRACT.items():
         assert FAULTS[name].check_id == check_id, name
     for spec in FAULTS.values():
-        assert re.match(r"^(INV|GPU|TOP|IB|NCCL|NVL|BRN|MEG|PIN)-\d\d$", spec.check_id)
+        assert re.match(r"^(INV|GPU|TOP|IB|NCCL|NVL|STO|BRN|MEG|PIN)-\d\d$", spec.check_id)
         assert spec.description and spec.changes
         assert (spec.default_target is None) == (spec.target_kind == "node")
         mutator = {"xid:N": "xid", "xid-at:MIN:N": "xid-at"}.get(spec.name, spec.name)
