@@ -259,7 +259,6 @@ def test_every_node_check_has_an_unreadable_input_row() -> None:
     assert len(node_checks) >= 26, node_checks
     covered = {row[0] for row in ROWS} | {"INV-03", "INV-05", "TOP-02", "TOP-04", "GPU-04"}  # own test files
     covered |= {"STO-01", "STO-02", "STO-04", "STO-05", "STO-06", "STO-07"}  # tests/unit/storage/test_sto_unmeasured.py
-    covered |= {"STO-01", "STO-02", "STO-04", "STO-05", "STO-06", "STO-07"}  # tests/unit/storage/test_sto_unmeasured.py
     assert node_checks <= covered, sorted(node_checks - covered)
 
 
