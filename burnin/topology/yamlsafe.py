@@ -9,7 +9,8 @@ memory, whatever it holds:
 - a key written twice in one mapping (YAML keeps the last one silently, which
   would let a node listed twice slip past): the error names both lines;
 - nesting deeper than :data:`MAX_DEPTH` levels: found while parsing, without
-  recursion (a 100,000-deep file fails at level 65);
+  recursion (a 100,000-deep file fails at level 65, or where libyaml's own
+  limit of 1,000 stops its look-ahead);
 - aliases: an alias to its own collection is an error, and the nodes that
   aliases add (counted as if expanded) may not exceed the document's own size
   (at least :data:`MIN_ALIAS_BUDGET`), so a "billion laughs" file fails after a
@@ -88,10 +89,10 @@ def load_yaml(path: str | Path) -> YamlDocument:
     try:
         loader = _LOADER(text)
         return _Builder(file, loader).build()
-    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, most C0 controls)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, most C0 controls, ...)
         line = text.count("\n", 0, exc.position) + 1
         code = ord(exc.character) if isinstance(exc.character, str) else int(exc.character)
-        raise ConfigError(str(file), f"invalid YAML: control character U+{code:04X} at character offset "
+        raise ConfigError(str(file), f"invalid YAML: character U+{code:04X} at character offset "
                           f"{exc.position} is not allowed", line=line) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
