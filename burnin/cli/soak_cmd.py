@@ -219,8 +219,7 @@ def _soak(state: SoakState, store: Any, command: dict[str, Any], settings: SoakS
     try:
         if not state.nodes:
             state.nodes = {name: NodeProgress(name) for name in nodes.nodes}
-        samples = {name: store.samples(p) for name, p in state.nodes.items()}
-        results = {name: store.results(p) for name, p in state.nodes.items()}
+        samples, results = store.samples(state), store.results(state)
         if world is not None:
             clock: Any = SimClock(state.now, world.advance)
         else:
@@ -243,8 +242,7 @@ def _judge(state: SoakState, store: Any, settings: SoakSettings, topology: Topol
            command: dict[str, Any]) -> dict[str, NodeDecision]:
     from burnin.soak.verdicts import Judge, write_outputs
 
-    samples = {name: store.samples(p) for name, p in state.nodes.items()}
-    results = {name: store.results(p) for name, p in state.nodes.items()}
+    samples, results = store.samples(state), store.results(state)
     judge = Judge(state, samples, results, settings, topology, command["config"] or "the default settings")
     outcomes = judge.outcomes()
     meta = {"topology": topology.name, "duration_s": state.duration_s, "interval_s": state.interval_s,

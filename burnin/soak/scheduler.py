@@ -33,7 +33,7 @@ from burnin.soak.nodes import SoakNodes
 from burnin.soak.plan import Chunk, SoakSettings, hms
 from burnin.soak.results import ChunkRecord, read_chunk
 from burnin.soak.signals import NodeSample, read_sample
-from burnin.soak.state import DONE, FAILED, RESULTS_DIR, RUNNING, SAMPLES_DIR, NodeProgress, SoakState, Store
+from burnin.soak.state import DONE, FAILED, RESULTS_LOG, RUNNING, SAMPLES_LOG, NodeProgress, SoakState, Store
 from burnin.transport.base import CommandResult
 
 MIN_CHUNK_S = 60.0
@@ -241,7 +241,9 @@ class Soak:
                 return
             outputs = running.future.result()
         elif now >= running.due:
-            outputs = execute(self.nodes, running.chunk, running.nodes)
+            # a simulated stage runs its commands now: on the nodes that have not failed meanwhile
+            still = [n for n in running.nodes if self.state.nodes[n].status != FAILED]
+            outputs = execute(self.nodes, running.chunk, still)
         else:
             return
         end = now if running.future is not None else running.due
@@ -254,14 +256,16 @@ class Soak:
         self._record(running.chunk, outputs, running.start, end)
 
     def _record(self, chunk: Chunk, outputs: StepResults, start: float, end: float) -> None:
-        for name, steps in outputs.items():
-            progress = self.state.nodes[name]
-            if progress.status == FAILED:
-                continue
-            record = read_chunk(chunk, name, steps, start=start, end=end, attempt=progress.attempt,
-                                gpu_names=self.ctx.gpu_names)
-            progress.results += self.store.append(RESULTS_DIR, name, [record.to_json()])
-            self.results[name].append(record)
+        records = [read_chunk(chunk, name, steps, start=start, end=end, attempt=self.state.nodes[name].attempt,
+                              gpu_names=self.ctx.gpu_names)
+                   for name, steps in outputs.items() if self.state.nodes[name].status != FAILED]
+        self._keep_records(records)
+
+    def _keep_records(self, records: Sequence[ChunkRecord]) -> None:
+        self.store.append(self.state, RESULTS_LOG, [r.to_json() for r in records])
+        for record in records:
+            self.state.nodes[record.node].results += 1
+            self.results[record.node].append(record)
 
     def _disk(self, active: list[str], now: float) -> None:
         """nvme smart-log on every device of every node (the first time: find the devices with nvme list)."""
@@ -293,16 +297,16 @@ class Soak:
             chunk = plan.disk_chunk(devices)
             for name, steps in execute(self.nodes, chunk, names).items():
                 outputs[name] = steps
+        records = []
         for name in active:
             progress = self.state.nodes[name]
             if name in errors or not outputs[name]:
                 why = errors.get(name, "nvme list found no NVMe device")
-                record = ChunkRecord(name, "disk", now, now, progress.attempt, errors=(why,))
+                records.append(ChunkRecord(name, "disk", now, now, progress.attempt, errors=(why,)))
             else:
-                record = read_chunk(plan.disk_chunk(tuple(progress.disks or ())), name, outputs[name], start=now,
-                                    end=now, attempt=progress.attempt, gpu_names=self.ctx.gpu_names)
-            progress.results += self.store.append(RESULTS_DIR, name, [record.to_json()])
-            self.results[name].append(record)
+                records.append(read_chunk(plan.disk_chunk(tuple(progress.disks or ())), name, outputs[name],
+                                          start=now, end=now, attempt=progress.attempt, gpu_names=self.ctx.gpu_names))
+        self._keep_records(records)
 
     # -- samples --------------------------------------------------------------------------
 
@@ -311,6 +315,7 @@ class Soak:
         facts = self.nodes.sample(timeout=self.ctx.sample_timeout_s)
         stage = self.running.chunk.stage if self.running is not None else ""
         fatal_now: list[Event] = []
+        judged: list[tuple[NodeProgress, NodeSample, list[Event]]] = []
         for name in self._active():
             progress = state.nodes[name]
             node_facts = facts.get(name)
@@ -321,8 +326,11 @@ class Soak:
             sample = read_sample(node_facts, t=now, stage=stage, attempt=progress.attempt)
             if sample.ok:
                 sample = self._check_interruption(progress, sample, now)
-            events = self._judge(progress, sample)
-            progress.samples += self.store.append(SAMPLES_DIR, name, [sample.to_json()])
+            judged.append((progress, sample, self._judge(progress, sample)))
+        self.store.append(state, SAMPLES_LOG, [sample.to_json() for _, sample, _ in judged])
+        for progress, sample, events in judged:
+            name = progress.name
+            progress.samples += 1
             self.samples[name].append(sample)
             progress.events += events
             fatal = [e for e in events if e.fatal]

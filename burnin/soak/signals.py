@@ -12,7 +12,7 @@ gave none.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from burnin.facts import Facts
@@ -73,7 +73,13 @@ class NodeSample:
     kernel: tuple[KernelEvent, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand: dataclasses.asdict deep-copies every value, and a soak writes thousands of these
+        return {"node": self.node, "t": self.t, "stage": self.stage, "attempt": self.attempt, "error": self.error,
+                "missing": list(self.missing), "uptime_s": self.uptime_s, "boot_id": self.boot_id,
+                "gpus": [{name: getattr(g, name) for name in _GPU_FIELDS} for g in self.gpus],
+                "ib": {hca: dict(counters) for hca, counters in self.ib.items()}, "edac_ce": self.edac_ce,
+                "edac_ue": self.edac_ue,
+                "kernel": [{name: getattr(e, name) for name in _EVENT_FIELDS} for e in self.kernel]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeSample:
@@ -94,6 +100,10 @@ class NodeSample:
         if event.uptime_s is None or self.uptime_s is None or event.uptime_s > self.uptime_s:
             return self.t
         return max(0.0, self.t - (self.uptime_s - event.uptime_s))
+
+
+_GPU_FIELDS = tuple(f.name for f in fields(GpuReading))
+_EVENT_FIELDS = tuple(f.name for f in fields(KernelEvent))
 
 
 def _dict(value: object) -> dict[str, Any]:

@@ -2,12 +2,12 @@
 
 ``OUT/soak-state.json`` (written atomically after every sample round and
 every stage) holds the soak's position (simulated or real time, the next
-stage, each node's status, attempt, events, baseline and how many of its
-samples and stage records count). Samples and stage records are appended,
-one JSON line each, to ``OUT/samples/<node>.jsonl`` and
-``OUT/results/<node>.jsonl`` *before* the state that counts them is
-written; a resumed soak keeps exactly the counted lines (a kill between the
-two leaves a line that the state does not count, which is dropped).
+stage, each node's status, attempt, events and baseline) and how many lines
+of the two logs count. Samples and stage records are appended, one JSON
+line each (with their node), to ``OUT/samples.jsonl`` and
+``OUT/results.jsonl`` and flushed to disk *before* the state that counts them
+is written; a resumed soak keeps exactly the counted lines (a kill between
+the two leaves lines the state does not count, which are dropped).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from burnin.soak.results import ChunkRecord
 from burnin.soak.signals import NodeSample
 
 STATE_FILE = "soak-state.json"
-SAMPLES_DIR = "samples"
-RESULTS_DIR = "results"
+SAMPLES_LOG = "samples.jsonl"
+RESULTS_LOG = "results.jsonl"
 VERSION = 1
 
 RUNNING, DONE, FAILED = "running", "done", "failed"
@@ -43,8 +43,8 @@ class NodeProgress:
     end_t: float | None = None  # when it finished or failed
     events: list[Event] = field(default_factory=list)  # fatal ones and notes, in order
     restarts: list[str] = field(default_factory=list)  # why its clock restarted, with the time
-    samples: int = 0  # committed lines of samples/<node>.jsonl
-    results: int = 0  # committed lines of results/<node>.jsonl
+    samples: int = 0  # its samples so far
+    results: int = 0  # its stage records so far
     seen: list[str] = field(default_factory=list)  # kernel-log lines already judged
     baseline: NodeSample | None = None  # this attempt's first readable sample
     last_ok_t: float | None = None  # the last readable sample
@@ -87,12 +87,13 @@ class SoakState:
     saved_wall: float = 0.0  # time.time() at the last save (a resumed real soak measures its gap with it)
     run_id: str = ""
     running: dict[str, Any] | None = None  # the stage in progress: stage, seconds, start, due, nodes
+    logged: dict[str, int] = field(default_factory=dict)  # lines of samples.jsonl / results.jsonl that count
 
     def to_json(self) -> dict[str, Any]:
         return {"version": VERSION, "run_id": self.run_id, "command": self.command, "duration_s": self.duration_s,
                 "interval_s": self.interval_s, "now": self.now, "next_sample": self.next_sample,
                 "rotation": self.rotation, "dcgm_done": self.dcgm_done, "finished": self.finished,
-                "saved_wall": self.saved_wall, "running": self.running,
+                "saved_wall": self.saved_wall, "running": self.running, "logged": self.logged,
                 "nodes": {n: p.to_json() for n, p in self.nodes.items()}}
 
     @classmethod
@@ -105,16 +106,14 @@ class SoakState:
                    now=float(data["now"]), next_sample=float(data["next_sample"]), rotation=int(data["rotation"]),
                    dcgm_done=bool(data["dcgm_done"]), finished=bool(data["finished"]),
                    saved_wall=float(data.get("saved_wall", 0.0)), run_id=str(data.get("run_id", "")),
-                   running=data.get("running"))
+                   running=data.get("running"), logged={k: int(v) for k, v in data.get("logged", {}).items()})
 
 
 class Store:
-    """The output folder: state file, per-node sample and stage-record logs."""
+    """The output folder: the state file and the two logs."""
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
-        (out_dir / SAMPLES_DIR).mkdir(parents=True, exist_ok=True)
-        (out_dir / RESULTS_DIR).mkdir(parents=True, exist_ok=True)
 
     @property
     def state_file(self) -> Path:
@@ -132,22 +131,24 @@ class Store:
         except (ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"--resume {self.out_dir}: {STATE_FILE} unreadable ({exc})") from None
 
-    def _path(self, folder: str, node: str) -> Path:
-        return self.out_dir / folder / f"{node}.jsonl"
-
-    def append(self, folder: str, node: str, records: Iterable[dict[str, Any]]) -> int:
+    def append(self, state: SoakState, log: str, records: Iterable[dict[str, Any]]) -> int:
+        """Append records to a log and flush them to disk; the state counts them from now on."""
         lines = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
         if not lines:
             return 0
-        with self._path(folder, node).open("a", encoding="utf-8") as handle:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with (self.out_dir / log).open("a", encoding="utf-8") as handle:
             handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
-        return lines.count("\n")
+        count = lines.count("\n")
+        state.logged[log] = state.logged.get(log, 0) + count
+        return count
 
-    def read(self, folder: str, node: str, keep: int) -> list[dict[str, Any]]:
-        """The first ``keep`` lines of a node's log; the file is cut back to them (a kill may have left more)."""
-        path = self._path(folder, node)
+    def read(self, state: SoakState, log: str) -> list[dict[str, Any]]:
+        """The counted lines of a log; the file is cut back to them (a kill may have left more)."""
+        keep = state.logged.get(log, 0)
+        path = self.out_dir / log
         if not path.exists():
             if keep:
                 raise UsageError(f"--resume: {path} is missing ({keep} records expected)")
@@ -156,9 +157,7 @@ class Store:
         size = 0
         with path.open("rb") as handle:
             for raw in handle:
-                if len(kept) == keep:
-                    break
-                if not raw.endswith(b"\n"):
+                if len(kept) == keep or not raw.endswith(b"\n"):
                     break
                 kept.append(json.loads(raw))
                 size += len(raw)
@@ -168,8 +167,14 @@ class Store:
             handle.truncate(size)
         return kept
 
-    def samples(self, progress: NodeProgress) -> list[NodeSample]:
-        return [NodeSample.from_json(r) for r in self.read(SAMPLES_DIR, progress.name, progress.samples)]
+    def samples(self, state: SoakState) -> dict[str, list[NodeSample]]:
+        out: dict[str, list[NodeSample]] = {name: [] for name in state.nodes}
+        for record in self.read(state, SAMPLES_LOG):
+            out.setdefault(record["node"], []).append(NodeSample.from_json(record))
+        return out
 
-    def results(self, progress: NodeProgress) -> list[ChunkRecord]:
-        return [ChunkRecord.from_json(r) for r in self.read(RESULTS_DIR, progress.name, progress.results)]
+    def results(self, state: SoakState) -> dict[str, list[ChunkRecord]]:
+        out: dict[str, list[ChunkRecord]] = {name: [] for name in state.nodes}
+        for record in self.read(state, RESULTS_LOG):
+            out.setdefault(record["node"], []).append(ChunkRecord.from_json(record))
+        return out

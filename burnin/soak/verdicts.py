@@ -136,6 +136,12 @@ class Judge:
         out.append(self._disk(name))
         out.append(self._duration(name, progress))
         out.append(self._coverage(name, progress))
+        if progress.status == FAILED and progress.fatal:
+            # what a node stopped early could not show is one line, not a list of consequences
+            first = progress.fatal[0]
+            why = f"not judged: the node's soak stopped at +{hms(first.t)} when {first.check} failed"
+            out = [dataclasses.replace(o, reason=f"{o.check} {why}") if o.status == INCOMPLETE and o.check != "BRN-06"
+                   else o for o in out]
         return out
 
     def _fatal(self, progress: NodeProgress, check: str) -> list[str]:
@@ -170,6 +176,7 @@ class Judge:
                     series.setdefault(gpu_label(reading, names), []).append((sample.t, reading.temperature_c))
         fails: list[str] = []
         errors: list[str] = []
+        thin: list[str] = []
         worst = ""
         worst_rise = -1e9
         for gpu, points in sorted(series.items()):
@@ -179,7 +186,7 @@ class Judge:
                 continue
             risen = drift.rise(summary)
             if risen is None:
-                errors.append(f"{gpu} too few temperature samples under load to judge creep")
+                thin.append(gpu)
                 continue
             text = f"{gpu} temperature {risen:+.1f} C first to last hour under load ({summary.describe('C')})"
             if risen > worst_rise:
@@ -187,6 +194,8 @@ class Judge:
             if drift.crept(summary, tolerance):
                 fails.append(f"{gpu} temperature crept {risen:+.1f} C from the first to the last hour under load "
                              f"(expected at most +{tolerance:g} C; {summary.describe('C')})")
+        if thin:
+            errors.append(f"too few temperature samples under load to judge creep on {', '.join(thin)}")
         if not series:
             errors.append("no temperature sample under load")
         return fails, errors, worst
@@ -224,6 +233,7 @@ class Judge:
         records, fails, errors = self._stage_records(name, "gpu", "the GPU stress")
         points = self._points(records)
         drifts: list[str] = []
+        thin: list[str] = []
         worst = ""
         worst_fall = -1e9
         for gpu, values in sorted(points.items()):
@@ -233,7 +243,7 @@ class Judge:
                 continue
             share = drift.fall(summary)
             if share is None:
-                errors.append(f"{gpu} too few gpu_burn points to judge drift")
+                thin.append(gpu)
                 continue
             if share > worst_fall:
                 worst_fall = share
@@ -249,6 +259,8 @@ class Judge:
         if behind is not None:
             slow.append(f"node mean {behind[0]:.0f} Gflop/s per GPU is {behind[2]:.1%} below the fleet median "
                         f"{behind[1]:.0f}")
+        if thin:
+            errors.append(f"too few gpu_burn points in the first or last hour to judge drift on {', '.join(thin)}")
         if not points:
             errors.append("no gpu stress throughput measured")
         expected = (f"no errors; fall <= {tolerance.throughput_drift:.0%} first to last hour; within "

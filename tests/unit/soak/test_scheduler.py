@@ -1,0 +1,175 @@
+"""The soak loop on fake nodes and a simulated clock: fail at once, others go on, restarts, checkpoint and resume."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from burnin.facts import Facts
+from burnin.soak.clock import SimClock
+from burnin.soak.monitor import Event, Limits
+from burnin.soak.plan import SoakSettings
+from burnin.soak.scheduler import Soak, SoakContext, View
+from burnin.soak.state import DONE, FAILED, RUNNING, NodeProgress, SoakState, Store
+from burnin.transport.base import CommandResult
+
+HOUR = 3600.0
+XID_LINE = "[{stamp:.6f}] NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+SETTINGS = SoakSettings.model_validate({"dcgm": {"enabled": False}, "nccl": {"enabled": False},
+                                        "cpu": {"enabled": False}, "disk": {"enabled": False}})
+CTX = SoakContext(settings=SETTINGS, limits=Limits(), gpu_names=("gpu0",), bus_names={"0000:1b:00": "gpu0"},
+                  compute_hcas=(), sockets={0: 2})
+
+
+class FakeNodes:
+    """Two GPU-less-than-real nodes: facts and gpu_burn outputs made up from the clock."""
+
+    def __init__(self, clock: Callable[[], float], *, xid_at: dict[str, float] | None = None,
+                 reboot_at: dict[str, float] | None = None) -> None:
+        self.nodes = ["n1", "n2"]
+        self.clock = clock
+        self.xid_at = xid_at or {}
+        self.reboot_at = reboot_at or {}
+        self.commands: list[tuple[float, tuple[str, ...], tuple[str, ...]]] = []
+
+    def run(self, nodes: Sequence[str], argv: Sequence[str], *, timeout: float,
+            stdin: bytes | None = None) -> dict[str, CommandResult]:
+        self.commands.append((self.clock(), tuple(nodes), tuple(argv)))
+        out = "GPU 0: H100 (UUID: GPU-1)\n" + "".join(
+            f"{10 * k}.0%  proc'd: {k} (400000 Gflop/s)   errors: 0   temps: 60 C\n" for k in range(1, 11))
+        out += "Tested 1 GPUs:\n\tGPU 0: OK\n"
+        return {n: CommandResult(n, tuple(argv), 0, out, "", 0.1) for n in nodes}
+
+    def sample(self, *, timeout: float) -> dict[str, Facts]:
+        t = self.clock()
+        return {n: Facts(n, self._facts(n, t)) for n in self.nodes}
+
+    def _facts(self, node: str, t: float) -> dict[str, Any]:
+        rebooted = t >= self.reboot_at.get(node, float("inf"))
+        uptime = (t - self.reboot_at[node] if rebooted else 50000.0 + t)
+        log = ""
+        if t >= self.xid_at.get(node, float("inf")):
+            log = XID_LINE.format(stamp=50000.0 + self.xid_at[node]) + "\n"
+        gpu = {"index": 0, "bus_id": "0000:1b:00.0", "temperature_c": 60, "temperature_thresholds": {"gpu_max": 85},
+               "clock_event_reasons": 0, "ecc_errors": {"volatile_corrected": 0, "volatile_uncorrected": 0,
+                                                        "sram_aggregate_uncorrected": 0},
+               "remapped_rows": {"pending": False, "failure": False}, "nvlink": []}
+        return {"sources": {}, "nvml": {"gpus": [gpu]},
+                "gpu_telemetry": {"gpus": [{"index": 0, "power_mw": 650000, "pcie_replay": 0}]},
+                "host_health": {"uptime_s": uptime, "boot_id": "second" if rebooted else "first",
+                                "edac_present": True, "edac": {"mc0": {"ce_count": 0, "ue_count": 0}}},
+                "commands": {"kernel-events": {"stdout": log, "exit_status": 0, "error": None}}}
+
+    def close(self) -> None:
+        pass
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.views: list[View] = []
+
+    def update(self, view: View) -> None:
+        self.views.append(view)
+
+    def close(self) -> None:
+        pass
+
+
+def soak(tmp_path: Path, *, duration: float = 4 * HOUR, interval: float = 600.0, stop_at: float | None = None,
+         state: SoakState | None = None, **faults: Any) -> tuple[Soak, FakeNodes, list[tuple[str, list[Event]]]]:
+    store = Store(tmp_path)
+    state = state or SoakState(command={}, duration_s=duration, interval_s=interval,
+                               nodes={n: NodeProgress(n) for n in ("n1", "n2")})
+
+    def advance(t: float) -> None:
+        if stop_at is not None and t >= stop_at:
+            raise KeyboardInterrupt("killed")
+
+    clock = SimClock(state.now, advance)
+    nodes = FakeNodes(clock.now, **faults)
+    fatal: list[tuple[str, list[Event]]] = []
+    samples, results = store.samples(state), store.results(state)
+    run = Soak(nodes, state, store, clock, CTX, sink=Recorder(), on_fatal=lambda n, e: fatal.append((n, e)),
+               samples=samples, results=results)
+    return run, nodes, fatal
+
+
+def test_healthy_nodes_soak_their_duration(tmp_path: Path) -> None:
+    run, nodes, fatal = soak(tmp_path)
+    run.run()
+    assert {p.status for p in run.state.nodes.values()} == {DONE} and not fatal
+    assert run.state.finished and run.state.now == 4 * HOUR
+    assert [s.t for s in run.samples["n1"]] == [600.0 * k for k in range(25)]
+    assert {r.stage for r in run.results["n1"]} == {"gpu"}
+    # a simulated stage's commands run when its time is up, and report the stage's whole span
+    assert [t for t, _, _ in nodes.commands] == [HOUR, 2 * HOUR, 3 * HOUR, 4 * HOUR]
+    assert [(r.start, r.end) for r in run.results["n1"]] == [(k * HOUR, (k + 1) * HOUR) for k in range(4)]
+    assert Store(tmp_path).load().finished
+
+
+def test_a_fatal_event_fails_the_node_at_once_and_the_others_go_on(tmp_path: Path) -> None:
+    run, nodes, fatal = soak(tmp_path, xid_at={"n2": 3000.0})
+    run.run()
+    n1, n2 = run.state.nodes["n1"], run.state.nodes["n2"]
+    assert (n1.status, n2.status) == (DONE, FAILED)
+    assert [(n, [(e.check, e.t) for e in events]) for n, events in fatal] == [("n2", [("GPU-04", 3000.0)])]
+    assert n2.end_t == 3000.0 and n2.fatal[0].reason.startswith("GPU-04 gpu0 Xid 79")
+    assert max(s.t for s in run.samples["n2"]) == 3000.0  # sampled no more after the failure
+    later = [names for t, names, _ in nodes.commands if t > 3000.0]
+    assert later and all(names == ("n1",) for names in later)  # stressed no more either
+    failed_views = [v for v in run.sink.views if v.events]  # type: ignore[attr-defined]
+    assert [(v.now, [e.node for e in v.events]) for v in failed_views] == [(3000.0, ["n2"])]
+
+
+def test_a_reboot_restarts_the_node_clock(tmp_path: Path) -> None:
+    run, _, fatal = soak(tmp_path, reboot_at={"n1": 2 * HOUR})
+    run.run()
+    n1 = run.state.nodes["n1"]
+    assert not fatal and n1.status == DONE and n1.attempt == 1 and n1.start_t == 2 * HOUR
+    assert n1.restarts == ["+02:00:00: clock restarted, the node rebooted (boot id changed)"]
+    assert n1.end_t == 6 * HOUR and run.state.nodes["n2"].end_t == 4 * HOUR
+    assert {s.attempt for s in run.samples["n1"] if s.t >= 2 * HOUR} == {1}
+
+
+def test_a_killed_soak_resumes_to_the_same_end(tmp_path: Path) -> None:
+    whole, _, _ = soak(tmp_path / "whole", xid_at={"n2": 5000.0})
+    whole.run()
+    first, _, _ = soak(tmp_path / "cut", xid_at={"n2": 5000.0}, stop_at=2.5 * HOUR)
+    with pytest.raises(KeyboardInterrupt):
+        first.run()
+    kept = (tmp_path / "cut" / "samples.jsonl").read_text().splitlines()
+    state = Store(tmp_path / "cut").load()
+    assert not state.finished and state.now < 2.5 * HOUR and state.running is not None
+    counted = state.logged["samples.jsonl"]
+    assert 0 < counted <= len(kept)
+    resumed, _, _ = soak(tmp_path / "cut", xid_at={"n2": 5000.0}, state=state)
+    resumed.run()
+    final = (tmp_path / "cut" / "samples.jsonl").read_text().splitlines()
+    assert final[:counted] == kept[:counted]  # the samples before the kill are kept
+    assert final == (tmp_path / "whole" / "samples.jsonl").read_text().splitlines()
+    assert (tmp_path / "cut" / "results.jsonl").read_text() == (tmp_path / "whole" / "results.jsonl").read_text()
+    assert [p.to_json() for p in resumed.state.nodes.values()] == [p.to_json() for p in whole.state.nodes.values()]
+
+
+def test_lines_the_state_does_not_count_are_dropped_on_resume(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    state = SoakState(command={}, duration_s=HOUR, interval_s=60.0, nodes={"n1": NodeProgress("n1")})
+    store.append(state, "samples.jsonl", [{"node": "n1", "t": 0.0}])
+    store.save(state)
+    with (tmp_path / "samples.jsonl").open("a") as handle:
+        handle.write('{"node": "n1", "t": 60.0}\n{"node": "n1", "t"')  # appended, never counted; then torn
+    loaded = store.load()
+    assert [r["t"] for r in store.read(loaded, "samples.jsonl")] == [0.0]
+    assert (tmp_path / "samples.jsonl").read_text() == '{"node":"n1","t":0.0}\n'
+    loaded.logged["samples.jsonl"] = 3
+    with pytest.raises(Exception, match="holds 1 complete records, the state counts 3"):
+        store.read(loaded, "samples.jsonl")
+
+
+def test_running_status_is_never_left_behind(tmp_path: Path) -> None:
+    run, _, _ = soak(tmp_path, duration=HOUR, interval=900.0)
+    run.run()
+    assert RUNNING not in {p.status for p in run.state.nodes.values()}
