@@ -32,9 +32,10 @@ CLOSE_WAIT_S = 10.0
 class _Children:
     """The process groups of every child still running, so an interrupt can stop them all.
 
-    After :meth:`stop` only the main thread may start processes (cleanup such as
-    ``scancel``); worker threads of a pool get :data:`INTERRUPTED_ERROR` instead,
-    so the rest of a fan-out does not start once the run is interrupted.
+    After :meth:`stop` only the main thread, and commands marked as cleanup
+    (``scancel``), may start processes; other runs in worker threads get
+    :data:`INTERRUPTED_ERROR` instead, so the rest of a fan-out does not start
+    once the run is interrupted.
     """
 
     def __init__(self) -> None:
@@ -42,13 +43,13 @@ class _Children:
         self._running: dict[int, object] = {}  # process group -> the transport that started it
         self.stopping = False
 
-    def may_start(self) -> bool:
-        return not self.stopping or threading.current_thread() is threading.main_thread()
+    def may_start(self, cleanup: bool = False) -> bool:
+        return not self.stopping or cleanup or threading.current_thread() is threading.main_thread()
 
-    def add(self, proc: subprocess.Popen[bytes], owner: object) -> bool:
+    def add(self, proc: subprocess.Popen[bytes], owner: object, cleanup: bool) -> bool:
         """Track ``proc``; False (and the group killed) when the run was interrupted meanwhile."""
         with self._lock:
-            if self.may_start():
+            if self.may_start(cleanup):
                 self._running[proc.pid] = owner
                 return True
         kill_group(proc.pid, signal.SIGKILL)
@@ -147,9 +148,12 @@ class LocalTransport:
         timeout: float,
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
+        cleanup: bool = False,
     ) -> CommandResult:
+        """Run ``argv``; ``cleanup`` marks a command that releases what the run holds (it still
+        runs after an interrupt, from any thread)."""
         started = time.monotonic()
-        if not _CHILDREN.may_start():
+        if not _CHILDREN.may_start(cleanup):
             return CommandResult(node, tuple(argv), None, "", "", 0.0, error=INTERRUPTED_ERROR)
         full_env = dict(os.environ)
         if self._node_env is not None:
@@ -170,7 +174,7 @@ class LocalTransport:
                 node, tuple(argv), None, "", "", time.monotonic() - started,
                 error=f"cannot start {argv[0]}: {exc.strerror or exc}",
             )
-        if not _CHILDREN.add(proc, self):
+        if not _CHILDREN.add(proc, self, cleanup):
             proc.communicate()
             return CommandResult(node, tuple(argv), None, "", "", time.monotonic() - started,
                                  error=INTERRUPTED_ERROR)

@@ -28,6 +28,8 @@ from burnin.transport.local import LocalTransport
 CONTROLLER = "slurm-controller"
 # Seconds allowed to quick client calls (scontrol, scancel, sinfo).
 QUICK_TIMEOUT = 10.0
+# Client commands that still run once the run is interrupted (see SlurmClient.run).
+CLEANUP_COMMANDS = ("scancel", "scontrol")
 
 NODE_MARK = "@burnin-node "
 EXIT_MARK = "@burnin-exit "
@@ -253,7 +255,10 @@ class SlurmClient:
         self._transport = LocalTransport()
 
     def run(self, argv: Sequence[str], *, timeout: float = QUICK_TIMEOUT) -> CommandResult:
-        return self._transport.run(CONTROLLER, argv, timeout=timeout, env=self.env)
+        # scancel and scontrol release or restore what a run holds (its job, a reservation, a
+        # node's drain): they still run after an interrupt; salloc, srun and sbcast do not.
+        cleanup = bool(argv) and argv[0] in CLEANUP_COMMANDS
+        return self._transport.run(CONTROLLER, argv, timeout=timeout, env=self.env, cleanup=cleanup)
 
     def close(self) -> None:
         self._transport.close()

@@ -1,0 +1,61 @@
+"""SIGTERM (a cancelled job, `timeout`) during `burnin run --via slurm`: exit 3, one line, nothing left.
+
+The run holds an allocation while its collector step runs. Interrupted, it
+must stop srun, release the allocation (no job left in the queue) and leave
+every node as it found it.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from simslurm_support import BURNIN, SlurmLab
+
+pytestmark = pytest.mark.sim_slurm
+
+
+def _children(parent: int) -> dict[int, str]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if int(fields[1]) == parent and fields[0] != "Z":
+            found[int(entry.name)] = stat[stat.index("(") + 1:stat.rindex(")")]
+    return found
+
+
+def test_sigterm_while_srun_collects_releases_the_allocation(slurm_lab: SlurmLab, tmp_path: Path) -> None:
+    slurm_lab.reset()
+    proc = subprocess.Popen([*BURNIN, "run", "--via", "slurm", "--nodes", "sim[01-04]", "--out", str(tmp_path)],
+                            env=slurm_lab.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while "srun" not in _children(proc.pid).values():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never started its srun step"
+        time.sleep(0.01)
+    srun = [pid for pid, name in _children(proc.pid).items() if name == "srun"]
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    assert err.strip().splitlines() == ["burnin run: interrupted (SIGTERM)"], err
+    assert not any(Path(f"/proc/{pid}").exists() and "srun" in Path(f"/proc/{pid}/comm").read_text()
+                   for pid in srun)
+    deadline = time.monotonic() + 30
+    jobs = "?"
+    while time.monotonic() < deadline:
+        jobs = slurm_lab.client.run(["squeue", "--noheader", "--format=%i %j %T"]).stdout.strip()
+        if not jobs:
+            break
+        time.sleep(0.2)
+    assert jobs == "", f"jobs left in the queue: {jobs}"
+    slurm_lab.wait_for("idle", lambda nodes: all(s.state == "IDLE" for s in nodes.values()))
+    assert "No reservations" in slurm_lab.client.run(["scontrol", "show", "reservation"]).stdout
