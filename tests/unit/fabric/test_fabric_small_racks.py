@@ -173,3 +173,9 @@ def test_an_unresolved_node_does_not_keep_the_cleared_ones_from_passing(h100_top
     """The cleared nodes run again alone: a passing group clears them whatever stays unresolved."""
     res = measure(rack(slow_link="sim02"), h100_topology, tmp_path, 4)
     assert res.regroup is not None and sorted(res.regroup.nodes) == ["sim01", "sim03", "sim04"]
+
+
+@pytest.mark.parametrize(("size", "rounds"), [(2, 8), (3, 10), (5, 13), (16, 25), (64, 43), (1024, 47)])
+def test_the_round_limit(size: int, rounds: int) -> None:
+    """5 + log2(n) + min(n, 32): a round per node for small racks, bounded for large ones."""
+    assert Localizer([f"n{i}" for i in range(size)]).max_rounds == rounds
