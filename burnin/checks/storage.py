@@ -302,11 +302,12 @@ def nccl_config(facts: Facts, topology: Topology) -> Verdict:
         if selector is not None:
             any_hca = True
             selected = [d for d in devices if nccl_selects(selector, d)]
-            leaked = [f"storage device {d} ({storage_rdma[d]})" for d in selected if d in storage_rdma]
+            leaked = [f"{d} ({storage_rdma[d]})" for d in selected if d in storage_rdma]
             missing = [d for d in compute if d not in selected]
             foreign = [d for d in selected if d not in compute and d not in storage_rdma]
             if leaked:
-                problems.append(f"NCCL_IB_HCA={selector} selects {', '.join(leaked)}")
+                what = "storage devices" if len(leaked) > 1 else "storage device"
+                problems.append(f"NCCL_IB_HCA={selector} selects {what} {', '.join(leaked)}")
             if missing:
                 problems.append(f"NCCL_IB_HCA={selector} leaves out compute HCA {', '.join(missing)}")
             if foreign:
