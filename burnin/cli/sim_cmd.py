@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 LAB_FILE = "lab.json"
 
@@ -47,6 +48,27 @@ def _lab_kind(state: Path) -> str:
     return str(kind)
 
 
+LAB_INSTALL = "pip install ./lab (the burnin-lab package in the burnin repository)"
+
+
+def _lab(module: str) -> Any:
+    """A module of the lab (``burnin_lab``): real sshd and Slurm daemons for simulated racks.
+
+    The lab starts daemons and creates system users, so it is no part of the
+    runtime package that goes on production controllers; it installs apart.
+    """
+    import importlib
+
+    from burnin.errors import UsageError
+
+    try:
+        return importlib.import_module(f"burnin_lab.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (exc.name == "burnin_lab" or exc.name.startswith(("burnin_lab.", "cryptography"))):
+            raise UsageError(f"burnin sim needs the lab, which is not installed: {LAB_INSTALL}") from None
+        raise
+
+
 def run(args: argparse.Namespace) -> int:
     from burnin.dispatch.sim import parse_fault_args
     from burnin.nodes import sim_names
@@ -58,40 +80,30 @@ def run(args: argparse.Namespace) -> int:
         faults = parse_fault_args(args.fault, names)
         topology = find_topology(args.topology)
         if args.ssh is not None:
-            from burnin.lab import ssh as lab_ssh
-
+            lab_ssh = _lab("ssh")
             if args.watch:
                 from burnin.errors import UsageError
 
                 raise UsageError("--watch needs --slurm: burnin watch acts through Slurm")
             lab_ssh.up(args.state, topology, names, faults)
         else:
-            from burnin.lab import slurm as lab_slurm
-
+            lab_slurm = _lab("slurm")
             lab_slurm.up(args.state, topology, names, faults, health_interval=args.health_interval,
                          watch=[] if args.watch else None)
         print(f"burnin sim: {count} nodes up in {args.state} ({'ssh' if args.ssh is not None else 'slurm'})")
         if args.slurm is not None:
-            from burnin.lab import slurm as lab_slurm
-
-            for key, value in lab_slurm.client_env(args.state).items():
+            for key, value in _lab("slurm").client_env(args.state).items():
                 print(f"export {key}={value}")
         return 0
     kind = _lab_kind(args.state)
     if args.sim_command == "down":
         if kind == "ssh":
-            from burnin.lab import ssh as lab_ssh
-
-            lab_ssh.down(args.state)
+            _lab("ssh").down(args.state)
         else:
-            from burnin.lab import slurm as lab_slurm
-
-            lab_slurm.down(args.state)
+            _lab("slurm").down(args.state)
         print(f"burnin sim: {args.state} stopped")
         return 0
-    from burnin.lab.common import inject_fault
-
-    inject_fault(args.state, args.node, args.fault)
+    _lab("common").inject_fault(args.state, args.node, args.fault)
     if args.fault == "clear":
         print(f"burnin sim: faults cleared on {args.node}")
     else:

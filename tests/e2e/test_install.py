@@ -31,3 +31,39 @@ def test_wheel_install_runs_the_simulated_rack(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     gate = json.loads((out / "gate.json").read_text())
     assert gate["rejected"] == "sim02" and gate["nodes"]["sim02"]["failed"] == ["GPU-08"]
+    # the lab (daemons, system users) is no part of the runtime wheel
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if "lab" in n.split("/")[:2] or n.startswith("burnin_lab")], names
+
+
+BLOCK_LAB = """
+import sys
+class _NoLab:
+    def find_spec(self, name, path=None, target=None):
+        if name == "burnin_lab" or name.startswith("burnin_lab."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, _NoLab())
+from burnin.cli.main import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def test_sim_up_without_the_lab_says_how_to_install_it(tmp_path: Path) -> None:
+    for argv in (["sim", "up", "--ssh", "1", "--state", str(tmp_path / "rack")],
+                 ["sim", "up", "--slurm", "1", "--state", str(tmp_path / "cluster")]):
+        proc = subprocess.run([sys.executable, "-c", BLOCK_LAB, *argv], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "pip install ./lab" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "rack").exists() and not (tmp_path / "cluster").exists()
+
+
+def test_the_runtime_package_never_imports_the_lab() -> None:
+    sources = [p for p in (REPO / "burnin").rglob("*.py")]
+    offenders = [str(p) for p in sources if "burnin_lab" in p.read_text(encoding="utf-8")
+                 and p.name != "sim_cmd.py"]
+    assert offenders == []

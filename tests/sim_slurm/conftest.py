@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from simslurm_support import HEALTH_INTERVAL, NODES, SlurmLab
 
-from burnin.lab import slurm as lab
+from burnin_lab import slurm as lab
 from burnin.transport.slurm import SlurmClient
 
 

@@ -44,7 +44,7 @@ class SlurmLab:
 
     def fault(self, node: str, fault: str) -> None:
         """Change a running node, as `burnin sim fault` does (in-process: faster)."""
-        from burnin.lab.common import inject_fault
+        from burnin_lab.common import inject_fault
 
         inject_fault(self.state, node, fault)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from burnin.lab import slurm as lab
+from burnin_lab import slurm as lab
 
 pytestmark = pytest.mark.sim_slurm
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from burnin.lab import slurm as lab
+from burnin_lab import slurm as lab
 
 NODES = [f"sim{i:02d}" for i in range(1, 9)]
 

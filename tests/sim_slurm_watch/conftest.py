@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from simwatch_support import NODES, WatchLab
 
-from burnin.lab import slurm as lab
+from burnin_lab import slurm as lab
 from burnin.transport.slurm import SlurmClient
 
 

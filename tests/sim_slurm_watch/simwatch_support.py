@@ -56,7 +56,7 @@ class WatchLab:
         return Job(job_id, fields.get("JobState", "?"), nodes, int(fields.get("Restarts", "0")))
 
     def fault(self, node: str, fault: str) -> None:
-        from burnin.lab.common import inject_fault
+        from burnin_lab.common import inject_fault
 
         inject_fault(self.state, node, fault)
 

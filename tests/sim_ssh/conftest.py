@@ -13,7 +13,7 @@ from sshrack import NODES, SIM_FAULTS, TRANSPORT_FAULTS, Rack, make_state_dir, r
 def ssh_rack() -> Iterator[Rack]:
     require_sim_ssh()
     from burnin.dispatch.sim import parse_fault_args
-    from burnin.lab import ssh as lab_ssh
+    from burnin_lab import ssh as lab_ssh
     from burnin.nodes import sim_names
     from burnin.topology import find_topology
 

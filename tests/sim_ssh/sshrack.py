@@ -53,7 +53,7 @@ class Rack:
 
 def require_sim_ssh() -> None:
     """Skip (or fail under CI) when this machine cannot run the sim-ssh tier."""
-    from burnin.lab.ssh import sshd_available
+    from burnin_lab.ssh import sshd_available
 
     problem = None
     if sshd_available() is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sshrack import Rack, burnin, make_state_dir
 
-from burnin.lab import ssh as lab_ssh
+from burnin_lab import ssh as lab_ssh
 
 pytestmark = pytest.mark.sim_ssh
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from sshrack import HEALTHY, SIM_FAULTS, Rack, burnin
 
-from burnin.lab import ssh as lab_ssh
+from burnin_lab import ssh as lab_ssh
 
 pytestmark = pytest.mark.sim_ssh
 

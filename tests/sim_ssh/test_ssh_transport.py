@@ -12,7 +12,7 @@ from sshrack import TRANSPORT_FAULTS, Rack
 
 from burnin.dispatch.ssh import SshDispatcher
 from burnin.inventory import load_inventory
-from burnin.lab import ssh as lab_ssh
+from burnin_lab import ssh as lab_ssh
 
 pytestmark = pytest.mark.sim_ssh
 

@@ -12,7 +12,7 @@ field ``*`` so key logins work with ``UsePAM no``). ``down`` stops exactly the
 sshd pids recorded in ``lab.json``.
 
 The sshd processes are children of a small supervisor process
-(:mod:`burnin.lab.supervisor`), not of ``sim up``, which exits: the supervisor
+(:mod:`burnin_lab.supervisor`), not of ``sim up``, which exits: the supervisor
 reaps every sshd that stops, so no zombie is left where PID 1 does not reap.
 ``down`` stops the supervisor, which stops and reaps its sshd processes.
 
@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from burnin.errors import UsageError
-from burnin.lab import supervisor
+from burnin_lab import supervisor
 
 LAB_FILE = "lab.json"
 LOGIN_USER = "burnin-sim"

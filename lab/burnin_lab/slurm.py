@@ -19,7 +19,7 @@ sysfs root, from ``SimNode.environment()``):
   stopped (first) by the supervisor, journal in ``DIR/slurm/watch/<node>``.
 
 The daemons run in the foreground (``-D``/``-F``) as children of a small
-supervisor process (``python -m burnin.lab.slurm supervise DIR``) that is also
+supervisor process (``python -m burnin_lab.slurm supervise DIR``) that is also
 their child subreaper, so exited slurmstepd/daemons are reaped even without an
 init. ``down`` stops exactly the pids recorded in ``DIR/lab.json``.
 """
@@ -271,7 +271,7 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
     try:
         with (layout.log / "supervisor.log").open("ab") as log:
             supervisor = subprocess.Popen(
-                [sys.executable, "-m", "burnin.lab.slurm", "supervise", str(state)],
+                [sys.executable, "-m", "burnin_lab.slurm", "supervise", str(state)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=daemon_env, start_new_session=True,
             )
@@ -618,7 +618,7 @@ def _log(text: str) -> None:
 def main(argv: Sequence[str]) -> int:
     if len(argv) == 2 and argv[0] == "supervise":
         return supervise(Path(argv[1]))
-    sys.stderr.write("usage: python -m burnin.lab.slurm supervise STATE_DIR\n")
+    sys.stderr.write("usage: python -m burnin_lab.slurm supervise STATE_DIR\n")
     return 2
 
 

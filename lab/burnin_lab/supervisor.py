@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-MODULE = "burnin.lab.supervisor"
+MODULE = "burnin_lab.supervisor"
 STOP_GRACE_S = 5.0
 POLL_S = 0.1
 _PR_SET_CHILD_SUBREAPER = 36
