@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from storage_support import Gather, collect
 
-from burnin.checks.storage import collector_sources
 from burnin.sim import SimNode, build_rack
 from burnin.topology.load import find_topology
-from burnin.topology.model import StorageRouting, Topology
-
-Gather = Callable[..., dict[str, Any]]
+from burnin.topology.model import Topology
 
 
 def _base() -> Path:
@@ -29,28 +23,9 @@ def _base() -> Path:
     return Path(tempfile.mkdtemp(prefix="burnin-sto-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None))
 
 
-def collect(node: SimNode, topology: Topology, sources: str | None = None,
-            env: dict[str, str] | None = None) -> dict[str, Any]:
-    """The facts of ``node`` as `burnin run` gathers them (its collector argv, the node's environment)."""
-    argv = [sys.executable, "-m", "burnin.collector", "--root", str(node.root),
-            "--sources", sources or collector_sources("all", [topology]), "--timeout", "30"]
-    full = {**os.environ, **node.environment(), "LC_ALL": "C", **(env or {})}
-    for key in [k for k in full if k.startswith("NCCL_") and (env is None or k not in env)]:
-        del full[key]  # the test's own environment is not the node's
-    proc = subprocess.run(argv, env=full, capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    data: dict[str, Any] = json.loads(proc.stdout)
-    return data
-
-
 @pytest.fixture(scope="session")
 def sto_topology() -> Topology:
     return find_topology("hgx-h100-8gpu")
-
-
-def with_routing(topology: Topology, routing: StorageRouting, name: str) -> Topology:
-    assert topology.storage is not None
-    return dataclasses.replace(topology, name=name, storage=dataclasses.replace(topology.storage, routing=routing))
 
 
 @pytest.fixture(scope="session")

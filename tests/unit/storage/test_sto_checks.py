@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Gather, with_routing
+from storage_support import Gather, with_routing
 
 from burnin.checks import load_all
 from burnin.checks.base import not_applicable_reason

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import with_routing
+from storage_support import with_routing
 
 from burnin.errors import UsageError
 from burnin.parsers.ibdev2netdev import parse_ibdev2netdev

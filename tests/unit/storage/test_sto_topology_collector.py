@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import collect
+from storage_support import collect
 
 from burnin.checks import load_all
 from burnin.collector import storage as collector
