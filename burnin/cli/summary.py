@@ -7,6 +7,8 @@ sent is shown as ``\\x1b[...`` instead of rewriting the operator's terminal.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import defaultdict
 
 from burnin.nodes import fold
@@ -39,7 +41,17 @@ def _ids(ids: list[str] | tuple[str, ...], limit: int = 6) -> str:
 
 
 def _say(line: str) -> None:
-    print(printable(line))
+    """Print one summary line; a reader that went away (``burnin run | head``) stops the summary only.
+
+    The verdicts, the gate and the exit status do not depend on anyone reading
+    the summary, so a closed pipe must not turn a run into an internal error.
+    """
+    try:
+        print(printable(line), flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # later prints (and the exit flush) go nowhere
+        os.close(devnull)
 
 
 def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:

@@ -141,3 +141,18 @@ def test_an_unreadable_lab_file_is_a_usage_error(tmp_path: Path) -> None:
     proc = burnin("sim", "down", "--state", str(tmp_path), tmp=tmp_path)
     assert proc.returncode == 2
     assert "lab.json: cannot read it" in _one_line(proc)
+
+
+def test_a_reader_that_goes_away_does_not_change_the_verdict(tmp_path: Path) -> None:
+    """`burnin run ... | head -1`: the summary stops, the gate and the exit status stay the run's."""
+    proc = subprocess.Popen([sys.executable, "-m", "burnin.cli.main", "run", "--sim", "2", "--fault", "sim01:pcie-x8",
+                             "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as head does after its line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 1, stderr
+    assert first.startswith(b"burnin: 2 nodes")
+    assert stderr == ""
+    assert (tmp_path / "out" / "gate.json").exists()
