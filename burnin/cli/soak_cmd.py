@@ -250,6 +250,23 @@ def _judge(state: SoakState, store: Any, settings: SoakSettings, topology: Topol
     return write_outputs(out_dir, state, outcomes, judge.series, meta=meta)
 
 
+def _condense(reasons: tuple[str, ...]) -> list[str]:
+    """``BRN-02 not judged: X`` lines that share their cause become one ``BRN-02,BRN-03 not judged: X``."""
+    marker = " not judged: "
+    grouped: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for reason in reasons:
+        check, sep, cause = reason.partition(marker)
+        if not sep:
+            lines.append(reason)
+            continue
+        if cause not in grouped:
+            lines.append(marker + cause)
+        grouped.setdefault(cause, []).append(check)
+    return [",".join(grouped[line.removeprefix(marker)]) + line if line.startswith(marker) else line
+            for line in lines]
+
+
 def _print_summary(state: SoakState, decisions: dict[str, NodeDecision], topology: str, elapsed_s: float,
                    out_dir: Path) -> None:
     from burnin.nodes import fold
@@ -263,7 +280,7 @@ def _print_summary(state: SoakState, decisions: dict[str, NodeDecision], topolog
         parts = [f"failed {','.join(decision.failed)}"] if decision.failed else []
         parts += [f"incomplete {','.join(decision.incomplete)}"] if decision.incomplete else []
         print(printable(f"REJECTED {node}: {'; '.join(parts)}"))
-        for reason in decision.reasons:
+        for reason in _condense(decision.reasons):
             print(printable(f"    {reason}"))
     admitted = [n for n, d in decisions.items() if d.admitted]
     rejected = [n for n, d in decisions.items() if not d.admitted]

@@ -50,11 +50,11 @@ class LineProgress:
 class LiveProgress:
     """A rich table redrawn after each sample round (only on a terminal)."""
 
-    def __init__(self) -> None:
+    def __init__(self, console: Any = None) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        self._console = Console(stderr=True)
+        self._console = console or Console(stderr=True)
         self._live: Any = Live(console=self._console, refresh_per_second=4, transient=False)
         self._live.start()
 

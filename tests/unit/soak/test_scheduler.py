@@ -173,3 +173,81 @@ def test_running_status_is_never_left_behind(tmp_path: Path) -> None:
     run, _, _ = soak(tmp_path, duration=HOUR, interval=900.0)
     run.run()
     assert RUNNING not in {p.status for p in run.state.nodes.values()}
+
+
+def test_on_real_time_a_stage_runs_in_a_thread_while_the_loop_samples(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from burnin.soak import scheduler
+    from burnin.soak.clock import RealClock
+
+    monkeypatch.setattr(scheduler, "MIN_CHUNK_S", 0.2)
+    clock = RealClock(step_s=0.02)
+    nodes = FakeNodes(clock.now)
+    inner_run = nodes.run
+    threads: set[str] = set()
+
+    def slow_run(nodes_: Sequence[str], argv: Sequence[str], **kw: Any) -> dict[str, CommandResult]:
+        threads.add(threading.current_thread().name)
+        time.sleep(0.6)  # a stage that takes its time, while samples go on
+        return inner_run(nodes_, argv, **kw)
+
+    nodes.run = slow_run  # type: ignore[method-assign]
+    state = SoakState(command={}, duration_s=1.5, interval_s=0.25, nodes={n: NodeProgress(n) for n in ("n1", "n2")})
+    run = Soak(nodes, state, Store(tmp_path), clock, CTX, samples={}, results={})
+    run.run()
+    assert {p.status for p in state.nodes.values()} == {DONE}
+    assert all(name.startswith("burnin-soak") for name in threads)
+    times = [s.t for s in run.samples["n1"]]
+    assert len(times) >= 5 and times[-1] >= 1.5
+    gpu = [r for r in run.results["n1"] if r.stage == "gpu"]
+    assert gpu and all(r.end - r.start >= 0.6 for r in gpu)
+    assert {s.stage for s in run.samples["n1"][1:-1]} == {"gpu"}  # sampled while the stage ran
+
+
+def test_gate_slurm_drains_a_failed_node_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from burnin.cli import soak_cmd
+    from burnin.gate import slurm
+
+    drained: list[tuple[str, str, bool]] = []
+    monkeypatch.setattr(slurm, "drain", lambda node, reason, dry_run=False: drained.append((node, reason, dry_run)))
+    on_fatal = soak_cmd._drainer({"gate": "slurm", "dry_run": True})
+    on_fatal("sim03", [Event("GPU-04", "sim03", "gpu3", 36000.0, True, "Xid 79 (GPU has fallen off the bus)",
+                             "no fatal Xid")])
+    assert drained == [("sim03", "GPU-04 gpu3 Xid 79 (GPU has fallen off the bus) at +10:00:00", True)]
+    assert soak_cmd._drainer({"gate": "none", "dry_run": False}) is None
+
+
+def test_live_table_and_log_lines(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from burnin.soak.progress import LineProgress, LiveProgress
+    from burnin.soak.scheduler import NodeView
+
+    event = Event("GPU-04", "n2", "gpu3", 3000.0, True, "Xid 79 [x]\x1b[31m", "no fatal Xid")
+    view = View(3600.0, 4 * HOUR, "gpu", (NodeView("n1", RUNNING, 3600.0, ""),
+                                          NodeView("n2", FAILED, 3000.0, event.reason)), (event,))
+    text = io.StringIO()
+    LineProgress(text).update(view)
+    assert text.getvalue().splitlines() == [
+        "soak FAILED n2: GPU-04 gpu3 Xid 79 [x]\\x1b[31m at +00:50:00 (expected no fatal Xid)",
+        "soak +01:00:00/04:00:00 (25%) stage gpu: 1 running, 0 done, 1 failed (n2 GPU-04)"]
+    screen = io.StringIO()
+    live = LiveProgress(Console(file=screen, force_terminal=True, width=160))
+    live.update(view)
+    live.close()
+    drawn = screen.getvalue()
+    assert "n1" in drawn and "running" in drawn and "Xid 79 [x]" in drawn and "\x1b[31m" not in drawn.split("Xid")[1]
+
+
+def test_summary_folds_what_a_stopped_node_could_not_show() -> None:
+    from burnin.cli.soak_cmd import _condense
+
+    why = "not judged: the node's soak stopped at +01:30:00 when GPU-04 failed"
+    xid = "GPU-04 gpu3 Xid 79 at +01:30:00"
+    reasons = (xid, f"BRN-02 {why}", f"BRN-03 {why}", "BRN-06 soak stopped", f"BRN-05 {why}")
+    assert _condense(reasons) == [xid, f"BRN-02,BRN-03,BRN-05 {why}", "BRN-06 soak stopped"]
