@@ -63,7 +63,7 @@ def test_sim_up_without_the_lab_says_how_to_install_it(tmp_path: Path) -> None:
 
 
 def test_the_runtime_package_never_imports_the_lab() -> None:
-    sources = [p for p in (REPO / "burnin").rglob("*.py")]
+    sources = list((REPO / "burnin").rglob("*.py"))
     offenders = [str(p) for p in sources if "burnin_lab" in p.read_text(encoding="utf-8")
                  and p.name != "sim_cmd.py"]
     assert offenders == []

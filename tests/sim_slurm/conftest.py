@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from simslurm_support import HEALTH_INTERVAL, NODES, SlurmLab
 
-from burnin_lab import slurm as lab
 from burnin.transport.slurm import SlurmClient
+from burnin_lab import slurm as lab
 
 
 def _require_slurm() -> None:

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from simwatch_support import NODES, WatchLab
 
-from burnin_lab import slurm as lab
 from burnin.transport.slurm import SlurmClient
+from burnin_lab import slurm as lab
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,9 @@ from sshrack import NODES, SIM_FAULTS, TRANSPORT_FAULTS, Rack, make_state_dir, r
 def ssh_rack() -> Iterator[Rack]:
     require_sim_ssh()
     from burnin.dispatch.sim import parse_fault_args
-    from burnin_lab import ssh as lab_ssh
     from burnin.nodes import sim_names
     from burnin.topology import find_topology
+    from burnin_lab import ssh as lab_ssh
 
     names = sim_names(NODES)
     state = make_state_dir("burnin-sim-ssh-")

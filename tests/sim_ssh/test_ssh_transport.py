@@ -42,9 +42,7 @@ def _copy_config(rack: Rack, tmp_path: Path, extra: str = "") -> Path:
 def test_each_transport_fault_is_incomplete_for_that_node_only(ssh_rack: Rack) -> None:
     nodes = ["sim01", *TRANSPORT_FAULTS]
     dispatcher = _dispatcher(ssh_rack, ",".join(nodes))
-    started = time.monotonic()
     facts = dispatcher.gather(sources="all", timeout=HANG_TIMEOUT)
-    elapsed = time.monotonic() - started
     dispatcher.close()
     reasons = {node: facts[node].unreachable or "" for node in nodes}
     assert reasons["sim01"] == "" and facts["sim01"].data["hostname"] == "sim01"
@@ -55,7 +53,6 @@ def test_each_transport_fault_is_incomplete_for_that_node_only(ssh_rack: Rack) -
     assert "authentication failed" in reasons["sim12"], reasons                  # refused key
     assert "host key CHANGED" in reasons["sim13"], reasons                       # wrong host key
     assert "host key unknown" in reasons["sim14"], reasons                       # not in known_hosts
-    assert elapsed < HANG_TIMEOUT + 3, elapsed  # the hung node costs its timeout, no more
 
 
 def test_stopped_sshd_is_unreachable_and_comes_back(ssh_rack: Rack) -> None:

