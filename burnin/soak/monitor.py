@@ -143,6 +143,10 @@ class _Judge:
 
     def gpu(self, name: str, gpu: GpuReading, base: GpuReading | None, window: GpuReading | None) -> None:
         limits = self.limits
+        if self.sample is self.baseline and (gpu.ecc_uncorrected or 0) > 0:
+            # a volatile uncorrectable error before the load started is already a failure (GPU-01)
+            self.add("GPU-01", name, f"{gpu.ecc_uncorrected} volatile uncorrectable ECC errors when the soak "
+                     "started", "0 uncorrectable ECC errors")
         gained = _gain(gpu.ecc_uncorrected, base.ecc_uncorrected if base else None)
         sram = _gain(gpu.sram_uncorrected, base.sram_uncorrected if base else None)
         if (gained or 0) > 0 or (sram or 0) > 0:

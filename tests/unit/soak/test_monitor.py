@@ -118,3 +118,14 @@ def test_non_fatal_xid_and_corrected_lines_are_noted_not_failed() -> None:
 @pytest.mark.parametrize(("kind", "check"), [("mce", "BRN-04"), ("edac-ue", "BRN-04"), ("aer-uncorrected", "GPU-09")])
 def test_kernel_lines_that_fail(kind: str, check: str) -> None:
     assert judge(sample(600.0, kernel=(KernelEvent(kind, "text", None),))) == [(check, "node", True)]
+
+
+def test_an_uncorrectable_error_before_the_load_fails_the_first_sample() -> None:
+    first = sample(0.0, replace(GOOD_GPU, ecc_uncorrected=2))
+    events = judge_sample(first, history=[], baseline=first, limits=LIMITS, names=NAMES, compute_hcas=[],
+                          seen=frozenset().__contains__)
+    assert [(e.check, e.measured) for e in events] == [
+        ("GPU-01", "2 volatile uncorrectable ECC errors when the soak started")]
+    later = sample(600.0, replace(GOOD_GPU, ecc_uncorrected=2))
+    assert judge_sample(later, history=[first], baseline=first, limits=LIMITS, names=NAMES, compute_hcas=[],
+                        seen=frozenset().__contains__) == []  # judged once, at the start
