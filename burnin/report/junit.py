@@ -20,13 +20,12 @@ with :func:`burnin.text.printable` (XML 1.0 cannot carry most control bytes).
 
 from __future__ import annotations
 
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from burnin.atomic import write_text_atomic
 from burnin.text import printable
 
 CASE_FIELDS = ("node", "check", "measured", "expected", "verdict")
@@ -134,27 +133,16 @@ def write_junit(path: Path, cases: Iterable[Case], *, meta: Mapping[str, str] | 
     cases = list(cases)
     document = render_junit(cases, meta=meta, timestamp=timestamp)
     if len(document) <= MAX_FILE_BYTES:
-        _atomic_write(path, document)
+        write_text_atomic(path, document.decode("utf-8"))
         return [path]
     paths = []
     for suite in sorted({c.suite for c in cases}):
         part = path.with_name(f"{path.stem}-{suite}{path.suffix}")
-        _atomic_write(part, render_junit([c for c in cases if c.suite == suite], meta=meta, timestamp=timestamp))
+        write_text_atomic(part, render_junit([c for c in cases if c.suite == suite], meta=meta,
+                                             timestamp=timestamp).decode("utf-8"))
         paths.append(part)
     path.unlink(missing_ok=True)
     return paths
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_cases(path: Path) -> dict[str, dict[str, str]]:

@@ -13,13 +13,13 @@ state it is in, 0 for the others), gauges for since-boot counters read once.
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from burnin.atomic import write_text_atomic
 
 CHECK_STATES = ("pass", "fail", "incomplete", "not-applicable")
 
@@ -211,14 +211,5 @@ def exposition(gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]],
 
 def write_textfile(path: Path, text: str) -> Path:
     """Write atomically (node_exporter must never read half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
     return path
