@@ -36,16 +36,11 @@ def verdicts(out: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(v["node"], v["check"]): v for v in json.loads((out / "verdicts.json").read_text())}
 
 
-@pytest.fixture(scope="module")
-def day(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
-    out = tmp_path_factory.mktemp("day") / "soak"
+def test_day_long_soak_rejects_exactly_the_faulted_nodes_and_shows_progress(tmp_path: Path) -> None:
+    """One simulated day (one test, so that parallel workers never run it twice)."""
+    out = tmp_path / "soak"
     proc = burnin("soak", "--sim", "8", "--duration", "24h", "--out", str(out), "--fault", "sim03:xid-at:600:79",
                   "--fault", "sim06:throughput-drift", "--fault", "sim07:thermal-creep")
-    return proc, out
-
-
-def test_day_long_soak_rejects_exactly_the_faulted_nodes(day: tuple[subprocess.CompletedProcess[str], Path]) -> None:
-    proc, out = day
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     doc = gate(out)
@@ -66,10 +61,7 @@ def test_day_long_soak_rejects_exactly_the_faulted_nodes(day: tuple[subprocess.C
     series = json.loads((out / "series.json").read_text())
     assert series["sim06"]["gpu3/gflops"]["slope_per_h"] < 0 < series["sim07"]["gpu3/temperature"]["slope_per_h"]
 
-
-def test_day_long_soak_shows_progress_and_the_failure_as_it_happens(
-        day: tuple[subprocess.CompletedProcess[str], Path]) -> None:
-    proc, out = day
+    # progress while it ran: one line per sample round (stderr is no terminal), each failure as it happened
     lines = proc.stderr.splitlines()
     progress = [line for line in lines if line.startswith("soak +")]
     assert len(progress) >= 50  # one line per sample round when stderr is not a terminal
@@ -142,7 +134,7 @@ def test_killed_soak_resumes_with_the_same_verdicts(tmp_path: Path) -> None:
     (["soak", "--resume", "x", "--sim", "2"], "--resume takes the soak's own settings"),
     (["soak", "--duration", "1h"], "no nodes"),
     (["soak", "--sim", "2", "--duration", "1h", "--fault", "sim01:xid-at:ten:79"], "write xid-at:MIN:N"),
-    (["run", "--sim", "2", "--fault", "sim01:thermal-creep"], "unfolds over a soak's simulated hours"),
+    (["run", "--sim", "2", "--fault", "sim01:thermal-creep"], "burnin soak"),
 ])
 def test_mistakes_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     proc = burnin(*args, "--out", str(tmp_path / "out")) if "--resume" not in args else burnin(*args)
