@@ -29,7 +29,7 @@ from burnin.soak.signals import NodeSample
 STATE_FILE = "soak-state.json"
 SAMPLES_LOG = "samples.jsonl"
 RESULTS_LOG = "results.jsonl"
-VERSION = 1
+VERSION = 2
 
 RUNNING, DONE, FAILED = "running", "done", "failed"
 
