@@ -99,7 +99,8 @@ class SoakState:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SoakState:
         if data.get("version") != VERSION:
-            raise UsageError(f"soak state version {data.get('version')!r} is not {VERSION}")
+            raise UsageError(f"{STATE_FILE} is version {data.get('version')!r}: this burnin resumes version "
+                             f"{VERSION} only")
         return cls(command=dict(data["command"]), duration_s=float(data["duration_s"]),
                    interval_s=float(data["interval_s"]),
                    nodes={n: NodeProgress.from_json(p) for n, p in data["nodes"].items()},
