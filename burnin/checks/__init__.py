@@ -1,14 +1,18 @@
 """The node checks of the catalog, by stable id (INV-01, GPU-10, IB-02, ...).
 
-Each check is a pure function ``(facts, topology) -> Verdict``. The registry is
-explicit: every module that defines checks is listed in ``_MODULES``.
+Each check is a pure function ``(facts, topology) -> Verdict`` that declares
+what it needs: its fact sources and the topology references it reads. The
+registry is explicit: every module that defines checks is listed below.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 
 from burnin.checks.base import CHECKS, CheckSpec, evaluate
+from burnin.checks.references import missing_reason, missing_references
+from burnin.topology.model import Topology
 
 # Modules whose checks read only what the collector gathers (the health probe's set)...
 _NODE_MODULES = (
@@ -33,4 +37,28 @@ def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
     return CHECKS
 
 
-__all__ = ["CHECKS", "CheckSpec", "evaluate", "load_all"]
+PHASE_SOURCES = ("fabric", "megatron", "placement")
+"""Fact sources that are a measurement phase's records, not something the collector reads."""
+
+
+def probe_check_ids(cheap_sources: Iterable[str]) -> list[str]:
+    """The health probe's set, derived from the declarations: every ``fast`` node check whose fact
+    sources are all among ``cheap_sources`` (the collector's cheap node-local ones, FAST_SOURCES)."""
+    cheap = set(cheap_sources)
+    return [cid for cid, spec in load_all(node_only=True).items() if spec.fast and cheap.issuperset(spec.sources)]
+
+
+def unjudgeable_checks(topology: Topology, *, node_only: bool = False) -> dict[str, str]:
+    """Check id -> why ``topology`` cannot judge it (a reference it reads is defined nowhere).
+
+    The check itself says the same when it runs: incomplete, with that cause.
+    """
+    out: dict[str, str] = {}
+    for check_id, spec in load_all(node_only=node_only).items():
+        missing = missing_references(topology, spec.references)
+        if missing:
+            out[check_id] = missing_reason(topology, missing)
+    return out
+
+
+__all__ = ["CHECKS", "PHASE_SOURCES", "CheckSpec", "evaluate", "load_all", "probe_check_ids", "unjudgeable_checks"]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from burnin.checks.references import missing_reason, missing_references
 from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, incomplete
 from burnin.facts import Facts
 from burnin.topology.model import Hca, Topology
@@ -27,6 +28,10 @@ class CheckSpec:
     title: str
     fast: bool
     func: CheckFunction
+    references: tuple[str, ...] = ()
+    """Names in ``topology.references`` the check reads (burnin.checks.references)."""
+    sources: tuple[str, ...] = ()
+    """Where its facts come from: collector sources (``nvml``, ``pci``, ``dmesg``...) or a phase (``fabric``)."""
 
 
 CHECKS: dict[str, CheckSpec] = {}
@@ -47,21 +52,33 @@ def not_applicable_reason(check_id: str, topology: Topology) -> str | None:
     return rule(topology) if rule is not None else None
 
 
-def check(check_id: str, title: str, *, fast: bool = True) -> Callable[[CheckFunction], CheckFunction]:
-    """Register a check function under its catalog id."""
+def check(check_id: str, title: str, *, sources: tuple[str, ...], references: tuple[str, ...] = (),
+          fast: bool = True) -> Callable[[CheckFunction], CheckFunction]:
+    """Register a check function under its catalog id, with what it needs.
+
+    ``sources``: the fact sources it reads (collector source names, or the phase
+    that records its measurements); ``references``: the topology references it
+    reads. A topology that lacks one of them makes the check incomplete with that
+    cause before it looks at any fact (burnin.checks.references).
+    """
+    if not sources:
+        raise RuntimeError(f"check {check_id} declares no fact source")
 
     def register(func: CheckFunction) -> CheckFunction:
         if check_id in CHECKS:
             raise RuntimeError(f"check {check_id} registered twice")
 
         def guarded(facts: Facts, topology: Topology) -> Verdict:
+            missing = missing_references(topology, references)
+            if missing:
+                return incomplete(check_id, facts.node, missing_reason(topology, missing))
             # Unmeasurable anywhere in a check means the whole check is incomplete.
             try:
                 return func(facts, topology)
             except Unmeasurable as exc:
                 return incomplete(check_id, facts.node, exc.reason)
 
-        CHECKS[check_id] = CheckSpec(check_id, title, fast, guarded)
+        CHECKS[check_id] = CheckSpec(check_id, title, fast, guarded, tuple(references), tuple(sources))
         return guarded
 
     return register

@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from burnin.checks.base import bad, check, ok, unknown
+from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, roll_up
 from burnin.fabric import judge
 from burnin.fabric.measure import NcclMeasurement, NvbMeasurement, bandwidth_ok
 from burnin.fabric.results import D2D_READ, D2H, H2D
 from burnin.facts import Facts
-from burnin.topology.model import Reference, Topology
+from burnin.topology.model import Topology
 
 SINGLE_NODE_CHECKS = ("NCCL-01", "NCCL-02", "NCCL-05", "NVL-01", "NVL-02", "IB-08")
 """The fabric checks that judge one node alone: a node that does not pass them all is left out of
@@ -90,11 +91,9 @@ def multi_node_applicable(facts: Facts) -> tuple[bool, str]:
     return multi.get("applicable", True) is not False, str(multi.get("reason", ""))
 
 
-def _ref(topology: Topology, key: str) -> Reference:
-    ref = topology.ref(key)
-    if ref is None:
-        raise Unmeasurable(f"topology {topology.name} defines no {key}")
-    return ref
+def _tolerance(topology: Topology) -> float:
+    """The straggler tolerance (the topology's, else the catalog's; burnin.checks.references)."""
+    return reference(topology, judge.TOLERANCE_REF).value
 
 
 def _size(size: int | None) -> str:
@@ -126,17 +125,17 @@ def _single(doc: dict[str, Any], collective: str) -> NcclMeasurement:
     return nccl_record(data, f"single-node {collective}")
 
 
-@check("NCCL-01", "Single-node all_reduce busbw (NVLink/NVSwitch)", fast=False)
+@check("NCCL-01", "Single-node all_reduce busbw (NVLink/NVSwitch)",
+       sources=("fabric",), references=(judge.SINGLE_REF, judge.SINGLE_RING_REF, judge.TOLERANCE_REF), fast=False)
 def single_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
     doc = fabric_section(facts)
     run = _single(doc, "all_reduce")
-    key, ref = judge.single_reference(topology, run.nvls)
-    if ref is None:
-        raise Unmeasurable(f"topology {topology.name} defines no {key}")
+    key, _ = judge.single_reference(topology, run.nvls)
+    ref = reference(topology, key)
     if not run.ok:
         raise Unmeasurable(run.reason or "the single-node all_reduce did not complete")
     busbw = bandwidth(run.busbw_gbps, f"single-node all_reduce busbw at {_size(run.size_bytes)}")
-    tol = judge.tolerance(topology)
+    tol = _tolerance(topology)
     mode = "NVLS enabled" if run.nvls is not False else "NVLS off"
     measured = f"{busbw:.1f} GB/s at {_size(run.size_bytes)} ({mode})"
     findings = [
@@ -155,11 +154,12 @@ def other_collectives(facts: Facts) -> list[str]:
         return ["?"]
 
 
-@check("NCCL-02", "Single-node all_gather / reduce_scatter / alltoall busbw", fast=False)
+@check("NCCL-02", "Single-node all_gather / reduce_scatter / alltoall busbw",
+       sources=("fabric",), references=(judge.SINGLE_OTHER_REF, judge.TOLERANCE_REF), fast=False)
 def single_node_other(facts: Facts, topology: Topology) -> Verdict:
     doc = fabric_section(facts)
-    ref = _ref(topology, judge.SINGLE_OTHER_REF)
-    tol = judge.tolerance(topology)
+    ref = reference(topology, judge.SINGLE_OTHER_REF)
+    tol = _tolerance(topology)
     findings: list[Finding] = []
     shown = []
     for collective, data in sorted(part(doc, "single").items()):
@@ -244,7 +244,8 @@ def _named(loc: dict[str, Any], node: str) -> str:
     return f"{lead + '; ' if lead else ''}named in {loc.get('rounds')} rounds: {evidence}"
 
 
-@check("NCCL-03", "Multi-node all_reduce busbw (InfiniBand)", fast=False)
+@check("NCCL-03", "Multi-node all_reduce busbw (InfiniBand)",
+       sources=("fabric",), references=(judge.MULTI_REF,), fast=False)
 def multi_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
     """Fails only a node that the evidence points at; a group failure nobody can be blamed for is incomplete.
 
@@ -256,7 +257,7 @@ def multi_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
     not localised.
     """
     multi = _multi(facts)
-    ref = _ref(topology, judge.MULTI_REF)
+    ref = reference(topology, judge.MULTI_REF)
     group = nccl_record(multi["group"], "the multi-node run")
     loc = part(multi, "localization")
     status = loc.get("status")
@@ -296,7 +297,8 @@ def multi_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
                        "no node to blame")
 
 
-@check("NCCL-04", "Bad-node localisation (pairs, known-good partners, bisection, rails)", fast=False)
+@check("NCCL-04", "Bad-node localisation (pairs, known-good partners, bisection, rails)",
+       sources=("fabric",), references=(judge.MULTI_REF, judge.RAIL_REF), fast=False)
 def localisation(facts: Facts, topology: Topology) -> Verdict:
     multi = _multi(facts)
     loc = multi.get("localization")
@@ -319,7 +321,7 @@ def localisation(facts: Facts, topology: Topology) -> Verdict:
                        f"({status}: no known-good partner cleared or named it)")
 
 
-@check("NCCL-05", "No wrong values in any nccl-tests run", fast=False)
+@check("NCCL-05", "No wrong values in any nccl-tests run", sources=("fabric",), fast=False)
 def correctness(facts: Facts, topology: Topology) -> Verdict:
     doc = fabric_section(facts)
     findings: list[Finding] = []
@@ -405,12 +407,13 @@ def _cell(matrix: list[list[float | None]], row: int, col: int) -> object:
     return matrix[row][col] if row < len(matrix) and col < len(matrix[row]) else None
 
 
-@check("NVL-01", "nvbandwidth device-to-device read per GPU pair", fast=False)
+@check("NVL-01", "nvbandwidth device-to-device read per GPU pair",
+       sources=("fabric",), references=(judge.D2D_REF, judge.TOLERANCE_REF), fast=False)
 def nvlink_bandwidth(facts: Facts, topology: Topology) -> Verdict:
     doc = fabric_section(facts)
     matrix = _matrix(_nvb(doc), D2D_READ)
-    ref = _ref(topology, judge.D2D_REF)
-    tol = judge.tolerance(topology)
+    ref = reference(topology, judge.D2D_REF)
+    tol = _tolerance(topology)
     count = len(topology.gpus.devices)
     findings: list[Finding] = []
     values: dict[tuple[int, int], float] = {}
@@ -440,17 +443,18 @@ def nvlink_bandwidth(facts: Facts, topology: Topology) -> Verdict:
                    healthy=f"min {low:.1f} GB/s over {len(values)} pairs (median {mid:.1f})")
 
 
-@check("NVL-02", "nvbandwidth host<->device per GPU (PCIe)", fast=False)
+@check("NVL-02", "nvbandwidth host<->device per GPU (PCIe)",
+       sources=("fabric",), references=(judge.H2D_REF, judge.D2H_REF, judge.TOLERANCE_REF), fast=False)
 def host_bandwidth(facts: Facts, topology: Topology) -> Verdict:
     doc = fabric_section(facts)
     nvb = _nvb(doc)
-    tol = judge.tolerance(topology)
+    tol = _tolerance(topology)
     count = len(topology.gpus.devices)
     findings: list[Finding] = []
     lows = []
     for testcase, key, label, fleet_key in ((H2D, judge.H2D_REF, "H2D", "nvl.h2d_min"),
                                             (D2H, judge.D2H_REF, "D2H", "nvl.d2h_min")):
-        ref = _ref(topology, key)
+        ref = reference(topology, key)
         matrix = _matrix(nvb, testcase)
         measured: list[float] = []
         for col in range(count):
@@ -466,5 +470,5 @@ def host_bandwidth(facts: Facts, topology: Topology) -> Verdict:
         lows.append(f"{label} min {low:.1f}" if low is not None else f"{label} -")
         findings.append(_fleet_finding(label, low, doc.get("fleet") or {}, fleet_key, tol))
     return roll_up("NVL-02", facts.node, findings,
-                   expected=f"H2D/D2H {_ref(topology, judge.H2D_REF).describe()} per GPU",
+                   expected=f"H2D/D2H {reference(topology, judge.H2D_REF).describe()} per GPU",
                    healthy=" / ".join(lows) + " GB/s")

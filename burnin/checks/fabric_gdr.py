@@ -16,18 +16,12 @@ from typing import Any
 
 from burnin.checks.base import bad, check, ok, unknown
 from burnin.checks.fabric import bandwidth, fabric_section
+from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.fabric import judge
 from burnin.fabric.measure import GdrMeasurement
 from burnin.facts import Facts
-from burnin.topology.model import Reference, Topology
-
-
-def _reference(topology: Topology, key: str) -> Reference:
-    ref = topology.ref(key)
-    if ref is None or ref.lower is None:
-        raise Unmeasurable(f"topology {topology.name} defines no {key} with a lower bound")
-    return ref
+from burnin.topology.model import Topology
 
 
 def _run(data: object, label: str) -> GdrMeasurement:
@@ -46,14 +40,16 @@ def _label(hca: str, kind: str, gpu: int | None) -> str:
     return f"{hca} gpu{gpu} memory" if kind == "cuda" else f"{hca} host memory"
 
 
-@check("IB-08", "GPUDirect RDMA bandwidth per HCA (ib_write_bw loopback, GPU and host memory)", fast=False)
+@check("IB-08", "GPUDirect RDMA bandwidth per HCA (ib_write_bw loopback, GPU and host memory)",
+       sources=("fabric",), references=(judge.GDR_REF, judge.GDR_HOST_REF, judge.GDR_SPREAD_REF), fast=False)
 def gpudirect_bandwidth(facts: Facts, topology: Topology) -> Verdict:
     doc = fabric_section(facts)
     runs: Any = doc.get("ib_write_bw")
     if not isinstance(runs, dict) or not runs:
         raise Unmeasurable("no ib_write_bw run (perftest)")
-    refs = {"cuda": _reference(topology, judge.GDR_REF), "host": _reference(topology, judge.GDR_HOST_REF)}
-    spread = judge.gdr_spread(topology)
+    refs = {"cuda": reference(topology, judge.GDR_REF, lower_bound=True),
+            "host": reference(topology, judge.GDR_HOST_REF, lower_bound=True)}
+    spread = reference(topology, judge.GDR_SPREAD_REF).value
     paired = {d.hca: d.index for d in topology.gpus.devices if d.hca}
     findings: list[Finding] = []
     values: dict[str, dict[str, float]] = {"cuda": {}, "host": {}}

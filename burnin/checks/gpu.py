@@ -23,9 +23,10 @@ from burnin.checks.base import (
     ok,
     per_gpu,
 )
+from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
-from burnin.topology.model import Reference, Topology
+from burnin.topology.model import Topology
 
 HW_SLOWDOWN = 0x8
 HW_THERMAL_SLOWDOWN = 0x40
@@ -35,17 +36,11 @@ _BAD_CLOCK_BITS = {HW_SLOWDOWN: "HwSlowdown", HW_THERMAL_SLOWDOWN: "HwThermalSlo
 NVLINK_COUNTERS = ("recovery", "replay", "crc_flit")
 
 
-def _ref(topology: Topology, key: str) -> Reference:
-    ref = topology.ref(key)
-    if ref is None:
-        raise Unmeasurable(f"topology {topology.name} defines no reference {key!r}")
-    return ref
-
-
-@check("GPU-01", "No uncorrectable ECC errors (DRAM volatile, SRAM aggregate)")
+@check("GPU-01", "No uncorrectable ECC errors (DRAM volatile, SRAM aggregate)",
+       sources=("nvml",), references=("ecc_uncorrected_volatile", "sram_uncorrected_aggregate"))
 def ecc_uncorrectable(facts: Facts, topology: Topology) -> Verdict:
-    volatile = _ref(topology, "ecc_uncorrected_volatile")
-    sram = _ref(topology, "sram_uncorrected_aggregate")
+    volatile = reference(topology, "ecc_uncorrected_volatile")
+    sram = reference(topology, "sram_uncorrected_aggregate")
     expected = f"volatile uncorrectable {volatile.describe()}, SRAM aggregate {sram.describe()}"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
@@ -60,7 +55,7 @@ def ecc_uncorrectable(facts: Facts, topology: Topology) -> Verdict:
                    healthy="0 uncorrectable ECC errors")
 
 
-@check("GPU-03", "Row remapping: nothing pending, no failure")
+@check("GPU-03", "Row remapping: nothing pending, no failure", sources=("nvml",))
 def row_remap(facts: Facts, topology: Topology) -> Verdict:
     expected = "no pending remap, no remap failure"
 
@@ -97,7 +92,7 @@ def _pci_device(address: str) -> str:
     return device if device.count(":") == 2 else "0000:" + device
 
 
-@check("GPU-04", "No fatal Xid in the kernel log")
+@check("GPU-04", "No fatal Xid in the kernel log", sources=("dmesg",))
 def xid_scan(facts: Facts, topology: Topology) -> Verdict:
     from burnin.errors import ParseError
     from burnin.parsers.dmesg import parse_xid_events
@@ -123,7 +118,7 @@ def xid_scan(facts: Facts, topology: Topology) -> Verdict:
     return roll_up("GPU-04", facts.node, findings, expected=expected)
 
 
-@check("GPU-05", "No hardware clock slowdown (HW slowdown, HW thermal, power brake)")
+@check("GPU-05", "No hardware clock slowdown (HW slowdown, HW thermal, power brake)", sources=("nvml",))
 def clock_events(facts: Facts, topology: Topology) -> Verdict:
     expected = "no HwSlowdown/HwThermalSlowdown/HwPowerBrakeSlowdown"
 
@@ -138,9 +133,10 @@ def clock_events(facts: Facts, topology: Topology) -> Verdict:
                    healthy="no hardware slowdown")
 
 
-@check("GPU-06", "GPU temperature below the device's max operating limit")
+@check("GPU-06", "GPU temperature below the device's max operating limit",
+       sources=("nvml",), references=("gpu_temp_margin_c",))
 def temperature(facts: Facts, topology: Topology) -> Verdict:
-    margin_ref = _ref(topology, "gpu_temp_margin_c")
+    margin_ref = reference(topology, "gpu_temp_margin_c")
     margin = margin_ref.lower if margin_ref.lower is not None else margin_ref.value
     expected = f"temperature <= GPU max - {margin:g} C"
 
@@ -159,9 +155,9 @@ def temperature(facts: Facts, topology: Topology) -> Verdict:
     return roll_up("GPU-06", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected)
 
 
-@check("GPU-07", "Power limit at the default (not capped)")
+@check("GPU-07", "Power limit at the default (not capped)", sources=("nvml",), references=("power_limit_w",))
 def power_limit(facts: Facts, topology: Topology) -> Verdict:
-    ref = _ref(topology, "power_limit_w")
+    ref = reference(topology, "power_limit_w")
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
         enforced = measured_number(gpu_field(gpu, "power", "enforced_limit_mw"), subject,
@@ -172,10 +168,10 @@ def power_limit(facts: Facts, topology: Topology) -> Verdict:
                    expected=f"power limit {ref.describe()}")
 
 
-@check("GPU-08", "GPU PCIe link generation and width")
+@check("GPU-08", "GPU PCIe link generation and width", sources=("nvml",), references=("gpu_pcie_gen", "gpu_pcie_width"))
 def pcie_link(facts: Facts, topology: Topology) -> Verdict:
-    gen = _ref(topology, "gpu_pcie_gen")
-    width = _ref(topology, "gpu_pcie_width")
+    gen = reference(topology, "gpu_pcie_gen")
+    width = reference(topology, "gpu_pcie_width")
     expected = f"Gen{int(gen.value)} x{int(width.value)}"
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
@@ -204,9 +200,9 @@ def _nvlink_links(subject: str, gpu: dict[str, Any]) -> list[dict[str, Any]]:
     return links
 
 
-@check("GPU-10", "NVLink links active on every GPU")
+@check("GPU-10", "NVLink links active on every GPU", sources=("nvml",), references=("nvlink_links_active",))
 def nvlink_links(facts: Facts, topology: Topology) -> Verdict:
-    ref = _ref(topology, "nvlink_links_active")
+    ref = reference(topology, "nvlink_links_active")
 
     def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
         links = _nvlink_links(subject, gpu)
@@ -221,12 +217,13 @@ def nvlink_links(facts: Facts, topology: Topology) -> Verdict:
                    expected=f"{ref.describe()} active per GPU")
 
 
-@check("GPU-11", "NVLink error counters within limits")
+@check("GPU-11", "NVLink error counters within limits",
+       sources=("nvml",), references=("nvlink_recovery_errors", "nvlink_replay_errors", "nvlink_crc_errors"))
 def nvlink_errors(facts: Facts, topology: Topology) -> Verdict:
     refs = {
-        "recovery": _ref(topology, "nvlink_recovery_errors"),
-        "replay": _ref(topology, "nvlink_replay_errors"),
-        "crc_flit": _ref(topology, "nvlink_crc_errors"),
+        "recovery": reference(topology, "nvlink_recovery_errors"),
+        "replay": reference(topology, "nvlink_replay_errors"),
+        "crc_flit": reference(topology, "nvlink_crc_errors"),
     }
     expected = ", ".join(f"{name} {ref.describe()}" for name, ref in refs.items())
 

@@ -16,6 +16,7 @@ from burnin.checks.base import (
     parse_cpulist,
     unknown,
 )
+from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.topology.model import Topology
@@ -33,7 +34,7 @@ def _absent(bus_id: str) -> str:
     return f"{bus_id} absent from PCI"
 
 
-@check("TOP-01", "NUMA node of every GPU and HCA")
+@check("TOP-01", "NUMA node of every GPU and HCA", sources=("pci", "numa"))
 def numa_nodes(facts: Facts, topology: Topology) -> Verdict:
     devices = facts.pci_devices()
     findings: list[Finding] = []
@@ -63,7 +64,7 @@ def numa_nodes(facts: Facts, topology: Topology) -> Verdict:
                    healthy="NUMA layout as in the topology")
 
 
-@check("TOP-02", "GPU CPU affinity is its NUMA node's CPUs")
+@check("TOP-02", "GPU CPU affinity is its NUMA node's CPUs", sources=("pci",))
 def cpu_affinity(facts: Facts, topology: Topology) -> Verdict:
     devices = facts.pci_devices()
     findings: list[Finding] = []
@@ -122,7 +123,7 @@ def pcie_relation(devices: dict[str, dict[str, Any]], a: str, b: str) -> str:
     return "NODE" if numa_a == numa_b and numa_a not in (None, -1) else "SYS"
 
 
-@check("TOP-03", "Each GPU shares a PCIe switch with its compute HCA (PIX)")
+@check("TOP-03", "Each GPU shares a PCIe switch with its compute HCA (PIX)", sources=("pci",))
 def gpu_nic_pairing(facts: Facts, topology: Topology) -> Verdict:
     devices = facts.pci_devices()
     hcas = {h.name: h for h in topology.hcas}
@@ -152,7 +153,7 @@ _ACS_REQUIRED = "Downstream Port"
 _ACS_JUDGED = ("Downstream Port", "Root Port")
 
 
-@check("TOP-04", "ACS disabled on PCIe switch ports in GPU/HCA paths", fast=False)
+@check("TOP-04", "ACS disabled on PCIe switch ports in GPU/HCA paths", sources=("pci", "lspci"), fast=False)
 def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
     from burnin.errors import ParseError
     from burnin.parsers.lspci import parse_lspci
@@ -196,7 +197,7 @@ def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
                    healthy="ACS off on every switch port in GPU/HCA paths")
 
 
-@check("TOP-05", "IOMMU off or in passthrough for GPU/HCA DMA")
+@check("TOP-05", "IOMMU off or in passthrough for GPU/HCA DMA", sources=("kernel",))
 def iommu_mode(facts: Facts, topology: Topology) -> Verdict:
     want = topology.host.iommu
     if want == "any":
@@ -219,13 +220,12 @@ def iommu_mode(facts: Facts, topology: Topology) -> Verdict:
     return roll_up("TOP-05", facts.node, [finding], expected=f"IOMMU {want}")
 
 
-@check("TOP-08", "Automatic NUMA balancing off")
+@check("TOP-08", "Automatic NUMA balancing off", sources=("kernel",), references=("numa_balancing",))
 def numa_balancing(facts: Facts, topology: Topology) -> Verdict:
-    ref = topology.ref("numa_balancing")
+    ref = reference(topology, "numa_balancing")
     raw = facts.kernel().get("numa_balancing")
     if raw is None:
         raise Unmeasurable("/proc/sys/kernel/numa_balancing unreadable")
     value = measured_count(raw, "node", "kernel.numa_balancing", NUMA_BALANCING_MODE)
-    admitted = ref.admits(value) if ref is not None else value == 0
-    finding = judge("node", admitted, f"kernel.numa_balancing={value}", "kernel.numa_balancing=0")
+    finding = judge("node", ref.admits(value), f"kernel.numa_balancing={value}", "kernel.numa_balancing=0")
     return roll_up("TOP-08", facts.node, [finding], expected="kernel.numa_balancing=0")

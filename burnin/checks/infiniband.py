@@ -16,6 +16,7 @@ from burnin.checks.base import (
     ok,
     per_hca,
 )
+from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.topology.model import Hca, Topology
@@ -35,7 +36,7 @@ def _port(data: dict[str, Any]) -> dict[str, Any]:
     return port
 
 
-@check("IB-01", "Compute HCA ports Active / LinkUp")
+@check("IB-01", "Compute HCA ports Active / LinkUp", sources=("infiniband",))
 def port_state(facts: Facts, topology: Topology) -> Verdict:
     expected = "4: ACTIVE / 5: LinkUp"
 
@@ -60,11 +61,9 @@ def port_rate_gbps(rate_text: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
-@check("IB-02", "Compute HCA port rate")
+@check("IB-02", "Compute HCA port rate", sources=("infiniband",), references=("ib_rate_gbps",))
 def port_rate(facts: Facts, topology: Topology) -> Verdict:
-    ref = topology.ref("ib_rate_gbps")
-    if ref is None:
-        raise Unmeasurable(f"topology {topology.name} defines no ib_rate_gbps")
+    ref = reference(topology, "ib_rate_gbps")
 
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
         port = _port(data)
@@ -83,7 +82,7 @@ def port_rate(facts: Facts, topology: Topology) -> Verdict:
                    expected=ref.describe())
 
 
-@check("IB-03", "Link layer per HCA role (compute InfiniBand, storage Ethernet)")
+@check("IB-03", "Link layer per HCA role (compute InfiniBand, storage Ethernet)", sources=("infiniband",))
 def link_layer(facts: Facts, topology: Topology) -> Verdict:
     def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
         layer = _port(data).get("link_layer")
@@ -96,12 +95,11 @@ def link_layer(facts: Facts, topology: Topology) -> Verdict:
                    healthy="compute InfiniBand, storage Ethernet")
 
 
-@check("IB-04", "InfiniBand error counters within limits")
+@check("IB-04", "InfiniBand error counters within limits",
+       sources=("infiniband",), references=("ib_fatal_counter", "ib_error_counter"))
 def error_counters(facts: Facts, topology: Topology) -> Verdict:
-    fatal_ref = topology.ref("ib_fatal_counter")
-    error_ref = topology.ref("ib_error_counter")
-    if fatal_ref is None or error_ref is None:
-        raise Unmeasurable(f"topology {topology.name} defines no ib_fatal_counter/ib_error_counter")
+    fatal_ref = reference(topology, "ib_fatal_counter")
+    error_ref = reference(topology, "ib_error_counter")
     expected = (f"{', '.join(FATAL_COUNTERS)} {fatal_ref.describe()}; "
                 f"{', '.join(ERROR_COUNTERS)} {error_ref.describe()}")
 

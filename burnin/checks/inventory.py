@@ -19,6 +19,7 @@ from burnin.checks.base import (
     per_gpu,
     unknown,
 )
+from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.topology.model import Topology
@@ -28,7 +29,7 @@ NVML_SUCCESS = 0
 MIG_DISABLED = 0
 
 
-@check("INV-01", "GPU count, model and memory")
+@check("INV-01", "GPU count, model and memory", sources=("nvml",), references=("gpu_memory_mib",))
 def gpu_inventory(facts: Facts, topology: Topology) -> Verdict:
     spec = topology.gpus
     expected = f"{spec.count} x {spec.model}"
@@ -47,7 +48,7 @@ def gpu_inventory(facts: Facts, topology: Topology) -> Verdict:
         where = ", ".join(f"gpu{d.index} ({d.bus_id})" for d in missing[: spec.count - count])
         findings.append(bad("node", f"{count} GPUs" + (f", missing {where}" if where else ""),
                             f"{spec.count} GPUs"))
-    memory_ref = topology.ref("gpu_memory_mib")
+    memory_ref = reference(topology, "gpu_memory_mib")
     for gpu in gpus:
         if not isinstance(gpu, dict):
             findings.append(unknown("node", f"NVML GPU entry unreadable: {gpu!r:.40}"))
@@ -81,14 +82,14 @@ def gpu_inventory(facts: Facts, topology: Topology) -> Verdict:
             note = errors.get("memory") if gpu.get("memory_total_mib") is None else None
             findings.append(unknown(subject, f"memory: {note}" if note else exc.reason))
             continue
-        if memory_ref is not None and not memory_ref.admits(memory):
+        if not memory_ref.admits(memory):
             findings.append(bad(subject, f"memory {memory} MiB", memory_ref.describe()))
         else:
             findings.append(ok(subject, f"{name}", spec.model))
     return roll_up("INV-01", facts.node, findings, expected=expected, healthy=f"{count} x {spec.model}")
 
 
-@check("INV-03", "Driver version consistent (NVML, kernel module, topology)")
+@check("INV-03", "Driver version consistent (NVML, kernel module, topology)", sources=("nvml", "kernel"))
 def driver_version(facts: Facts, topology: Topology) -> Verdict:
     want = topology.host.driver_version
     nvml_version = facts.nvml().get("driver_version")
@@ -110,7 +111,7 @@ def driver_version(facts: Facts, topology: Topology) -> Verdict:
                    healthy=f"driver {want}")
 
 
-@check("INV-04", "Fabric Manager running and NVSwitch fabric registered")
+@check("INV-04", "Fabric Manager running and NVSwitch fabric registered", sources=("fabricmanager", "nvml"))
 def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
     expected = "nvidia-fabricmanager active, fabric state Completed/Success on every GPU"
     if not topology.host.fabric_manager:
@@ -137,7 +138,7 @@ def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
                    healthy="fabric manager active, fabric Completed on all GPUs")
 
 
-@check("INV-05", "GPUDirect RDMA peer-memory module loaded")
+@check("INV-05", "GPUDirect RDMA peer-memory module loaded", sources=("kernel",))
 def peermem(facts: Facts, topology: Topology) -> Verdict:
     if not topology.host.peermem:
         return roll_up("INV-05", facts.node, [ok("node", "not required", "n/a")], expected="not required")
@@ -150,7 +151,7 @@ def peermem(facts: Facts, topology: Topology) -> Verdict:
     return roll_up("INV-05", facts.node, [finding], expected="nvidia_peermem loaded")
 
 
-@check("INV-06", "Persistence mode on")
+@check("INV-06", "Persistence mode on", sources=("nvml",))
 def persistence(facts: Facts, topology: Topology) -> Verdict:
     want = topology.host.persistence
     text = "on" if want else "off"
@@ -163,7 +164,7 @@ def persistence(facts: Facts, topology: Topology) -> Verdict:
                    healthy=f"persistence {text} on all GPUs")
 
 
-@check("INV-07", "MIG disabled (current and pending)")
+@check("INV-07", "MIG disabled (current and pending)", sources=("nvml",))
 def mig(facts: Facts, topology: Topology) -> Verdict:
     want = 1 if topology.host.mig else MIG_DISABLED
     want_text = "enabled" if want else "disabled"
@@ -179,7 +180,7 @@ def mig(facts: Facts, topology: Topology) -> Verdict:
                    healthy=f"MIG {want_text} on all GPUs")
 
 
-@check("INV-08", "ECC enabled (current and pending)")
+@check("INV-08", "ECC enabled (current and pending)", sources=("nvml",))
 def ecc_mode(facts: Facts, topology: Topology) -> Verdict:
     want = topology.host.ecc
     want_text = "on" if want else "off"

@@ -168,7 +168,7 @@ def _route_record(data: dict[str, Any], destination: str) -> Any:
     return record
 
 
-@check("STO-01", "Storage targets routed through BlueField netdevs only")
+@check("STO-01", "Storage targets routed through BlueField netdevs only", sources=("storage",))
 def storage_routes(facts: Facts, topology: Topology) -> Verdict:
     from burnin.parsers.iproute import parse_ip_route
 
@@ -284,7 +284,7 @@ def _storage_rdma(data: dict[str, Any], topology: Topology, fabric: StorageFabri
     return out
 
 
-@check("STO-02", "NCCL configured for compute HCAs only, never storage devices")
+@check("STO-02", "NCCL configured for compute HCAs only, never storage devices", sources=("storage",))
 def nccl_config(facts: Facts, topology: Topology) -> Verdict:
     fabric = _fabric(topology)
     compute = list(fabric.nccl_ib_hca or (h.name for h in topology.compute_hcas))
@@ -332,7 +332,7 @@ def nccl_config(facts: Facts, topology: Topology) -> Verdict:
 # ------------------------------------------------------------------ STO-04
 
 
-@check("STO-04", "BlueField netdev MTU")
+@check("STO-04", "BlueField netdev MTU", sources=("storage",))
 def storage_mtu(facts: Facts, topology: Topology) -> Verdict:
     fabric = _fabric(topology)
     mtus = sorted({n.mtu for n in fabric.netdevs})
@@ -367,7 +367,7 @@ def _ecn_on(info: dict[str, Any], point: str, prio: int, name: str) -> bool:
     return measured_count(values.get(str(prio)), name, f"ecn/{point}/enable/{prio}", ECN_FLAG) == 1
 
 
-@check("STO-05", "RoCE QoS of the storage netdevs (trust, PFC, ECN)", fast=False)
+@check("STO-05", "RoCE QoS of the storage netdevs (trust, PFC, ECN)", sources=("storage", "storage-nic"), fast=False)
 def storage_qos(facts: Facts, topology: Topology) -> Verdict:
     from burnin.parsers.mlnx_qos import parse_mlnx_qos
 
@@ -420,7 +420,7 @@ def bluefield_mode(offload_engine: int | None, cpu_model: int | None) -> str | N
     return None
 
 
-@check("STO-06", "BlueField operating mode (DPU or NIC) as designed", fast=False)
+@check("STO-06", "BlueField operating mode (DPU or NIC) as designed", sources=("storage-nic",), fast=False)
 def bluefield_operating_mode(facts: Facts, topology: Topology) -> Verdict:
     from burnin.parsers.mlxconfig import parse_mlxconfig_query, value_code
 
@@ -487,7 +487,7 @@ def _effective(sysctls: dict[str, Any], name: str, setting: str) -> int:
     return max(values)
 
 
-@check("STO-07", "No cross-fabric leaks: ARP/rp_filter settings and disjoint subnets")
+@check("STO-07", "No cross-fabric leaks: ARP/rp_filter settings and disjoint subnets", sources=("storage",))
 def cross_fabric(facts: Facts, topology: Topology) -> Verdict:
     fabric = _fabric(topology)
     want = fabric.sysctl.expected()
