@@ -8,9 +8,16 @@ from dataclasses import dataclass, field
 
 
 class Status(str, enum.Enum):
+    """The one status vocabulary of verdicts, check outcomes and the gate (its values are gate.json's strings).
+
+    A check judges pass, fail or incomplete; ``NOT_APPLICABLE`` is the topology's
+    explicit decision, with its reason, that a check does not apply to a node.
+    """
+
     PASS = "pass"  # noqa: S105 - a verdict, not a password
     FAIL = "fail"
     INCOMPLETE = "incomplete"
+    NOT_APPLICABLE = "not-applicable"
 
 
 class Unmeasurable(Exception):

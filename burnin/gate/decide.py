@@ -13,13 +13,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from burnin.evaluate.verdict import Status
 from burnin.nodes import fold
 from burnin.text import printable
 
-PASS = "pass"  # noqa: S105 - a verdict, not a password
-FAIL = "fail"
-INCOMPLETE = "incomplete"
-NOT_APPLICABLE = "not-applicable"
+# The outcome strings are the one vocabulary's values (burnin.evaluate.verdict.Status).
+PASS: str = Status.PASS.value
+FAIL: str = Status.FAIL.value
+INCOMPLETE: str = Status.INCOMPLETE.value
+NOT_APPLICABLE: str = Status.NOT_APPLICABLE.value
 RUN_CHECK = "RUN"  # the pseudo check id of reasons about the run itself
 
 
