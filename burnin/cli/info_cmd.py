@@ -16,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from burnin.checks import unjudgeable_checks
     from burnin.topology.load import find_topology, list_topologies
 
     if args.from_facts:
@@ -24,10 +25,16 @@ def run(args: argparse.Namespace) -> int:
         topo = find_topology(args.check)
         print(f"{topo.name}: {topo.gpus.count} x {topo.gpus.model}, {len(topo.compute_hcas)} compute HCAs, "
               f"{len(topo.storage_hcas)} storage HCAs, {len(topo.references)} references: ok")
+        for check_id, reason in unjudgeable_checks(topo).items():
+            print(f"  cannot judge {check_id}: {reason} (it will be incomplete)")
         return 0
     for name, path in list_topologies().items():
         try:
-            description = find_topology(str(path)).description
+            topo = find_topology(str(path))
+            description = topo.description
+            unjudgeable = unjudgeable_checks(topo)
+            if unjudgeable:
+                description += f" [cannot judge {', '.join(unjudgeable)}]"
         except Exception as exc:  # noqa: BLE001 - list the broken file, do not stop
             description = f"INVALID: {exc}"
         print(f"{name:24} {description}  ({path})")
