@@ -14,7 +14,7 @@ from burnin.checks.base import CHECKS, CheckSpec, evaluate
 from burnin.checks.references import missing_reason, missing_references
 from burnin.topology.model import Topology
 
-# Modules whose checks read only what the collector gathers (the health probe's set)...
+# Modules whose checks read only what the collector gathers (the probe picks from these: probe_check_ids)...
 _NODE_MODULES = (
     "burnin.checks.inventory",
     "burnin.checks.gpu",
@@ -29,8 +29,9 @@ _WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin
 def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
     """Import the check modules (idempotent) and return the registry.
 
-    ``node_only`` skips the workload checks, so the health probe does not
-    import the fabric machinery it never uses.
+    ``node_only`` does not import the workload check modules, so the health
+    probe does not import the fabric machinery it never uses; the registry it
+    returns still holds every check imported so far (select by ``sources``).
     """
     for module in _NODE_MODULES if node_only else (*_NODE_MODULES, *_WORKLOAD_MODULES):
         importlib.import_module(module)
@@ -48,13 +49,13 @@ def probe_check_ids(cheap_sources: Iterable[str]) -> list[str]:
     return [cid for cid, spec in load_all(node_only=True).items() if spec.fast and cheap.issuperset(spec.sources)]
 
 
-def unjudgeable_checks(topology: Topology, *, node_only: bool = False) -> dict[str, str]:
+def unjudgeable_checks(topology: Topology) -> dict[str, str]:
     """Check id -> why ``topology`` cannot judge it (a reference it reads is defined nowhere).
 
     The check itself says the same when it runs: incomplete, with that cause.
     """
     out: dict[str, str] = {}
-    for check_id, spec in load_all(node_only=node_only).items():
+    for check_id, spec in load_all().items():
         missing = missing_references(topology, spec.references)
         if missing:
             out[check_id] = missing_reason(topology, missing)
