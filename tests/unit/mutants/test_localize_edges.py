@@ -62,7 +62,7 @@ def checked_round(planner: Localizer) -> list[Job]:
 def drive(planner: Localizer, bad: set[str], *, flaky: float = 0.0, seed: int = 0) -> list[list[Job]]:
     """To the end: a test fails when it holds a bad node, or at random with probability ``flaky``."""
     rng = random.Random(seed)
-    rounds = []
+    rounds: list[list[Job]] = []
     while True:
         tests = checked_round(planner)
         if not tests:
