@@ -1,19 +1,22 @@
 """The health probe: fast, read-only checks on the local node, one line out.
 
 Runs every few minutes on every production node (Slurm HealthCheckProgram),
-beside training jobs. It imports only the collector, the fast checks and the
-cached topology: no pytest, no pydantic, no YAML parser on the hot path.
+beside training jobs. It imports only the collector, the check registry (whose
+fast checks it runs) and the cached topology: no pytest, no pydantic, no YAML
+parser on the hot path. Which node it runs as, and below which root it reads,
+come from :mod:`burnin.collector.node_env`.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from burnin.checks import load_all
 from burnin.checks.base import not_applicable_reason
+from burnin.collector import node_env
 from burnin.collector.core import FAST_SOURCES, collect
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
@@ -28,6 +31,8 @@ class ProbeResult:
     node: str
     verdicts: tuple[Verdict, ...]
     duration_s: float
+    facts: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What the collector gathered (the measurements ``--metrics`` exports)."""
 
     @property
     def failed(self) -> tuple[Verdict, ...]:
@@ -70,7 +75,7 @@ def fast_check_ids() -> list[str]:
 
 
 def local_node_name() -> str:
-    return os.environ.get("BURNIN_SIM_NODE") or socket.gethostname().split(".")[0]
+    return node_env.short_name()
 
 
 def run_probe(topology: Topology, *, root: str | None = None, timeout: float = 5.0,
@@ -79,7 +84,7 @@ def run_probe(topology: Topology, *, root: str | None = None, timeout: float = 5
 
     started = time.monotonic()
     node = local_node_name()
-    root = root or os.environ.get("BURNIN_ROOT", "/")
+    root = root or node_env.root()
     storage = topology.storage.collector_tokens() if topology.storage is not None else ()
     data = collect(root, (*FAST_SOURCES, *storage), timeout)
     if record_baseline:
@@ -92,4 +97,14 @@ def run_probe(topology: Topology, *, root: str | None = None, timeout: float = 5
     # A check the node type itself declares not applicable (no storage fabric) is not run.
     ids = [cid for cid in (checks or fast_check_ids()) if not_applicable_reason(cid, topology) is None]
     verdicts = tuple(registry[cid].func(facts, topology) for cid in ids)
-    return ProbeResult(node, verdicts, time.monotonic() - started)
+    return ProbeResult(node, verdicts, time.monotonic() - started, data)
+
+
+def metrics_text(result: ProbeResult, *, timestamp: float) -> str:
+    """The probe's verdicts and measurements as a Prometheus textfile (node_exporter's textfile collector)."""
+    from burnin.report.metrics import exposition
+
+    gate = {"nodes": {result.node: {"admitted": result.exit_code == EXIT_OK}}}
+    outcomes = [v.to_json() for v in result.verdicts]
+    return exposition(gate, outcomes, {result.node: result.facts}, timestamp=timestamp,
+                      duration_s=result.duration_s)

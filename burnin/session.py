@@ -1,7 +1,8 @@
-"""One acceptance run: gather facts, run the suites under pytest, write the gate.
+"""One acceptance run: gather facts, run the suites' phases, run the suites under pytest, write the gate.
 
 This is the single run path for simulated, SSH and Slurm nodes; only the
-dispatcher differs.
+dispatcher differs. The active phases (:mod:`burnin.phases`) come in as
+:class:`~burnin.phases.PhaseRun` items: the session names no suite and no dispatcher.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from burnin.plugin import GATE_FILE, RUN_FILE, VERDICTS_FILE
 from burnin.resources import suites_dir
 
 if TYPE_CHECKING:
-    from burnin.fabric.phase import FabricOptions
+    from burnin.phases import PhaseRun
 
 METRICS_FILE = "metrics.prom"
 
@@ -134,19 +135,23 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
             keyword: str | None = None, timeout: float = 120.0,
             on_gathered: Callable[[str], None] | None = None,
             on_test: Callable[[], None] | None = None,
-            fabric: FabricOptions | None = None) -> RunResult:
-    """Gather facts, measure the fabric (when ``fabric`` is given), run the suites, read the gate."""
-    from burnin.gate.decide import NodeDecision as _Decision
+            phases: Sequence[PhaseRun] = (), dry_run: bool = False,
+            say: Callable[[str], None] = print) -> RunResult:
+    """Gather facts, run each phase (it adds its measurements to the facts), run the suites, read the gate.
 
+    ``dry_run``: phases that can print what they would launch do so instead (``say``).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_results(out_dir)
     facts = dispatcher.gather(sources=_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
                               on_done=on_gathered)
-    if fabric is not None:
-        from burnin.fabric.phase import run_fabric_phase
+    if phases:
+        from burnin.phases import PhaseContext
         from burnin.topology.load import find_topology
 
-        run_fabric_phase(dispatcher, facts, topology=find_topology(topology), out_dir=out_dir, options=fabric)
+        context = PhaseContext(dispatcher, facts, find_topology(topology), out_dir, dry_run=dry_run, say=say)
+        for run in phases:
+            run.phase.run(context, run.options)
     facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
     code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test)
     gate_file = out_dir / GATE_FILE
@@ -157,7 +162,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     gate = json.loads(gate_file.read_text(encoding="utf-8"))
     write_reports(out_dir, gate, facts)
     decisions = {
-        node: _Decision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),
+        node: NodeDecision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),
                         tuple(d.get("not_applicable", {}).items()))
         for node, d in gate["nodes"].items()
     }

@@ -8,39 +8,28 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.cli.argtypes import positive_int, seconds
+from burnin.cli.argtypes import seconds
 from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:
+    from burnin.dispatch.base import Dispatcher
+    from burnin.gate.registry import Gate
+    from burnin.phases import PhaseRun
     from burnin.topology.model import Topology
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_argument_group("nodes")
-    target.add_argument("--sim", nargs="?", type=int, const=8, metavar="N",
-                        help="run on N simulated nodes sim01..simNN (default 8)")
-    target.add_argument("--fault", action="append", default=[], metavar="NODE:FAULT",
-                        help="inject a simulator fault, e.g. sim03:nvlink-down (repeatable; see `burnin faults`)")
-    target.add_argument("--via", choices=("ssh", "slurm"), default=None,
-                        help="dispatch to real nodes over SSH or through Slurm")
-    target.add_argument("--hosts", metavar="NODESET", help="ssh: nodes to run on, e.g. rack12-n[01-32]")
-    target.add_argument("--inventory", type=Path, metavar="FILE", help="ssh: inventory YAML (nodes, groups)")
-    target.add_argument("--ssh-config", type=Path, metavar="FILE",
-                        help="ssh: ssh_config to honour (default ~/.ssh/config)")
-    target.add_argument("--accept-new-host-keys", action="store_true",
-                        help="ssh: accept and record unknown host keys (like OpenSSH accept-new); "
-                             "changed keys still fail")
-    target.add_argument("--fanout", type=positive_int, default=64, metavar="N",
-                        help="ssh: nodes in flight at once (default 64)")
-    target.add_argument("--nodes", metavar="NODESET", help="slurm: nodes to run on (default: $SLURM_JOB_NODELIST)")
-    target.add_argument("--partition", metavar="P", help="slurm: partition")
-    target.add_argument("--reservation", metavar="R", help="slurm: reservation")
-    target.add_argument("--collector", metavar="PATH",
-                        help="slurm: collector zipapp already on the nodes (default: ship it with sbcast)")
+    from burnin.dispatch import registry as dispatchers
+    from burnin.gate.registry import NO_GATE, gate_names
+    from burnin.phases import add_arguments as add_phase_arguments
+
+    dispatchers.add_arguments(parser.add_argument_group("nodes"))
     gate = parser.add_argument_group("gate")
-    gate.add_argument("--gate", choices=("none", "slurm"), default="none",
+    gate.add_argument("--gate", choices=gate_names(), default=NO_GATE,
                       help="act on the verdicts: slurm drains rejected nodes and resumes burnin-drained healthy ones")
-    gate.add_argument("--dry-run", action="store_true", help="print the scontrol commands instead of running them")
+    gate.add_argument("--dry-run", action="store_true",
+                      help="act on nothing: print the gate's commands (and the megatron suite's launches) "
+                           "instead of running them")
     parser.add_argument("--topology", default="hgx-h100-8gpu", metavar="NAME|FILE",
                         help="node type to judge against (see `burnin topologies`)")
     parser.add_argument("--suite", action="append", default=None, metavar="NAME",
@@ -51,29 +40,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only run tests matching this pytest -k expression")
     parser.add_argument("--timeout", type=seconds, default=120.0, metavar="S",
                         help="per-node timeout for gathering facts (default 120)")
-    fabric = parser.add_argument_group("fabric suite")
-    fabric.add_argument("--localize", action="store_true",
-                        help="fabric: name bad nodes by pairwise runs even when the multi-node run passes")
-    fabric.add_argument("--fabric-config", type=Path, metavar="FILE",
-                        help="fabric: site settings YAML (tools, launcher, sizes; see docs/fabric.md)")
+    add_phase_arguments(parser)
 
 
 def _default_out() -> Path:
     return Path("reports") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 
-def _check_arguments(args: argparse.Namespace, suites: list[str]) -> None:
-    """Usage errors that argparse cannot see, found before any node is touched."""
-    from burnin.errors import UsageError
+def _check_arguments(args: argparse.Namespace, suites: list[str]) -> list[PhaseRun]:
+    """Usage errors that argparse cannot see, found before any node is touched; the run's phases."""
+    from burnin.phases import phases_for
 
     if args.keyword is not None:
         _check_keyword(args.keyword)
-    if "fabric" not in suites:
-        for flag, given in (("--fabric-config", args.fabric_config is not None), ("--localize", args.localize)):
-            if given:
-                raise UsageError(f"{flag} applies to the fabric suite only: add --suite fabric")
-    if args.fabric_config is not None and not args.fabric_config.is_file():
-        raise UsageError(f"--fabric-config {args.fabric_config}: no such file")
+    return phases_for(args, suites)
 
 
 def _check_keyword(expression: str) -> None:
@@ -122,28 +102,11 @@ def _remove_empty(folders: list[Path]) -> None:
             return
 
 
-def _dispatcher(args: argparse.Namespace, topology: Topology, out_dir: Path) -> object:
-    from burnin.errors import UsageError
+def _dispatcher(args: argparse.Namespace, topology: Topology, out_dir: Path, suites: list[str]) -> Dispatcher:
+    from burnin.dispatch.base import DispatchContext
+    from burnin.dispatch.registry import open_dispatcher
 
-    topology_name = args.topology
-    if args.sim is not None:
-        from burnin.dispatch.sim import SimDispatcher, parse_fault_args, scratch_dir
-        from burnin.nodes import sim_names
-
-        names = sim_names(args.sim)
-        faults = parse_fault_args(args.fault, names)
-        return SimDispatcher(scratch_dir(), topology, names, faults, owned=True)
-    if args.fault:
-        raise UsageError("--fault needs --sim (faults are injected into simulated nodes)")
-    if args.via == "ssh":
-        from burnin.dispatch.ssh import SshDispatcher
-
-        return SshDispatcher.from_args(args, topology_name)
-    if args.via == "slurm":
-        from burnin.dispatch.slurm import SlurmDispatcher
-
-        return SlurmDispatcher.from_args(args, topology_name, out_dir)
-    raise UsageError("no nodes: pass --sim [N], --via ssh --hosts/--inventory, or --via slurm")
+    return open_dispatcher(args, DispatchContext(topology, args.topology, out_dir, tuple(suites)))
 
 
 def _partial_reason(gate_doc: dict[str, object]) -> str | None:
@@ -167,47 +130,59 @@ def run(args: argparse.Namespace) -> int:
     from burnin.cli.interrupt import raise_if_received
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary
-    from burnin.fabric.phase import FabricOptions
     from burnin.session import SuiteError, execute
     from burnin.topology.load import find_topology
 
     suites = args.suite or ["node"]
-    _check_arguments(args, suites)
+    phases = _check_arguments(args, suites)
     topology = find_topology(args.topology)  # validate before touching any node
+    gate = _gate(args.gate)
     _refuse_partial_gate(args.gate, args.keyword and f"-k {args.keyword!r} selects a subset of the checks")
     topology_ref = args.topology
     out_dir = args.out or _default_out()
     created = _prepare_out(out_dir)
+    started_at = time.time()
     try:
-        dispatcher = _dispatcher(args, topology, out_dir)
+        dispatcher = _dispatcher(args, topology, out_dir, suites)
     except BaseException:
         _remove_empty(created)
         raise
     try:  # from here on the dispatcher is closed (scratch removed, allocation released) whatever happens
-        fabric = FabricOptions(args.fabric_config, args.localize) if "fabric" in suites else None
         started = time.monotonic()
-        with Progress(total_nodes=len(dispatcher.nodes)) as progress:  # type: ignore[attr-defined]
+        with Progress(total_nodes=len(dispatcher.nodes)) as progress:
             result = execute(
-                dispatcher,  # type: ignore[arg-type]
+                dispatcher,
                 topology=topology_ref, out_dir=out_dir, suites=suites, keyword=args.keyword,
                 timeout=args.timeout, on_gathered=progress.node_gathered, on_test=progress.test_done,
-                fabric=fabric,
+                phases=phases, dry_run=args.dry_run,
             )
     except SuiteError as exc:
         raise_if_received()  # pytest stopped on SIGINT/SIGTERM: report the interrupt, not pytest
         print(f"burnin run: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
     finally:
-        dispatcher.close()  # type: ignore[attr-defined]
+        dispatcher.close()
     raise_if_received()
     from burnin.report.html import render
+    from burnin.report.runinfo import write_run_json
 
+    duration = time.monotonic() - started
+    write_run_json(result.out_dir, argv=_command_line(), suites=suites, started=started_at, duration_s=duration)
     render(result.out_dir)
-    print_summary(result, topology.name, time.monotonic() - started)
-    if args.gate == "slurm":
-        from burnin.gate.slurm import apply_gate
-
+    print_summary(result, topology.name, duration)
+    if gate is not None:
         _refuse_partial_gate(args.gate, _partial_reason(result.gate))
-
-        apply_gate(result.decisions, dry_run=args.dry_run)
+        gate.apply(result.decisions, dry_run=args.dry_run)
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED
+
+
+def _gate(name: str) -> Gate | None:
+    """The ``--gate`` implementation (None: ``--gate none``), found before any node is touched."""
+    from burnin.gate.registry import NO_GATE, find_gate
+
+    return None if name == NO_GATE else find_gate(name)
+
+
+def _command_line() -> list[str]:
+    """How burnin was called, for run.json (``burnin run ...`` whatever the entry point)."""
+    return ["burnin", *sys.argv[1:]]

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
+    from burnin.collector import node_env
     from burnin.errors import UsageError
     from burnin.nodes import validate_name
     from burnin.probe import local_node_name
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot create the state folder {state_dir}: {exc.strerror or exc}") from None
     config = WatchConfig(
         node=node, state_dir=state_dir, kernel_log=_kernel_log(args.kernel_log),
-        root=os.environ.get("BURNIN_ROOT", "/"), use_nvml=not args.no_nvml,
+        root=node_env.root(), use_nvml=not args.no_nvml,
         probe_interval=args.probe_interval, dedupe_window=args.dedupe_window,
         policy=Policy(ib_port_down=Action[args.ib_port_down.upper()]), dry_run=args.dry_run,
         topology=args.topology,

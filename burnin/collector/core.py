@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from burnin.collector import commands, nvml, storage, sysfs, telemetry
+from burnin.collector import commands, node_env, nvml, storage, sysfs, telemetry
 
 SCHEMA_VERSION = 1
 
@@ -82,7 +80,7 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
     sources, storage_targets, storage_vrf = storage.split_items(sources)
     facts: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
-        "hostname": os.environ.get("BURNIN_SIM_NODE") or socket.gethostname(),
+        "hostname": node_env.host_name(),
         "root": root,
         "collected_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sources": {},
@@ -117,7 +115,7 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burnin-collect", description=__doc__)
-    parser.add_argument("--root", default=os.environ.get("BURNIN_ROOT", "/"),
+    parser.add_argument("--root", default=node_env.root(),
                         help="read sysfs/procfs below this directory (default: $BURNIN_ROOT or /)")
     parser.add_argument("--timeout", type=float, default=20.0, help="per-source timeout in seconds")
     parser.add_argument("--sources", default="all", help="comma-separated sources, 'all' or 'fast'")

@@ -1,18 +1,98 @@
-"""What every dispatcher (sim, ssh, slurm) offers to ``burnin run``."""
+"""What every dispatcher (sim, ssh, slurm) offers to ``burnin run``, and the job launcher phases use.
+
+A dispatcher knows which nodes a run covers, gathers their facts, and supplies
+a :class:`JobLauncher`: how the active phases (fabric, megatron, ...) start
+jobs on those nodes, and which built-in settings fit them. Phases ask the
+launcher, never the dispatcher's type.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from burnin.facts import Facts
 
+if TYPE_CHECKING:
+    from burnin.topology.model import Topology
+    from burnin.transport.base import Transport
+    from burnin.transport.slurm_jobs import SlurmJobs
+
+JobForm = Literal["srun", "mpirun", "local"]
+"""How a multi-node job starts: ``srun`` steps from where burnin runs; a launcher (mpirun, torchrun)
+on the nodes themselves through the transport; ``local``: as ``mpirun``, and a job may also run as
+one process on its first node that models the group (:attr:`JobLauncher.job_env` names the members)."""
+
+Preset = Literal["simulated", "production"]
+"""Which built-in settings a phase starts from: the real tools, or the simulated nodes' stand-ins."""
+
+
+def _no_env(nodes: Sequence[str]) -> Mapping[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class JobLauncher:
+    """How phases launch jobs on a dispatcher's nodes (supplied by the dispatcher).
+
+    ``transport`` runs a command on one node (forms ``mpirun`` and ``local``);
+    ``slurm`` reaches the nodes through Slurm (form ``srun``): allocations and
+    steps; ``job_env(nodes)`` is the environment a command needs to run as a job
+    over ``nodes`` (empty but on simulated racks).
+    """
+
+    name: str
+    form: JobForm
+    preset: Preset = "production"
+    transport: Transport | None = None
+    slurm: SlurmJobs | None = None
+    job_env: Callable[[Sequence[str]], Mapping[str, str]] = field(default=_no_env)
+
 
 class Dispatcher(Protocol):
+    """Which nodes a run covers, how their facts are gathered, and how phases reach them."""
+
     nodes: list[str]
     topology_by_node: dict[str, str]
 
     def gather(self, *, sources: str, timeout: float, on_done: Callable[[str], None] | None = None
                ) -> dict[str, Facts]: ...
 
+    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
+        """The job launcher for the phases, given the facts this dispatcher gathered."""
+
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class DispatchContext:
+    """What ``burnin run`` knows when it opens a dispatcher: the node type, the output folder, the suites."""
+
+    topology: Topology
+    topology_ref: str
+    out_dir: Path
+    suites: tuple[str, ...] = ("node",)
+
+
+def preset_from_facts(facts: Mapping[str, Facts]) -> Preset:
+    """``simulated`` when every reachable node's collector ran as a simulated node.
+
+    The collector reads sysfs below the root the simulator sets for a node
+    (:mod:`burnin.collector.node_env`) and reports it as ``root``; a real node reports ``/``.
+    """
+    reachable = [f for f in facts.values() if not f.unreachable]
+    simulated = bool(reachable) and all(str(f.data.get("root", "/")) != "/" for f in reachable)
+    return "simulated" if simulated else "production"
+
+
+def launcher_of(dispatcher: object, facts: Mapping[str, Facts]) -> JobLauncher:
+    """The dispatcher's job launcher; for an object that offers only a ``transport``, launches through it."""
+    offer = getattr(dispatcher, "launcher", None)
+    if callable(offer):
+        launcher: JobLauncher = offer(facts)
+        return launcher
+    transport = getattr(dispatcher, "transport", None)
+    return JobLauncher(str(getattr(transport, "name", "none")), "mpirun", preset_from_facts(facts),
+                       transport=transport)

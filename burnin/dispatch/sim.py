@@ -1,31 +1,71 @@
-"""Dispatch to simulated nodes: the local transport with each node's environment.
+"""Dispatch to simulated nodes: the local transport with each node's environment (``--sim N``).
 
 The collector runs as a real process with the node's shim PATH, NVML library
-and sysfs root, exactly the code path of a real node.
+and sysfs root, exactly the code path of a real node. This is the only
+dispatcher that imports the simulator (:mod:`burnin.sim`), and only once a
+simulated run starts: ``burnin run --via ssh`` or ``--via slurm`` loads none of it.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from burnin.dispatch.base import DispatchContext, JobLauncher
+from burnin.errors import UsageError
 from burnin.facts import Facts
-from burnin.runner import gather
-from burnin.sim import SimNode, build_rack, parse_fault_spec
-from burnin.topology.model import Topology
 from burnin.transport.local import LocalTransport
 
+if TYPE_CHECKING:
+    from burnin.sim import SimNode
+    from burnin.topology.model import Topology
+
 COLLECTOR_ARGV = (sys.executable, "-m", "burnin.collector")
+DEFAULT_NODES = 8
+USAGE = "--sim [N]"
+SIM_JOB_ENV = "BURNIN_SIM_JOB_NODES"
+"""Names a simulated job's members: the simulated tools model the group (burnin.sim.fabric, burnin.sim.megatron)."""
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--sim", nargs="?", type=int, const=DEFAULT_NODES, metavar="N",
+                       help=f"run on N simulated nodes sim01..simNN (default {DEFAULT_NODES})")
+    group.add_argument("--fault", action="append", default=[], metavar="NODE:FAULT",
+                       help="inject a simulator fault, e.g. sim03:nvlink-down (repeatable; see `burnin faults`)")
+
+
+def implied(args: argparse.Namespace) -> bool:
+    return getattr(args, "sim", None) is not None
+
+
+def refuse_unused(args: argparse.Namespace) -> None:
+    if getattr(args, "fault", None):
+        raise UsageError("--fault needs --sim (faults are injected into simulated nodes)")
+    if getattr(args, "sim", None) is not None:
+        raise UsageError(f"--sim runs on simulated nodes: it does not go with --via {args.via}")
+
+
+def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> SimDispatcher:
+    """``--sim N`` (or ``--via sim``) with ``--fault`` items; a fault of a suite that is not run is refused."""
+    from burnin.nodes import sim_names
+
+    count = args.sim if getattr(args, "sim", None) is not None else DEFAULT_NODES
+    names = sim_names(count)
+    faults = parse_fault_args(list(getattr(args, "fault", []) or []), names)
+    refuse_faults_outside(faults, context.suites)
+    return SimDispatcher(scratch_dir(), context.topology, names, faults, owned=True)
 
 
 def parse_fault_args(values: list[str], names: list[str]) -> dict[str, list[object]]:
     """``["sim03:nvlink-down", "sim06:ib-rate-200@mlx5_1"]`` → faults per node."""
-    from burnin.errors import UsageError
+    from burnin.sim import parse_fault_spec
 
     faults: dict[str, list[object]] = {}
     for value in values:
@@ -36,6 +76,24 @@ def parse_fault_args(values: list[str], names: list[str]) -> dict[str, list[obje
             raise UsageError(f"--fault {value!r}: no simulated node {node!r} (nodes: {names[0]}..{names[-1]})")
         faults.setdefault(node, []).append(parse_fault_spec(spec))
     return faults
+
+
+def refuse_faults_outside(faults: Mapping[str, Sequence[object]], suites: Sequence[str]) -> None:
+    """A fault that only a suite not in this run could catch is a usage error (it would change nothing judged).
+
+    Node faults change the node itself, which every suite reads; a fault of a measuring
+    suite (fabric, megatron) acts only in that suite's runs; soak faults need ``burnin soak``.
+    """
+    running = {Path(s).name for s in suites}
+    for node, node_faults in faults.items():
+        for fault in node_faults:
+            suite = str(getattr(getattr(fault, "spec", None), "suite", "node"))
+            if suite == "node" or suite in running:
+                continue
+            label = getattr(fault, "label", None) or getattr(getattr(fault, "spec", None), "name", "?")
+            how = "run it with burnin soak" if suite == "soak" else f"add --suite {suite}"
+            raise UsageError(f"--fault {node}:{label} acts only in the {suite} suite, which this run "
+                             f"does not run: {how}")
 
 
 SCRATCH_PREFIX = "burnin-sim-"
@@ -75,8 +133,12 @@ class SimDispatcher:
     With ``owned=True`` the state folder is removed by :meth:`close`.
     """
 
+    name = "sim"
+
     def __init__(self, state_dir: Path, topology: Topology, names: list[str],
                  faults: Mapping[str, list[object]], *, owned: bool = False) -> None:
+        from burnin.sim import build_rack
+
         self.nodes = names
         self._state_dir = state_dir
         self._owned = owned
@@ -97,15 +159,27 @@ class SimDispatcher:
 
     def gather(self, *, sources: str = "all", timeout: float = 60.0,
                on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
+        from burnin.runner import gather
+
         argv = [*COLLECTOR_ARGV, "--sources", sources, "--timeout", str(max(1.0, timeout / 2))]
         return gather(self._transport, self.nodes, argv, timeout=timeout, fanout=8, on_done=on_done)
 
+    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
+        """Commands run locally as each node; a multi-node job may run as one process that models the group."""
+        del facts  # simulated whatever the nodes reported
+        return JobLauncher("sim", "local", "simulated", transport=self._transport, job_env=sim_job_env)
+
     @property
     def transport(self) -> LocalTransport:
-        """The local transport with each node's environment (the fabric phase runs through it)."""
+        """The local transport with each node's environment (phases and the soak run through it)."""
         return self._transport
 
     def close(self) -> None:
         self._transport.close()
         if self._owned:
             remove_scratch(self._state_dir)
+
+
+def sim_job_env(nodes: Sequence[str]) -> dict[str, str]:
+    """What makes a command run on a simulated node a job over ``nodes``."""
+    return {SIM_JOB_ENV: ",".join(nodes)}

@@ -11,8 +11,12 @@ Slurm starts no job on a drained node. A node that burnin itself drained is
 rechecked when the run gates (``--gate slurm``, not ``--dry-run``): it is moved
 into a maintenance reservation of its own, resumed there (so no other job can
 land on it), checked, drained again with its old reason, and the reservation
-is dropped (:mod:`burnin.gate.recheck`); the gate then resumes it if it passed. Nodes held by anyone else,
-down or not responding are not touched and come back ``unreachable``.
+is dropped (:class:`burnin.transport.slurm_jobs.Allocation`); the gate then
+resumes it if it passed. Nodes held by anyone else, down or not responding are
+not touched and come back ``unreachable``.
+
+Phases launch through :meth:`SlurmDispatcher.launcher`: srun steps in an
+allocation of their own (or the one burnin runs in), with the same recheck.
 """
 
 from __future__ import annotations
@@ -23,15 +27,14 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from burnin.dispatch.base import DispatchContext, JobLauncher, preset_from_facts
 from burnin.errors import UsageError
 from burnin.facts import Facts
-from burnin.gate.recheck import Recheck, recheckable
-from burnin.gate.slurm import SlurmNode, read_nodes
 from burnin.nodes import expand
 from burnin.runner import facts_from_result
 from burnin.transport.base import CommandResult
@@ -39,13 +42,11 @@ from burnin.transport.slurm import (
     QUICK_TIMEOUT,
     SlurmClient,
     collect_command,
-    granted_job_id,
-    salloc_argv,
     sbcast_argv,
-    scancel_argv,
     split_step,
     srun_argv,
 )
+from burnin.transport.slurm_jobs import Allocation, SlurmJobs, SlurmNode, read_nodes, recheckable
 
 STAGE_DIR = "/tmp"  # node-local directory the collector is copied to
 SBCAST_TIMEOUT = 60.0
@@ -54,6 +55,19 @@ STEP_SLACK = 30.0  # srun start-up and output transfer, beyond the per-node time
 # A resumed node shows idle* for a moment; if the health check drains it again meanwhile
 # (it still fails a fast check), the recheck allocation can never start: do not wait long.
 RECHECK_WAIT = 20.0
+USAGE = "--via slurm [--nodes NODESET]"
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--nodes", metavar="NODESET", help="slurm: nodes to run on (default: $SLURM_JOB_NODELIST)")
+    group.add_argument("--partition", metavar="P", help="slurm: partition")
+    group.add_argument("--reservation", metavar="R", help="slurm: reservation")
+    group.add_argument("--collector", metavar="PATH",
+                       help="slurm: collector zipapp already on the nodes (default: ship it with sbcast)")
+
+
+def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> SlurmDispatcher:
+    return SlurmDispatcher.from_args(args, context.topology_ref, context.out_dir)
 
 
 @dataclass
@@ -88,7 +102,7 @@ class SlurmDispatcher:
         self.collector = collector
         self.recheck_drained = recheck_drained
         self.stage_dir = stage_dir.rstrip("/") or "/"
-        self.client = client or SlurmClient()
+        self.client: SlurmClient = client or SlurmClient()
         self.log_file = log_file
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
 
@@ -174,37 +188,17 @@ class SlurmDispatcher:
     def _run_group(self, group: _Group, token: str, collector_args: list[str],
                    timeout: float) -> dict[str, CommandResult]:
         name = f"burnin-{'recheck-' if group.recheck else ''}{token}"
-        reservation = self.reservation
-        own = self.job_id is None
-        job_id = self.job_id
-        recheck = Recheck(name, group.nodes, group.recheck) if group.recheck else None
+        allocation = Allocation(self.client, group.nodes, name=name, job_id=self.job_id, partition=self.partition,
+                                reservation=self.reservation, drained=group.recheck, run=self._run)
         try:
-            if recheck is not None:
-                failure = recheck.open(self._run)
-                if failure:
-                    return _all_failed(group.nodes, failure)
-                reservation = name
-            if own:
-                wait = min(timeout, RECHECK_WAIT) if group.recheck else timeout
-                argv = salloc_argv(group.nodes, job_name=name, time_limit_s=2 * timeout + 4 * STEP_SLACK,
-                                   immediate_s=wait, partition=self.partition, reservation=reservation)
-                if recheck is not None:
-                    alloc, drained_again = recheck.allocate(self._run, self.client, argv, wait + STEP_SLACK, name)
-                else:
-                    alloc, drained_again = self._run(argv, wait + STEP_SLACK), ""
-                job_id = granted_job_id(alloc.stderr)
-                if job_id is None:
-                    if alloc.timed_out:
-                        self._run(scancel_argv(job_name=name), QUICK_TIMEOUT)
-                    why = drained_again or f"no Slurm allocation: {alloc.describe_failure()}"
-                    return _all_failed(group.nodes, why)
-            assert job_id is not None
-            return self._collect(group.nodes, job_id, name, collector_args, timeout)
+            wait = min(timeout, RECHECK_WAIT) if group.recheck else timeout
+            failure = allocation.open(time_limit_s=2 * timeout + 4 * STEP_SLACK, wait_s=wait, slack_s=STEP_SLACK)
+            if failure:
+                return _all_failed(group.nodes, failure)
+            assert allocation.job_id is not None
+            return self._collect(group.nodes, allocation.job_id, name, collector_args, timeout)
         finally:
-            if own and job_id:
-                self._run(scancel_argv(job_id), QUICK_TIMEOUT)
-            if recheck is not None:
-                recheck.close(self._run, self.client)
+            allocation.close()
 
     def _collect(self, nodes: list[str], job_id: str, name: str, collector_args: list[str],
                  timeout: float) -> dict[str, CommandResult]:
@@ -257,6 +251,12 @@ class SlurmDispatcher:
                 handle.write(f"{time.strftime('%H:%M:%S')} {text}\n")
         except OSError:
             pass  # the log is an aid; a read-only out dir must not stop the run
+
+    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
+        """srun steps from here, in an allocation of the phase's own (or the one burnin runs in)."""
+        jobs = SlurmJobs(self.client, job_id=self.job_id, partition=self.partition, reservation=self.reservation,
+                         recheck_drained=self.recheck_drained)
+        return JobLauncher("slurm", "srun", preset_from_facts(facts), slurm=jobs)
 
     def close(self) -> None:
         if self._scratch is not None:

@@ -16,19 +16,39 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from burnin.dispatch.base import DispatchContext, JobLauncher, preset_from_facts
 from burnin.errors import UsageError
 from burnin.facts import Facts
-from burnin.inventory import Inventory, load_inventory
-from burnin.nodes import expand, validate_name
-from burnin.runner import gather
-from burnin.transport import payload
 from burnin.transport.base import CommandResult
-from burnin.transport.ssh import SshTransport
-from burnin.transport.ssh_config import Endpoint, SshConfigResolver
+
+if TYPE_CHECKING:
+    from burnin.inventory import Inventory
+    from burnin.transport.ssh import SshTransport
+    from burnin.transport.ssh_config import Endpoint
 
 DEFAULT_FANOUT = 64
 NODE_PYTHON = "python3"
+USAGE = "--via ssh --hosts/--inventory"
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    from burnin.cli.argtypes import positive_int
+
+    group.add_argument("--hosts", metavar="NODESET", help="ssh: nodes to run on, e.g. rack12-n[01-32]")
+    group.add_argument("--inventory", type=Path, metavar="FILE", help="ssh: inventory YAML (nodes, groups)")
+    group.add_argument("--ssh-config", type=Path, metavar="FILE",
+                       help="ssh: ssh_config to honour (default ~/.ssh/config)")
+    group.add_argument("--accept-new-host-keys", action="store_true",
+                       help="ssh: accept and record unknown host keys (like OpenSSH accept-new); "
+                            "changed keys still fail")
+    group.add_argument("--fanout", type=positive_int, default=DEFAULT_FANOUT, metavar="N",
+                       help=f"ssh: nodes in flight at once (default {DEFAULT_FANOUT})")
+
+
+def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> SshDispatcher:
+    return SshDispatcher.from_args(args, context.topology_ref)
 
 
 class SshDispatcher:
@@ -36,6 +56,8 @@ class SshDispatcher:
 
     def __init__(self, endpoints: Mapping[str, Endpoint], *, fanout: int = DEFAULT_FANOUT,
                  topology_by_node: Mapping[str, str] | None = None, python: str = NODE_PYTHON) -> None:
+        from burnin.transport.ssh import SshTransport
+
         if fanout < 1:
             raise UsageError("--fanout must be at least 1")
         self.nodes: list[str] = list(endpoints)
@@ -47,6 +69,8 @@ class SshDispatcher:
     @classmethod
     def from_args(cls, args: argparse.Namespace, topology_name: str) -> SshDispatcher:
         """Build from ``burnin run`` flags; every mistake is a UsageError/ConfigError before any connect."""
+        from burnin.inventory import load_inventory
+
         hosts: str | None = getattr(args, "hosts", None)
         inventory_path: Path | None = getattr(args, "inventory", None)
         inventory = load_inventory(inventory_path) if inventory_path is not None else None
@@ -66,6 +90,9 @@ class SshDispatcher:
 
         ``ssh_config`` defaults to the inventory's ``ssh_config:``, then ~/.ssh/config.
         """
+        from burnin.nodes import expand, validate_name
+        from burnin.transport.ssh_config import SshConfigResolver
+
         if ssh_config is None and inventory is not None:
             ssh_config = inventory.ssh_config
         if inventory is not None:
@@ -89,12 +116,17 @@ class SshDispatcher:
         return cls(endpoints, fanout=fanout, topology_by_node=topology_by_node)
 
     def collector_argv(self, sources: str, timeout: float) -> list[str]:
+        from burnin.transport import payload
+
         per_source = max(1.0, timeout / 2)
         return payload.stdin_argv(self._python, args=("--sources", sources, "--timeout", f"{per_source:g}"))
 
     def gather(self, *, sources: str = "all", timeout: float = 120.0,
                on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
         """Run the collector on every node once; unreachable/hung/garbled nodes become incomplete."""
+        from burnin.runner import gather
+        from burnin.transport import payload
+
         waves = math.ceil(len(self.nodes) / self.fanout) if self.nodes else 1
         runner = _OncePerNode(self._transport, time.monotonic() + timeout * waves)
         return gather(runner, self.nodes, self.collector_argv(sources, timeout), timeout=timeout,
@@ -103,6 +135,10 @@ class SshDispatcher:
     def run(self, node: str, argv: Sequence[str], *, timeout: float) -> CommandResult:
         """One extra command on a node (reuses the node's connection if it is open)."""
         return self._transport.run(node, argv, timeout=timeout)
+
+    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
+        """Jobs start on the nodes themselves (mpirun, torchrun) over the SSH connections."""
+        return JobLauncher("ssh", "mpirun", preset_from_facts(facts), transport=self._transport)
 
     @property
     def transport(self) -> SshTransport:

@@ -14,16 +14,11 @@ from collections.abc import Mapping, Sequence
 from burnin.fabric.settings import FabricSettings
 from burnin.nodes import fold
 from burnin.topology.model import Topology
+from burnin.transport import slurm as slurm_argv
+from burnin.transport.slurm import PER_NODE_TASK as PER_NODE_TASK  # the one per-node task (Slurm's job layer)
+from burnin.transport.slurm import minutes
 
 KILL_AFTER_S = 5  # `timeout -k`: SIGKILL this long after SIGTERM
-NODE_MARK = "@burnin-node "
-EXIT_MARK = "@burnin-exit "
-# One task per node of a per-node step: frame the command's output with the node's
-# name and its exit status (srun --label only numbers tasks). "$@" is the command.
-PER_NODE_TASK = (
-    'printf "\\n@burnin-node %s@\\n" "${SLURMD_NODENAME:-$(hostname -s)}"; '
-    '"$@"; rc=$?; printf "\\n@burnin-exit %s@\\n" "$rc"; exit "$rc"'
-)
 
 
 def compute_hca_list(topology: Topology) -> str:
@@ -133,21 +128,11 @@ def nvbandwidth_command(settings: FabricSettings) -> list[str]:
 # ---------------------------------------------------------------- Slurm
 
 
-def minutes(seconds: float) -> int:
-    return max(1, math.ceil(seconds / 60.0))
-
-
 def salloc_argv(nodes: Sequence[str], *, job_name: str, time_limit_s: float, immediate_s: float,
                 partition: str | None = None, reservation: str | None = None) -> list[str]:
     """Whole nodes (``--exclusive``) for the fabric phase, without a shell, bounded wait."""
-    argv = ["salloc", "--no-shell", "--no-kill", "--exclusive", f"--nodes={len(nodes)}",
-            f"--nodelist={fold(nodes)}", f"--job-name={job_name}", f"--time={minutes(time_limit_s)}",
-            f"--immediate={max(1, math.ceil(immediate_s))}"]
-    if partition:
-        argv.append(f"--partition={partition}")
-    if reservation:
-        argv.append(f"--reservation={reservation}")
-    return argv
+    return slurm_argv.salloc_argv(nodes, job_name=job_name, time_limit_s=time_limit_s, immediate_s=immediate_s,
+                                  partition=partition, reservation=reservation, exclusive=True, tasks_per_node=None)
 
 
 def _srun_common(job_id: str, nodes: Sequence[str], settings: FabricSettings, time_limit_s: float) -> list[str]:

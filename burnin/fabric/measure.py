@@ -60,7 +60,7 @@ class NcclMeasurement:
         """``sim01+sim04`` for a pair, ``sim[01-08]`` for a group."""
         if len(self.nodes) <= 2:
             return "+".join(self.nodes)
-        from burnin.nodes import fold  # ClusterShell: not at import time (the probe imports every check)
+        from burnin.nodes import fold  # ClusterShell: imported when a group needs folding, not with the module
 
         return fold(self.nodes)
 

@@ -28,11 +28,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from burnin.dispatch.base import launcher_of
 from burnin.errors import UsageError
 from burnin.fabric import commands, judge
 from burnin.fabric.launch import Launcher, OnCommand, SlurmLauncher, TransportLauncher
@@ -58,13 +59,17 @@ class FabricOptions:
 
 def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: Topology, out_dir: Path,
                      options: FabricOptions) -> PhaseResult:
-    """Measure, merge a ``fabric`` section into each reachable node's facts, write fabric.json."""
+    """Measure, merge a ``fabric`` section into each reachable node's facts, write fabric.json.
+
+    The dispatcher's job launcher (:func:`burnin.dispatch.base.launcher_of`) says how jobs
+    start and which built-in settings fit the nodes (simulated or production).
+    """
     reachable = [node for node, node_facts in facts.items() if not node_facts.unreachable]
-    simulated = bool(reachable) and all(str(facts[n].data.get("root", "/")) != "/" for n in reachable)
-    settings = load_settings(options.config, simulated=simulated,
+    jobs = launcher_of(dispatcher, facts)
+    settings = load_settings(options.config, simulated=jobs.preset == "simulated",
                              overrides={"localize": "always"} if options.localize else None)
     log = _CommandLog(out_dir / LOG_FILE)
-    launcher = launcher_for(dispatcher, topology, settings, on_command=log.command)
+    launcher = launcher_for(dispatcher, topology, settings, on_command=log.command, facts=facts)
     try:
         result = Phase(launcher, topology, settings, log).run(reachable)
     finally:
@@ -76,23 +81,20 @@ def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: T
 
 
 def launcher_for(dispatcher: object, topology: Topology, settings: FabricSettings, *,
-                 on_command: OnCommand | None = None) -> Launcher:
-    """srun under Slurm dispatch; otherwise the dispatcher's transport (a simulated job, or mpirun)."""
-    from burnin.dispatch.sim import SimDispatcher
-    from burnin.dispatch.slurm import SlurmDispatcher
-
-    if isinstance(dispatcher, SlurmDispatcher) and settings.launcher in ("auto", "srun"):
-        return SlurmLauncher(dispatcher.client, topology, settings, job_id=dispatcher.job_id,
-                             partition=dispatcher.partition, reservation=dispatcher.reservation,
-                             recheck_drained=dispatcher.recheck_drained, on_command=on_command)
+                 on_command: OnCommand | None = None, facts: Mapping[str, Facts] | None = None) -> Launcher:
+    """srun when the dispatcher reaches its nodes through Slurm; otherwise its transport (mpirun, or a
+    job that runs as one process when the dispatcher's jobs may, as on a simulated rack)."""
+    jobs = launcher_of(dispatcher, facts or {})
+    if jobs.slurm is not None and settings.launcher in ("auto", "srun"):
+        return SlurmLauncher.over(jobs.slurm, topology, settings, on_command=on_command)
     if settings.launcher == "srun":
         raise UsageError("fabric setting launcher: srun needs --via slurm")
-    transport = getattr(dispatcher, "transport", None)
-    if transport is None:
+    if jobs.transport is None:
         raise UsageError(f"{type(dispatcher).__name__} offers no transport for the fabric phase")
-    if isinstance(dispatcher, SimDispatcher) and settings.launcher == "auto":
-        return TransportLauncher(transport, topology, settings, "sim", on_command=on_command)
-    return TransportLauncher(transport, topology, settings, "mpirun", on_command=on_command)
+    if jobs.form == "local" and settings.launcher == "auto":
+        return TransportLauncher(jobs.transport, topology, settings, "sim", on_command=on_command,
+                                 job_env=jobs.job_env)
+    return TransportLauncher(jobs.transport, topology, settings, "mpirun", on_command=on_command)
 
 
 class _CommandLog:

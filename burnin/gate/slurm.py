@@ -1,4 +1,4 @@
-"""The gate that acts: drain rejected nodes, resume the ones burnin drained.
+"""The Slurm gate: drain rejected nodes, resume the ones burnin drained.
 
 Policy (DESIGN.md, "Contracts"): a drain reason burnin sets starts with
 ``burnin:`` followed by the check ids. burnin resumes a node only when its
@@ -6,13 +6,15 @@ current reason starts with ``burnin:``; a node drained or downed by anyone
 else is left exactly as it is, whatever burnin found. Every ``scontrol`` call
 has a timeout, and a failing one is reported without stopping the run.
 
-The argv builders and :func:`plan` are pure; the rest talks to scontrol.
-``burnin probe --drain/--undrain`` uses :func:`drain` and :func:`resume_if_ours`.
+:func:`plan` and :func:`drain_action` are pure; the rest talks to scontrol.
+:class:`SlurmGate` is this policy as a registered gate (:mod:`burnin.gate.registry`):
+``burnin run --gate slurm`` applies it, ``burnin probe --drain/--undrain`` drain
+and resume through it. Reading node states and the scontrol argv are Slurm's job
+layer (:mod:`burnin.transport.slurm_jobs`), shared with the dispatcher.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,114 +23,29 @@ from typing import TYPE_CHECKING, TextIO
 
 from burnin.nodes import fold, validate_name
 from burnin.text import printable
-from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner, show_node_argv
+from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
+from burnin.transport.slurm_jobs import (
+    BURNIN_PREFIX,
+    REASON_LIMIT,
+    SlurmNode,
+    burnin_reason,
+    drain_argv,
+    parse_show_node,
+    read_nodes,
+    resume_argv,
+    unknown_nodes,
+)
 
 if TYPE_CHECKING:
     from burnin.gate.decide import NodeDecision
 
-BURNIN_PREFIX = "burnin:"
-REASON_LIMIT = 200
+__all__ = [
+    "BURNIN_PREFIX", "DEFAULT_TIMEOUT", "REASON_LIMIT", "GateAction", "SlurmGate", "SlurmNode", "apply_gate",
+    "burnin_reason", "drain", "drain_action", "drain_argv", "execute", "node_state", "parse_show_node", "plan",
+    "read_nodes", "resume_argv", "resume_if_ours", "unknown_nodes",
+]
+
 DEFAULT_TIMEOUT = QUICK_TIMEOUT
-
-_STATE_RE = re.compile(r"(?:^|\s)State=(\S+)")
-# Slurm prints ``Reason=<text> [user@time]``; the text itself may hold spaces and '='.
-_REASON_RE = re.compile(r"(?:^|\s)Reason=(.*?) \[[^\]\s]*@[^\]\s]*\](?=\s|$)")
-_REASON_TAIL_RE = re.compile(r"(?:^|\s)Reason=(.*)$")
-_NAME_RE = re.compile(r"^NodeName=(\S+)")
-_NOT_FOUND_RE = re.compile(r"Node (\S+) not found")
-# Base states and flags under which Slurm starts no new job on a node.
-_UNAVAILABLE = frozenset({"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "FUTURE", "POWERED_DOWN",
-                          "POWERING_DOWN", "POWERING_UP", "REBOOT_ISSUED", "UNKNOWN"})
-_BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
-
-
-@dataclass(frozen=True, slots=True)
-class SlurmNode:
-    """A node as ``scontrol show node`` reports it: ``State=IDLE+DRAIN``, its reason."""
-
-    name: str
-    state: str
-    reason: str = ""
-
-    @property
-    def flags(self) -> frozenset[str]:
-        return frozenset(part.rstrip("*") for part in self.state.upper().split("+") if part)
-
-    @property
-    def drained(self) -> bool:
-        """Drained or draining (DRAIN flag, with or without jobs still running)."""
-        return "DRAIN" in self.flags
-
-    @property
-    def busy(self) -> bool:
-        return bool(self.flags & _BUSY)
-
-    @property
-    def ours(self) -> bool:
-        return self.reason.startswith(BURNIN_PREFIX)
-
-    @property
-    def held_by_others(self) -> bool:
-        """Out of the pool for a reason burnin did not set (operator drain, down, fail)."""
-        return bool(self.reason) and not self.ours and bool(self.flags & _UNAVAILABLE)
-
-    @property
-    def schedulable(self) -> bool:
-        return not self.flags & _UNAVAILABLE
-
-
-def burnin_reason(text: str, limit: int = REASON_LIMIT) -> str:
-    """``burnin: <text>`` on one line, at most ``limit`` characters.
-
-    The text carries what a node printed: line breaks become spaces and every
-    other control character is shown escaped (``\\x1b``), never passed to Slurm raw.
-    """
-    text = printable(" ".join(text.split()))
-    if not text.startswith(BURNIN_PREFIX):
-        text = f"{BURNIN_PREFIX} {text}".rstrip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def drain_argv(node: str, reason: str) -> list[str]:
-    """``scontrol update`` draining ``node`` (a name or a folded set) with a burnin reason."""
-    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={burnin_reason(reason)}"]
-
-
-def resume_argv(node: str) -> list[str]:
-    return ["scontrol", "update", f"NodeName={node}", "State=RESUME"]
-
-
-def parse_show_node(text: str) -> dict[str, SlurmNode]:
-    """``scontrol --oneliner show node`` output -> nodes by name (unknown names omitted)."""
-    nodes: dict[str, SlurmNode] = {}
-    for line in text.splitlines():
-        name = _NAME_RE.match(line.strip())
-        if name is None:
-            continue
-        state = _STATE_RE.search(line)
-        reason = _REASON_RE.search(line) or _REASON_TAIL_RE.search(line)
-        nodes[name.group(1)] = SlurmNode(
-            name.group(1), state.group(1) if state else "UNKNOWN",
-            reason.group(1).strip() if reason else "",
-        )
-    return nodes
-
-
-def unknown_nodes(text: str) -> list[str]:
-    """Names scontrol said it does not know (``Node X not found``)."""
-    return _NOT_FOUND_RE.findall(text)
-
-
-def read_nodes(nodes: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT,
-               client: SlurmRunner | None = None) -> tuple[dict[str, SlurmNode], str | None]:
-    """Current state of ``nodes`` in one scontrol call; the error line when it failed."""
-    if not nodes:
-        return {}, None
-    result = (client or SlurmClient()).run(show_node_argv(fold(nodes)), timeout=timeout)
-    found = parse_show_node(result.stdout)
-    if result.error or result.timed_out or (not found and result.exit_status != 0):
-        return found, result.describe_failure()
-    return found, None
 
 
 def node_state(node: str, *, timeout: float = DEFAULT_TIMEOUT,
@@ -201,7 +118,7 @@ def plan(decisions: Mapping[str, NodeDecision], current: Mapping[str, SlurmNode]
 
 
 def execute(actions: Sequence[GateAction], *, dry_run: bool, timeout: float = DEFAULT_TIMEOUT,
-            client: SlurmClient | None = None, out: TextIO | None = None,
+            client: SlurmRunner | None = None, out: TextIO | None = None,
             err: TextIO | None = None) -> bool:
     """Run (or, with ``dry_run``, print) the actions; False when a command failed.
 
@@ -232,20 +149,37 @@ def execute(actions: Sequence[GateAction], *, dry_run: bool, timeout: float = DE
 
 
 def apply_gate(decisions: Mapping[str, NodeDecision], *, dry_run: bool,
-               timeout: float = DEFAULT_TIMEOUT, client: SlurmClient | None = None,
+               timeout: float = DEFAULT_TIMEOUT, client: SlurmRunner | None = None,
                out: TextIO | None = None, err: TextIO | None = None) -> list[GateAction]:
     """Read the nodes' states, plan, and drain/resume (or print with ``dry_run``)."""
+    actions, _ = _apply(decisions, dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
+    return actions
+
+
+def _apply(decisions: Mapping[str, NodeDecision], *, dry_run: bool, timeout: float, client: SlurmRunner | None,
+           out: TextIO | None, err: TextIO | None) -> tuple[list[GateAction], bool]:
     client = client or SlurmClient()
     current, read_error = read_nodes(list(decisions), timeout=timeout, client=client)
     if read_error:
         (err or sys.stderr).write(printable(f"burnin gate: cannot read node states: {read_error}") + "\n")
     actions = plan(decisions, current, read_error=read_error)
-    execute(actions, dry_run=dry_run, timeout=timeout, client=client, out=out or sys.stdout, err=err)
-    return actions
+    ok = execute(actions, dry_run=dry_run, timeout=timeout, client=client, out=out or sys.stdout, err=err)
+    return actions, ok and read_error is None
+
+
+def drain_action(node: str, reason: str, info: SlurmNode) -> GateAction:
+    """What draining ``node`` for ``reason`` means now: keep it (someone else holds it, or burnin
+    drained it already for that reason) or drain it."""
+    if info.held_by_others:
+        return GateAction((node,), "keep", f"{info.state} by someone else ({info.reason}); left as it is")
+    wanted = burnin_reason(reason)
+    if info.drained and info.reason == wanted:
+        return GateAction((node,), "keep", f"already drained ({info.reason})")
+    return GateAction((node,), "drain", wanted, tuple(drain_argv(node, reason)))
 
 
 def drain(node: str, reason: str, *, dry_run: bool = False, timeout: float = DEFAULT_TIMEOUT,
-          client: SlurmClient | None = None, out: TextIO | None = None,
+          client: SlurmRunner | None = None, out: TextIO | None = None,
           err: TextIO | None = None) -> bool:
     """Drain ``node`` with a burnin reason, unless someone else holds it; True if drained."""
     client = client or SlurmClient()
@@ -255,16 +189,14 @@ def drain(node: str, reason: str, *, dry_run: bool = False, timeout: float = DEF
         (err or sys.stderr).write(printable(f"burnin: cannot read the state of {node}: "
                                             f"{read_error or 'not found in Slurm'}; not drained") + "\n")
         return False
-    if info.held_by_others:
-        return False
-    action = GateAction((node,), "drain", burnin_reason(reason), tuple(drain_argv(node, reason)))
-    if info.drained and info.reason == action.note:
-        return True
+    action = drain_action(node, reason, info)
+    if action.action == "keep":
+        return info.drained and info.ours
     return execute([action], dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
 
 
 def resume_if_ours(node: str, *, dry_run: bool = False, timeout: float = DEFAULT_TIMEOUT,
-                   client: SlurmClient | None = None, out: TextIO | None = None,
+                   client: SlurmRunner | None = None, out: TextIO | None = None,
                    err: TextIO | None = None) -> bool:
     """Resume ``node`` only if it is drained with a ``burnin:`` reason; True if resumed."""
     client = client or SlurmClient()
@@ -274,3 +206,24 @@ def resume_if_ours(node: str, *, dry_run: bool = False, timeout: float = DEFAULT
         return False
     action = GateAction((node,), "resume", "drained by burnin, now healthy", tuple(resume_argv(node)))
     return execute([action], dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
+
+
+class SlurmGate:
+    """The Slurm gate as a registered gate (:class:`burnin.gate.registry.Gate`)."""
+
+    name = "slurm"
+
+    def __init__(self, *, client: SlurmRunner | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._client = client
+        self._timeout = timeout
+
+    def apply(self, decisions: Mapping[str, NodeDecision], *, dry_run: bool, out: TextIO | None = None,
+              err: TextIO | None = None) -> bool:
+        _, ok = _apply(decisions, dry_run=dry_run, timeout=self._timeout, client=self._client, out=out, err=err)
+        return ok
+
+    def drain(self, node: str, reason: str, *, dry_run: bool = False) -> bool:
+        return drain(node, reason, dry_run=dry_run, timeout=self._timeout, client=self._client)
+
+    def resume(self, node: str, *, dry_run: bool = False) -> bool:
+        return resume_if_ours(node, dry_run=dry_run, timeout=self._timeout, client=self._client)

@@ -18,7 +18,6 @@ HCAs, the site's ``env``) is set inside the command, so every transport carries 
 
 from __future__ import annotations
 
-import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Literal
 
 from burnin.megatron.config import MegatronSettings, Parallelism
 from burnin.topology.model import Topology
+from burnin.transport.slurm import minutes
 
 Form = Literal["srun", "torchrun"]
 BindingKind = Literal["slurm", "numactl", "none"]
@@ -210,7 +210,7 @@ def time_limit(timeout_s: float) -> list[str]:
 
 
 def _srun_time(seconds: float) -> str:
-    return str(max(1, math.ceil(seconds / 60.0)))
+    return str(minutes(seconds))
 
 
 # ------------------------------------------------------------------ launches

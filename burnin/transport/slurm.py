@@ -5,11 +5,13 @@ runs them through :class:`~burnin.transport.local.LocalTransport`, so every
 call is bounded: ``scontrol`` can hang while slurmd is not registered, and
 ``salloc`` waits for resources.
 
-A collector step is one ``srun`` over all nodes with ``--label``. srun cuts
-long output lines into labelled chunks, so each task's stdout is rebuilt by
-joining its chunks, and the node a task ran on is taken from a marker line the
-task prints itself (``@burnin-node NAME@``) rather than from Slurm's task
-placement. See docs/slurm.md.
+A per-node step (the collector, a phase's tool on every node) is one ``srun``
+over all nodes with ``--label``, split back into one result per node by
+:func:`split_step`. srun cuts long output lines into labelled chunks, so the
+collector's stdout is rebuilt by joining its chunks, and the node a task ran on
+is taken from a marker line the task prints itself (``@burnin-node NAME@``)
+rather than from Slurm's task placement. Node states, allocations and the
+recheck of drained nodes are :mod:`burnin.transport.slurm_jobs`. See docs/slurm.md.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ TASK_SCRIPT = (
     'printf "\\n@burnin-exit %s@\\n" "$rc"; exit "$rc"'
 )
 TIMEOUT_EXIT = 124  # coreutils `timeout` exit status when it had to kill
+# One task per node of a per-node step running any command ("$@"): its output
+# framed by the node's name and its exit status, like the collector's task.
+PER_NODE_TASK = (
+    'printf "\\n@burnin-node %s@\\n" "${SLURMD_NODENAME:-$(hostname -s)}"; '
+    '"$@"; rc=$?; printf "\\n@burnin-exit %s@\\n" "$rc"; exit "$rc"'
+)
 
 
 def minutes(seconds: float) -> int:
@@ -63,18 +71,23 @@ def salloc_argv(
     immediate_s: float,
     partition: str | None = None,
     reservation: str | None = None,
+    exclusive: bool = False,
+    tasks_per_node: int | None = 1,
 ) -> list[str]:
-    """An allocation of exactly ``nodes`` (one task each), without a shell.
+    """An allocation of exactly ``nodes`` (``tasks_per_node`` tasks each), without a shell.
 
     ``--immediate`` bounds the wait for resources; ``--no-kill`` keeps the
-    allocation when one node fails, so the other nodes still report.
+    allocation when one node fails, so the other nodes still report;
+    ``exclusive``: whole nodes (the phases' measurements share them with no job).
     """
-    argv = [
-        "salloc", "--no-shell", "--no-kill",
-        f"--nodes={len(nodes)}", f"--nodelist={fold(nodes)}", "--ntasks-per-node=1",
-        f"--job-name={job_name}", f"--time={minutes(time_limit_s)}",
-        f"--immediate={max(1, math.ceil(immediate_s))}",
-    ]
+    argv = ["salloc", "--no-shell", "--no-kill"]
+    if exclusive:
+        argv.append("--exclusive")
+    argv += [f"--nodes={len(nodes)}", f"--nodelist={fold(nodes)}"]
+    if tasks_per_node is not None:
+        argv.append(f"--ntasks-per-node={tasks_per_node}")
+    argv += [f"--job-name={job_name}", f"--time={minutes(time_limit_s)}",
+             f"--immediate={max(1, math.ceil(immediate_s))}"]
     if partition:
         argv.append(f"--partition={partition}")
     if reservation:
@@ -177,13 +190,19 @@ def _split_labelled(text: str, tasks: dict[int, _Task], stream: str) -> list[str
     return other
 
 
-def split_step(result: CommandResult, nodes: Sequence[str], *, node_timeout_s: float,
-               node_argv: Sequence[str] = ()) -> dict[str, CommandResult]:
-    """One :class:`CommandResult` per node from a labelled collector step.
+def split_step(result: CommandResult, nodes: Sequence[str], *, node_timeout_s: float | None = None,
+               node_argv: Sequence[str] = (), chunked: bool = True) -> dict[str, CommandResult]:
+    """One :class:`CommandResult` per node from a labelled per-node step (one task per node).
 
-    ``node_argv`` is what ran on each node (for messages; default: the srun
-    argv). A node whose task never printed its marker gets ``error`` with
-    srun's lines that name it; one whose task printed no exit marker was cut off.
+    Each task frames its output with ``@burnin-node NAME@`` and ``@burnin-exit N@``
+    (``TASK_SCRIPT``, ``PER_NODE_TASK``). ``chunked``: the output is one long line
+    (the collector's JSON), which srun relays cut into labelled chunks, so a task's
+    chunks are joined as they are; otherwise its lines are kept as lines (a tool's
+    text output). ``node_argv`` is what ran on each node (for messages; default: the
+    srun argv). With ``node_timeout_s`` an exit status 124 means the node's own
+    ``timeout`` stopped the command. A node whose task never printed its marker gets
+    ``error`` with srun's lines that name it; one whose task printed no exit marker
+    was cut off.
     """
     argv = tuple(node_argv) or result.argv
     tasks: dict[int, _Task] = {}
@@ -191,7 +210,7 @@ def split_step(result: CommandResult, nodes: Sequence[str], *, node_timeout_s: f
     srun_lines = _split_labelled(result.stderr, tasks, "err")
     per_node: dict[str, CommandResult] = {}
     for task in tasks.values():
-        joined = "".join(task.out)
+        joined = ("" if chunked else "\n").join(task.out)
         head = _NODE_RE.search(joined)
         if head is None or head.group(1) not in nodes:
             continue
@@ -199,11 +218,13 @@ def split_step(result: CommandResult, nodes: Sequence[str], *, node_timeout_s: f
         exits = list(_EXIT_RE.finditer(joined))
         body_end = exits[-1].start() if exits else len(joined)
         stdout = joined[head.end():body_end].strip("\n")
+        if stdout and not chunked:
+            stdout += "\n"
         stderr = "\n".join([*_lines_naming(srun_lines, node), *task.err])
         status = int(exits[-1].group(1)) if exits else None
         error = None
         timed_out = False
-        if status == TIMEOUT_EXIT:
+        if status == TIMEOUT_EXIT and node_timeout_s is not None:
             timed_out = True
             error = f"collector timed out on {node} after {node_timeout_s:g} s"
         elif status is None:

@@ -1,7 +1,7 @@
 """Under real Slurm, the fabric suite drains a node and readmits it once healthy again.
 
 The fabric phase allocates after the collector step drained the node again, so it
-measures burnin-drained nodes in a reservation of its own (burnin.gate.recheck).
+measures burnin-drained nodes in a reservation of its own (burnin.transport.slurm_jobs).
 """
 
 from __future__ import annotations

@@ -1,0 +1,127 @@
+"""Active measurement phases, found by the suite they measure for (``burnin run --suite NAME``).
+
+A phase runs between gathering and judging: it launches jobs on the nodes
+through the dispatcher's job launcher (:class:`burnin.dispatch.base.JobLauncher`)
+and records what it measured into each node's facts, which the suite's checks
+then judge. The fabric suite's phase runs nccl-tests and nvbandwidth; the
+megatron suite's runs a short training job and the placement probe.
+
+Adding a phase is one module with a :class:`Phase` subclass named ``PHASE`` and
+one line in :data:`PHASES` (docs/architecture.md). Every ``burnin run`` reads
+every phase's options, so a phase module imports its heavy parts inside
+:meth:`Phase.run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from burnin.dispatch.base import JobLauncher
+    from burnin.facts import Facts
+    from burnin.topology.model import Topology
+
+# suite name -> module holding PHASE
+PHASES: dict[str, str] = {
+    "fabric": "burnin.phases.fabric",
+    "megatron": "burnin.phases.megatron",
+}
+
+
+@dataclass
+class PhaseContext:
+    """What a phase works with: the dispatcher, the gathered facts (it adds to them), the node type, the output."""
+
+    dispatcher: object
+    facts: dict[str, Facts]
+    topology: Topology
+    out_dir: Path
+    dry_run: bool = False
+    """``--dry-run``: a phase that can print what it would launch does so, and launches nothing."""
+    say: Callable[[str], None] = field(default=print)
+    """Where a phase prints for the user (its ``--dry-run`` commands)."""
+
+    @property
+    def reachable(self) -> list[str]:
+        """The nodes whose facts were gathered (an unreachable node is measured by nothing)."""
+        return [node for node, node_facts in self.facts.items() if not node_facts.unreachable]
+
+    def launcher(self) -> JobLauncher:
+        """The dispatcher's job launcher for these nodes."""
+        from burnin.dispatch.base import launcher_of
+
+        return launcher_of(self.dispatcher, self.facts)
+
+
+class Phase:
+    """One active measurement phase. Subclasses set :attr:`suite` and implement :meth:`run`."""
+
+    suite: str = ""
+    """The suite whose checks judge what this phase measures (``--suite NAME`` runs it)."""
+
+    def add_arguments(self, group: argparse._ArgumentGroup) -> None:
+        """The phase's own options (``--fabric-config``); none by default."""
+
+    def options(self, args: argparse.Namespace, *, running: bool) -> Any:
+        """Check the phase's options and turn them into what :meth:`run` takes.
+
+        ``running``: whether this run runs the phase's suite; an option given for a
+        suite that does not run is a usage error (say which ``--suite`` to add).
+        """
+        return None
+
+    def run(self, context: PhaseContext, options: Any) -> None:
+        """Measure and record the results into ``context.facts`` (one section per node)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PhaseRun:
+    """A phase this run runs, with its checked options."""
+
+    phase: Phase
+    options: Any = None
+
+
+def suite_name(suite: str) -> str:
+    """A suite's name: a shipped suite's own, or the folder name of a site suite passed as a path."""
+    return Path(suite).name
+
+
+def load_phase(suite: str, registry: Mapping[str, str] | None = None) -> Phase | None:
+    """The registered phase of ``suite`` (None: the suite has no phase)."""
+    target = (PHASES if registry is None else registry).get(suite_name(suite))
+    if target is None:
+        return None
+    phase: Phase = importlib.import_module(target).PHASE
+    return phase
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Each registered phase's options, in a group of its own."""
+    for suite in PHASES:
+        phase = load_phase(suite)
+        if phase is not None:
+            phase.add_arguments(parser.add_argument_group(f"{suite} suite"))
+
+
+def phases_for(args: argparse.Namespace, suites: Sequence[str]) -> list[PhaseRun]:
+    """The phases of ``suites``, in the order given, each with its options checked; every registered phase
+    also checks that its options are not given to a run without its suite."""
+    running = {suite_name(s) for s in suites}
+    runs: dict[str, PhaseRun] = {}
+    for suite in PHASES:
+        phase = load_phase(suite)
+        if phase is None:
+            continue
+        options = phase.options(args, running=suite in running)
+        if suite in running:
+            runs[suite] = PhaseRun(phase, options)
+    ordered = [runs[name] for name in dict.fromkeys(suite_name(s) for s in suites) if name in runs]
+    return ordered
+
