@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from burnin.gate.slurm import burnin_reason, drain_argv, read_nodes
+from burnin.gate.slurm import drain_action, drain_argv, read_nodes
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
 
@@ -114,12 +114,10 @@ class SlurmActor:
             why = error or "not found in Slurm"
             return Outcome((Step(f"scontrol show node {self.node}", False, printable(why, limit=300)),),
                            out_of_pool=False)
-        if info.held_by_others:
-            note = printable(f"{info.state} by someone else ({info.reason}); left as it is", limit=300)
-            return Outcome((Step("# keep", True, note),), out_of_pool=True)
-        if info.drained and info.reason == burnin_reason(reason):
-            return Outcome((Step("# keep", True, f"already drained ({info.reason})"),), out_of_pool=True)
-        step, _ = self._run(argv)
+        action = drain_action(self.node, reason, info)  # the gate's own rule: never over someone else's hold
+        if action.action == "keep":
+            return Outcome((Step("# keep", True, printable(action.note, limit=300)),), out_of_pool=True)
+        step, _ = self._run(action.argv)
         return Outcome((step,), out_of_pool=step.ok)
 
     def evict(self, reason: str) -> Outcome:
