@@ -184,10 +184,17 @@ class SshTransport:
                 options = conn.get_security_options()
                 preferred = [t for t in options.key_types if _base_type(t) in known]
                 options.key_types = preferred + [t for t in options.key_types if t not in preferred]
+            started = time.monotonic()
             try:
                 conn.start_client(timeout=limit)
-            except paramiko.SSHException as exc:
-                raise _handshake_error(conn, endpoint, limit, exc) from None
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                if conn.remote_version and time.monotonic() - started >= 0.95 * limit:
+                    # paramiko's own handshake timer closed the socket: a stalled key exchange,
+                    # whatever it then read from the closed socket (EOFError under load)
+                    raise _handshake_error(conn, endpoint, limit, None) from None
+                if isinstance(exc, paramiko.SSHException):
+                    raise _handshake_error(conn, endpoint, limit, exc) from None
+                raise
             if conn.host_key is None:  # start_client gave up at its timeout without raising
                 raise _handshake_error(conn, endpoint, limit, None)
             endpoint.known_hosts.check(name, conn.get_remote_server_key())
