@@ -54,10 +54,9 @@ def _kernel_log(value: str | None) -> Path | None:
         return None
     if value:
         return Path(value)
-    state = os.environ.get("BURNIN_SIM_NVML")
-    if state:  # a simulated node: its kernel log lies beside its NVML state (burnin.sim.events)
-        return Path(state).parent / "kmsg"
-    return Path("/dev/kmsg")
+    from burnin.collector import node_env
+
+    return Path(node_env.kernel_log())  # a simulated node's own kmsg file, else /dev/kmsg
 
 
 def _state_dir(value: Path | None) -> Path:

@@ -1,10 +1,11 @@
 """Which node this process runs as, and where its system files are: the only reader of the simulator's environment.
 
-On a real node these are the host name and ``/``. A simulated node is a process
-the simulator started with ``BURNIN_SIM_NODE`` (its name) and ``BURNIN_ROOT``
-(the folder holding its sysfs and procfs tree) set (burnin.sim.build,
-``SimNode.environment``); the collector, the probe and the watch learn it here
-and nowhere else. Standard library only: this module travels in the collector
+On a real node these are the host name, ``/`` and ``/dev/kmsg``. A simulated
+node is a process the simulator started with ``BURNIN_SIM_NODE`` (its name),
+``BURNIN_ROOT`` (the folder holding its sysfs and procfs tree) and
+``BURNIN_SIM_NVML`` (its NVML state, beside which its kernel log lies) set
+(burnin.sim.build, ``SimNode.environment``); the collector, the probe and the
+watch learn it here and nowhere else. Standard library only: this module travels in the collector
 zipapp.
 """
 
@@ -15,6 +16,7 @@ import socket
 
 SIM_NODE_ENV = "BURNIN_SIM_NODE"
 ROOT_ENV = "BURNIN_ROOT"
+SIM_NVML_ENV = "BURNIN_SIM_NVML"
 
 
 def simulated() -> bool:
@@ -35,3 +37,9 @@ def short_name() -> str:
 def root() -> str:
     """The folder below which sysfs and procfs are read: ``/``, or a simulated node's tree."""
     return os.environ.get(ROOT_ENV) or "/"
+
+
+def kernel_log() -> str:
+    """The kernel log to follow: ``/dev/kmsg``, or a simulated node's ``kmsg`` file (burnin.sim.events)."""
+    state = os.environ.get(SIM_NVML_ENV)
+    return os.path.join(os.path.dirname(state), "kmsg") if state else "/dev/kmsg"
