@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,9 +93,9 @@ def suite_name(suite: str) -> str:
     return Path(suite).name
 
 
-def load_phase(suite: str, registry: Mapping[str, str] | None = None) -> Phase | None:
+def load_phase(suite: str) -> Phase | None:
     """The registered phase of ``suite`` (None: the suite has no phase)."""
-    target = (PHASES if registry is None else registry).get(suite_name(suite))
+    target = PHASES.get(suite_name(suite))
     if target is None:
         return None
     phase: Phase = importlib.import_module(target).PHASE
@@ -122,6 +122,5 @@ def phases_for(args: argparse.Namespace, suites: Sequence[str]) -> list[PhaseRun
         options = phase.options(args, running=suite in running)
         if suite in running:
             runs[suite] = PhaseRun(phase, options)
-    ordered = [runs[name] for name in dict.fromkeys(suite_name(s) for s in suites) if name in runs]
-    return ordered
+    return [runs[name] for name in dict.fromkeys(suite_name(s) for s in suites) if name in runs]
 
