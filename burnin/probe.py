@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnin.checks import load_all
+from burnin.checks import load_all, probe_check_ids
 from burnin.checks.base import not_applicable_reason
 from burnin.collector import node_env
 from burnin.collector.core import FAST_SOURCES, collect
@@ -71,7 +71,8 @@ class ProbeResult:
 
 
 def fast_check_ids() -> list[str]:
-    return [cid for cid, spec in load_all(node_only=True).items() if spec.fast]
+    """The probe's checks, derived from what each check declares: fast, and reading only cheap local sources."""
+    return probe_check_ids(FAST_SOURCES)
 
 
 def local_node_name() -> str:
