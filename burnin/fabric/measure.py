@@ -46,6 +46,9 @@ class NcclMeasurement:
     tail: tuple[str, ...] = ()
     duration_s: float = 0.0
     argv: str = ""
+    curve: tuple[tuple[int, float], ...] = ()
+    """(message size in bytes, busbw in GB/s) of every row, the lower of out-of-place and in-place: the
+    busbw-vs-size curve the report draws."""
 
     @property
     def ok(self) -> bool:
@@ -136,6 +139,16 @@ def _with_tail(reason: str, tail: tuple[str, ...]) -> str:
     return f"{reason}; last output: {' | '.join(tail)}" if tail else reason
 
 
+def _curve(rows: Sequence[Any]) -> tuple[tuple[int, float], ...]:
+    """busbw against size, one point per row whose bandwidths are real numbers (for the report's plot)."""
+    points = []
+    for row in sorted(rows, key=lambda r: r.size_bytes):
+        values = [v for v in (row.out_of_place.busbw_gbps, row.in_place.busbw_gbps) if v is not None]
+        if values and all(bandwidth_ok(v) for v in values):
+            points.append((int(row.size_bytes), float(min(values))))
+    return tuple(points)
+
+
 def nccl_measurement(result: CommandResult, collective: str, nodes: Sequence[str], *, timeout_s: float,
                      judge_min_bytes: int, ib_hca: str | None = None, nvls: bool | None = None) -> NcclMeasurement:
     """Read one nccl-tests launch."""
@@ -172,7 +185,8 @@ def nccl_measurement(result: CommandResult, collective: str, nodes: Sequence[str
             busbw = min(values) if values and insane is None else None
     finished = problem is None and run is not None and bool(run.rows) and not run.truncated
     measured: dict[str, Any] = {"busbw_gbps": busbw, "size_bytes": size, "avg_busbw_gbps": avg, "wrong": wrong,
-                                "out_of_bounds": oob, "unchecked": unchecked, "rows": rows, "finished": finished}
+                                "out_of_bounds": oob, "unchecked": unchecked, "rows": rows, "finished": finished,
+                                "curve": _curve(run.rows) if run is not None else ()}
     if problem is None and run is not None:
         if not run.rows:
             problem = f"{tool} printed no result rows"
