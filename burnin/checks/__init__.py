@@ -23,7 +23,8 @@ _NODE_MODULES = (
     "burnin.checks.storage",
 )
 # ...and those that judge workloads run by a suite's measurement phase.
-_WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.workload")
+_WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.workload",
+                     "burnin.checks.storage_traffic")
 
 
 def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
@@ -38,7 +39,7 @@ def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
     return CHECKS
 
 
-PHASE_SOURCES = ("fabric", "megatron", "placement")
+PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic")
 """Fact sources that are a measurement phase's records, not something the collector reads."""
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 PHASES: dict[str, str] = {
     "fabric": "burnin.phases.fabric",
     "megatron": "burnin.phases.megatron",
+    "storage": "burnin.phases.storage",
 }
 
 

@@ -213,6 +213,9 @@ _STORAGE_SPECS: tuple[FaultSpec, ...] = (
     FaultSpec("qos-pfc-off", "STO-05", "PFC is off on a BlueField netdev (storage RoCE no longer lossless)", "node",
               None, "mlnx_qos -i <first BlueField netdev>: PFC enabled 0 on every priority (designed: 3); trust and "
               "ECN unchanged"),
+    FaultSpec("storage-traffic-on-ib", "STO-03", "storage I/O moves over a compute HCA instead of the BlueField "
+              "netdevs", "node", None, "the write tool's bytes land on compute HCA mlx5_2's port_xmit_data/"
+              "port_rcv_data (4-byte units) instead of the BlueField netdevs' tx_bytes/rx_bytes", suite="storage"),
     FaultSpec("arp-leak", "STO-07", "ARP answers and announces across fabrics (arp_ignore/arp_announce 0)", "node",
               None, "net.ipv4.conf.{all,default,<each netdev>}.arp_ignore 0 and arp_announce 0 (designed: 1 and 2)"),
 )

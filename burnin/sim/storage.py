@@ -20,7 +20,8 @@ Faults (each caught by its STO check, on this node only):
 ``storage-route-via-ib`` (the first target routed through the IPoIB netdev of a
 compute HCA), ``nccl-hca-leak`` (``/etc/nccl.conf`` NCCL_IB_HCA adds the first
 storage RDMA device), ``storage-mtu-1500``, ``bf-nic-mode``, ``qos-pfc-off`` (each
-on the first BlueField netdev), ``arp-leak`` (``arp_ignore``/``arp_announce`` 0).
+on the first BlueField netdev), ``arp-leak`` (``arp_ignore``/``arp_announce`` 0); ``storage-traffic-on-ib``
+is the write tool's (burnin.sim.formats.write_tool): its bytes land on compute HCA mlx5_2's port counters.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from burnin.sim.sysfs import Tree
 from burnin.topology.model import Topology
 
 STORAGE_FAULTS = ("storage-route-via-ib", "nccl-hca-leak", "storage-mtu-1500", "bf-nic-mode", "qos-pfc-off",
-                  "arp-leak")
+                  "arp-leak", "storage-traffic-on-ib")
 VRF_TABLE = 1000
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
@@ -318,6 +319,10 @@ def extend_root(tree: Tree, state: NodeState) -> Tree:
                     tree.file(f"{net}/ecn/{point}/enable/{prio}", str(netdev.ecn[prio]))
         if netdev.master:
             tree.link(f"{net}/master", f"sys/devices/virtual/net/{netdev.master}")
+    for rail, hca in enumerate(h for h in state.hcas if h.bus_id in index):  # data counters, 4-byte units (STO-03)
+        counters = f"sys/{sysfs_path(index, hca.bus_id)}/infiniband/{hca.name}/ports/1/counters"
+        tree.file(f"{counters}/port_xmit_data", str(250_000 * (rail + 1)))
+        tree.file(f"{counters}/port_rcv_data", str(500_000 * (rail + 1)))
     if storage.vrf:
         virtual = f"sys/devices/virtual/net/{storage.vrf}"
         for name, text in (("type", "1"), ("mtu", "65575"), ("operstate", "up"), ("address", "00:00:00:00:00:00")):

@@ -48,7 +48,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "IB-09": "MTU / partition keys are not collected",
     "NVL-03": "p2pBandwidthLatencyTest is not run (nvbandwidth covers NVL-01/02)",
     "NVL-04": "post-traffic NVLink counters are not compared yet",
-    "STO-03": "needs live storage traffic: a storage phase not built yet",
     **{f"BRN-0{n}": "judged by `burnin soak` (burnin.soak.verdicts), outside pytest" for n in range(1, 8)},
     "REL-01": "controller-side event history, not a node check",
     "REL-02": "controller-side metrics from history, not a node check",

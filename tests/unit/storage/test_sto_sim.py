@@ -33,8 +33,9 @@ def run(node: SimNode, *argv: str) -> subprocess.CompletedProcess[str]:
 def test_storage_faults_are_registered_with_their_checks() -> None:
     assert {name: FAULTS[name].check_id for name in STORAGE_FAULTS} == {
         "storage-route-via-ib": "STO-01", "nccl-hca-leak": "STO-02", "storage-mtu-1500": "STO-04",
-        "bf-nic-mode": "STO-06", "qos-pfc-off": "STO-05", "arp-leak": "STO-07"}
-    assert all(FAULTS[name].suite == "node" and FAULTS[name].target_kind == "node" for name in STORAGE_FAULTS)
+        "bf-nic-mode": "STO-06", "qos-pfc-off": "STO-05", "arp-leak": "STO-07", "storage-traffic-on-ib": "STO-03"}
+    assert all(FAULTS[name].suite == ("storage" if name == "storage-traffic-on-ib" else "node")
+               and FAULTS[name].target_kind == "node" for name in STORAGE_FAULTS)
 
 
 def test_ip_shim_text_and_json_agree(healthy_node: SimNode) -> None:
@@ -113,7 +114,7 @@ def test_each_fault_changes_only_its_own_part(sto_topology: Topology, fault: str
                getattr(after, field.name)}
     assert changed == {"storage-route-via-ib": {"routes"}, "nccl-hca-leak": {"nccl_conf"},
                        "storage-mtu-1500": {"netdevs"}, "bf-nic-mode": {"netdevs"}, "qos-pfc-off": {"netdevs"},
-                       "arp-leak": {"sysctl"}}[fault]
+                       "arp-leak": {"sysctl"}, "storage-traffic-on-ib": set()}[fault]  # the write tool's
     assert broken.faults == [fault]
 
 
