@@ -230,10 +230,13 @@ def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], n
     netdevs = [n.name for n in fabric.netdevs]
     hcas = compute_hca_names(topology)
     if dry_run:
+        tools = ["fio", "dd"] if settings.tool == "auto" else [settings.tool]
         for mount in mounts:
-            for argv in (write_argv(settings.tool if settings.tool != "auto" else "dd", test_file(mount, "NODE"),
-                                    settings.size_mib),):
-                (say or print)(f"storage: on each node: {' '.join(argv)} (then read it back)")
+            commands = " or ".join(" ".join(write_argv(tool, test_file(mount, "NODE"), settings.size_mib))
+                                  for tool in tools)
+            (say or print)(f"storage: on each node: {commands} (then read back; counters sampled around both)")
+        for node in nodes:
+            facts[node].data[SECTION] = {"unavailable": "--dry-run: nothing was written"}
         return
     if transport is None:
         for node in nodes:

@@ -77,3 +77,11 @@ def test_storage_config_without_the_suite_is_a_usage_error(tmp_path: Path) -> No
     config.write_text("tool: dd\n")
     proc = burnin("run", "--sim", "2", "--storage-config", str(config), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and "add --suite storage" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_dry_run_prints_the_commands_and_writes_nothing(tmp_path: Path) -> None:
+    proc, gate = run(tmp_path / "out", "--sim", "2", "--suite", "storage", "--dry-run")
+    assert "fio --name=burnin-sto03 --filename=/mnt/home/.burnin-sto03-NODE --rw=write" in proc.stdout
+    assert " or dd if=/dev/zero of=/mnt/pfs/.burnin-sto03-NODE bs=1M count=1024" in proc.stdout
+    assert all(d["incomplete"] == ["STO-03"] and "--dry-run: nothing was written" in d["reasons"][0]
+               for d in gate["nodes"].values()), gate["nodes"]
