@@ -33,7 +33,7 @@ def traffic_section(facts: Facts) -> dict[str, Any]:
         raise Unmeasurable(facts.unreachable)
     section = facts.data.get(SECTION)
     if section is None:
-        raise Unmeasurable("storage traffic was not measured (the storage suite's phase did not run: --suite storage)")
+        raise Unmeasurable("storage traffic not collected: the storage suite's phase did not run (--suite storage)")
     if not isinstance(section, dict):
         raise Unmeasurable("storage traffic facts unreadable")
     for key in ("unavailable", "error"):
