@@ -28,6 +28,10 @@ def test_every_catalogued_xid_follows_the_table(code: int) -> None:
 def test_the_issues_fatal_classes_evict_and_xid_63_only_records() -> None:
     for code in (79, 48, 94, 95, 119, 120):
         assert classify(_xid(code)).action is Action.EVICT, code
+    # the same uncontained-ECC family: 140 (an unrecoverable ECC error escaped), 171/172 (Xid 48's detail)
+    for code in (140, 171, 172):
+        assert classify(_xid(code)).action is Action.EVICT, code
+    assert {48, 79, 94, 95, 119, 120, 140, 171, 172} == xid_table.EVICT_XIDS
     assert classify(_xid(63)).action is Action.RECORD
     assert classify(_xid(13)).action is Action.RECORD
     assert classify(_xid(74)).action is Action.DRAIN
