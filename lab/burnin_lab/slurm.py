@@ -27,8 +27,6 @@ init. ``down`` stops exactly the pids recorded in ``DIR/lab.json``.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import json
 import os
 import shlex
@@ -44,6 +42,7 @@ from typing import Any
 
 from burnin.errors import BurninError, UsageError
 from burnin.nodes import fold
+from burnin_lab.supervisor import _become_subreaper, _log
 
 LAB_FILE = "lab.json"
 CONTROLLER_HOST = "burninctl"
@@ -53,7 +52,6 @@ DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "unshare")
 CLIENTS = ("salloc", "srun", "sbcast", "scancel", "scontrol", "sinfo")
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 class LabError(BurninError):
@@ -600,19 +598,6 @@ def _stop_all(children: dict[str, int]) -> None:
         _reap(children)
         time.sleep(0.05)
     _reap(children)
-
-
-def _become_subreaper() -> None:
-    libc_name = ctypes.util.find_library("c")
-    if libc_name is None:
-        return
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def _log(text: str) -> None:
-    sys.stderr.write(f"{time.strftime('%H:%M:%S')} supervisor: {text}\n")
-    sys.stderr.flush()
 
 
 def main(argv: Sequence[str]) -> int:
