@@ -2,7 +2,9 @@
 
 The phase (burnin.storage.measure) wrote and read the configured amount to
 each storage mount and recorded, in bytes, how much every compute HCA's port
-counters and every BlueField netdev's byte counters moved meanwhile. The check
+counters (and its IPoIB netdev's, when the topology names it) and every
+BlueField netdev's byte counters moved meanwhile; a compute HCA counts the
+larger of the two. The check
 passes when every compute HCA moved less than 1% of the bytes written and the
 BlueField netdevs transmitted at least 90% of them (a network file system adds
 headers, never removes payload; a shortfall means the writes went elsewhere).
@@ -71,6 +73,16 @@ def judge_traffic(node: str, section: dict[str, Any]) -> Verdict:
             continue
         moved = xmit + rcv
         text = f"compute HCA moved {moved} bytes (xmit {xmit}, rcv {rcv}) while {io}"
+        if "ipoib_tx" in counters or "ipoib_rx" in counters:
+            try:
+                ip_tx = measured_count(counters.get("ipoib_tx"), hca, "IPoIB tx_bytes delta")
+                ip_rx = measured_count(counters.get("ipoib_rx"), hca, "IPoIB rx_bytes delta")
+            except Unmeasurable as exc:
+                findings.append(unknown(hca, f"{exc.reason} (a counter reset or went backwards)", expected))
+                continue
+            if ip_tx + ip_rx > moved:  # IP over the compute fabric, counted where the port counters do not
+                moved = ip_tx + ip_rx
+                text = f"compute HCA's IPoIB netdev moved {moved} bytes (tx {ip_tx}, rx {ip_rx}) while {io}"
         findings.append(ok(hca, text, expected) if moved < limit else bad(hca, text, expected))
     carried = 0
     storage = _deltas(section, "storage")

@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--fault", action="append", default=[], metavar="NODE:FAULT", help="inject a fault")
     up.add_argument("--state", type=Path, required=True, metavar="DIR", help="folder for all state")
     up.add_argument("--topology", default="hgx-h100-8gpu", metavar="NAME|FILE")
+    up.add_argument("--netns", choices=("auto", "on", "off"), default="auto",
+                    help="ssh: each node's fabric netdevs as real interfaces in a network namespace of its own "
+                         "(auto: when root with ip and ping, and the topology has a storage fabric)")
     up.add_argument("--health-interval", type=int, default=30, metavar="S",
                     help="slurm: HealthCheckInterval in seconds (default 30)")
     up.add_argument("--watch", action="store_true",
@@ -69,6 +72,17 @@ def _lab(module: str) -> Any:
         raise
 
 
+def _kernel_network(choice: str, topology: Any) -> bool:
+    """Whether a lab rack gets real interfaces (``--netns``): auto takes them where the host and topology allow."""
+    if choice == "off":
+        return False
+    if choice == "on":
+        return True
+    routing = topology.storage.routing if topology.storage is not None else None
+    return (topology.storage is not None and (routing is None or routing.vrf is None)
+            and _lab("netns").unavailable() is None)
+
+
 def run(args: argparse.Namespace) -> int:
     from burnin.dispatch.sim import parse_fault_args
     from burnin.nodes import sim_names
@@ -85,8 +99,16 @@ def run(args: argparse.Namespace) -> int:
                 from burnin.errors import UsageError
 
                 raise UsageError("--watch needs --slurm: burnin watch acts through Slurm")
-            lab_ssh.up(args.state, topology, names, faults)
+            kernel_network = _kernel_network(args.netns, topology)
+            lab_ssh.up(args.state, topology, names, faults, kernel_network=kernel_network)
+            if kernel_network:
+                print("burnin sim: routes, MTUs and byte counters of the fabric netdevs are the kernel's "
+                      "(a network namespace per node)")
         else:
+            if args.netns == "on":
+                from burnin.errors import UsageError
+
+                raise UsageError("--netns on applies to --ssh racks only")
             lab_slurm = _lab("slurm")
             lab_slurm.up(args.state, topology, names, faults, health_interval=args.health_interval,
                          watch=[] if args.watch else None)

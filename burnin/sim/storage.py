@@ -296,8 +296,19 @@ def resolve(storage: SimStorage, address: str, vrf: str | None = None) -> SimRou
 # ------------------------------------------------------------------ sysfs
 
 
-def extend_root(tree: Tree, state: NodeState) -> Tree:
-    """Add the storage view to the node's sysfs/procfs tree (``render_root``'s result)."""
+KERNEL_NETWORK_MARK = "kernel-network"
+"""A file in a node's directory: its netdevs are real kernel interfaces in a network namespace of its own."""
+KERNEL_NETDEV_FILES = ("mtu", "operstate", "statistics")
+"""What a kernel-network node's sysfs tree takes from the kernel (the rest stays simulated: PCI, type, ECN)."""
+
+
+def extend_root(tree: Tree, state: NodeState, *, kernel_network: bool = False) -> Tree:
+    """Add the storage view to the node's sysfs/procfs tree (``render_root``'s result).
+
+    With ``kernel_network`` (a lab node in a network namespace of its own, burnin_lab.netns), each
+    netdev's MTU, state and byte counters, and ``proc/sys/net/ipv4/conf``, are links to the kernel's
+    files, which the node's processes (running in that namespace) read as their own.
+    """
     storage = derive(state)
     index = state.pci_index()
     for netdev in storage.netdevs:
@@ -310,7 +321,11 @@ def extend_root(tree: Tree, state: NodeState) -> Tree:
                            ("dev_port", "0"), ("ifindex", str(10 + netdev.index)),
                            ("statistics/rx_bytes", str(netdev.rx_bytes)),
                            ("statistics/tx_bytes", str(netdev.tx_bytes))):
-            tree.file(f"{net}/{name}", text)
+            if not (kernel_network and name.split("/")[0] in KERNEL_NETDEV_FILES):
+                tree.file(f"{net}/{name}", text)
+        if kernel_network:
+            for name in KERNEL_NETDEV_FILES:
+                tree.host_link(f"{net}/{name}", f"/sys/class/net/{netdev.name}/{name}")
         tree.link(f"{net}/device", device)
         tree.link(f"sys/class/net/{netdev.name}", net)
         if netdev.kind == "bluefield":
@@ -332,8 +347,11 @@ def extend_root(tree: Tree, state: NodeState) -> Tree:
     for name, text in (("type", "772"), ("mtu", "65536"), ("operstate", "unknown"), ("address", "00:00:00:00:00:00")):
         tree.file(f"{lo}/{name}", text)
     tree.link("sys/class/net/lo", lo)
-    for scope, values in storage.sysctl.items():
-        for name, value in values.items():
-            tree.file(f"proc/sys/net/ipv4/conf/{scope}/{name}", str(value))
+    if kernel_network:
+        tree.host_link("proc/sys/net/ipv4/conf", "/proc/sys/net/ipv4/conf")
+    else:
+        for scope, values in storage.sysctl.items():
+            for name, value in values.items():
+                tree.file(f"proc/sys/net/ipv4/conf/{scope}/{name}", str(value))
     tree.file("etc/nccl.conf", storage.nccl_conf)
     return tree

@@ -43,6 +43,16 @@ class Tree:
     def dir(self, path: str) -> None:
         self.dirs.add(path)
 
+    def host_link(self, path: str, target: str) -> None:
+        """A symlink at ``path`` to the absolute ``target``: a file of the kernel the reader runs under.
+
+        Read inside a lab node's network namespace (``burnin_lab.netns``), ``/sys/class/net/...``
+        and ``/proc/sys/net/...`` are that namespace's own.
+        """
+        if not target.startswith("/"):
+            raise ValueError(f"host_link target {target!r} is not absolute")
+        self.links[path] = target
+
 
 def relative_target(link: str, target: str) -> str:
     """The relative symlink text that makes ``link`` point at ``target`` (pure string work)."""

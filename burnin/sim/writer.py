@@ -98,6 +98,12 @@ def _sync(base: Path, tree: Tree, mode: int, scratch: Path) -> None:
             _remove(f"{root}/{path}")
         if path not in dirs:
             os.makedirs(f"{root}/{path}", exist_ok=True)
+    # Stale entries go first: a directory that becomes a link (to a kernel file, burnin_lab.netns) is
+    # removed before the link exists, so nothing is ever unlinked through it.
+    for path in [*(p for p in files if p not in tree.files), *(p for p in links if p not in tree.links)]:
+        _remove(f"{root}/{path}")
+    for path in sorted(dirs - wanted_dirs, key=len, reverse=True):
+        _remove(f"{root}/{path}")
     counter = 0
     for path, text in tree.files.items():
         full = f"{root}/{path}"
@@ -119,10 +125,6 @@ def _sync(base: Path, tree: Tree, mode: int, scratch: Path) -> None:
         tmp = f"{scratch}/{counter}"
         os.symlink(target, tmp)
         os.replace(tmp, full)
-    for path in [*(p for p in files if p not in tree.files), *(p for p in links if p not in tree.links)]:
-        _remove(f"{root}/{path}")
-    for path in sorted(dirs - wanted_dirs, key=len, reverse=True):
-        _remove(f"{root}/{path}")
 
 
 def sync_tree(parent: Path, name: str, tree: Tree, mode: int = 0o644) -> None:

@@ -2,7 +2,7 @@
 
 Per node, through the dispatcher's transport: read every compute HCA's port
 counters (``/sys/class/infiniband/<hca>/ports/1/counters/port_{xmit,rcv}_data``,
-4-byte units) and every BlueField netdev's byte counters
+4-byte units) and its IPoIB netdev's byte counters, and every BlueField netdev's byte counters
 (``/sys/class/net/<dev>/statistics/{tx,rx}_bytes``), write then read the
 configured amount to each storage mount with the site's tool (``fio`` when
 present, ``dd`` otherwise), remove the file, read the counters again. The
@@ -110,12 +110,20 @@ class Counter:
     unit: int = 1
 
 
-def counters(root: str, compute_hcas: Sequence[str], storage_netdevs: Sequence[str]) -> list[Counter]:
+def counters(root: str, compute_hcas: Sequence[str], storage_netdevs: Sequence[str],
+             ipoib: Mapping[str, str] | None = None) -> list[Counter]:
+    """The byte counters to sample: each compute HCA's port (and its IPoIB netdev's, when the topology names
+    one: IP traffic routed onto the compute fabric shows there byte for byte), each BlueField netdev's."""
     out: list[Counter] = []
     for hca in compute_hcas:
         for direction, name in (("xmit", "port_xmit_data"), ("rcv", "port_rcv_data")):
             out.append(Counter(hca, "compute", direction, posixpath.join(
                 root, f"sys/class/infiniband/{hca}/ports/1/counters/{name}"), IB_COUNTER_UNIT))
+        netdev = (ipoib or {}).get(hca)
+        if netdev:
+            for direction, name in (("ipoib_tx", "tx_bytes"), ("ipoib_rx", "rx_bytes")):
+                out.append(Counter(hca, "compute", direction,
+                                   posixpath.join(root, f"sys/class/net/{netdev}/statistics/{name}")))
     for dev in storage_netdevs:
         for direction in ("tx", "rx"):
             out.append(Counter(dev, "storage", direction,
@@ -172,13 +180,13 @@ def _io(transport: Transport, node: str, tool: str, argv: Sequence[str], timeout
 
 def measure_node(transport: Transport, node: str, *, root: str, mounts: Sequence[str],
                  compute_hcas: Sequence[str], storage_netdevs: Sequence[str],
-                 settings: StorageSettings) -> dict[str, Any]:
+                 settings: StorageSettings, ipoib: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The node's ``storage_traffic`` section: bytes written/read and each counter's delta in bytes."""
     section: dict[str, Any] = {"size_mib": settings.size_mib, "mounts": list(mounts)}
     if not mounts:
         section["unavailable"] = "the topology's storage targets name no mount point to write to"
         return section
-    items = counters(root, compute_hcas, storage_netdevs)
+    items = counters(root, compute_hcas, storage_netdevs, ipoib)
     try:
         tool = _tool(transport, node, settings)
         section["tool"] = tool
@@ -217,6 +225,11 @@ def compute_hca_names(topology: Topology) -> list[str]:
     return [h.name for h in topology.compute_hcas]
 
 
+def ipoib_netdevs(topology: Topology) -> dict[str, str]:
+    """Compute HCA -> its IPoIB netdev, where the topology names one."""
+    return {h.name: h.netdev for h in topology.hcas if h.netdev and h.name in compute_hca_names(topology)}
+
+
 def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], nodes: Sequence[str], *,
                       topology: Topology, settings: StorageSettings, launcher_name: str = "",
                       say: Callable[[str], None] | None = None, dry_run: bool = False) -> None:
@@ -229,6 +242,7 @@ def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], n
     mounts = [t.mount for t in fabric.targets if t.mount]
     netdevs = [n.name for n in fabric.netdevs]
     hcas = compute_hca_names(topology)
+    ipoib = ipoib_netdevs(topology)
     if dry_run:
         tools = ["fio", "dd"] if settings.tool == "auto" else [settings.tool]
         for mount in mounts:
@@ -245,7 +259,7 @@ def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], n
 
     def one(node: str) -> dict[str, Any]:
         return measure_node(transport, node, root=str(facts[node].data.get("root") or "/"), mounts=mounts,
-                            compute_hcas=hcas, storage_netdevs=netdevs, settings=settings)
+                            compute_hcas=hcas, storage_netdevs=netdevs, settings=settings, ipoib=ipoib)
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), 32))) as pool:
         sections = list(pool.map(one, nodes))

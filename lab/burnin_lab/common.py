@@ -23,3 +23,6 @@ def inject_fault(state: Path, node: str, fault: str) -> None:
         clear_faults(directory)
     else:
         apply_fault(directory, parse_fault_spec(fault))
+    from burnin_lab.ssh import refresh_kernel_network
+
+    refresh_kernel_network(state, node)

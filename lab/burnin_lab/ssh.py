@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from burnin.errors import UsageError
-from burnin_lab import supervisor
+from burnin_lab import netns, supervisor
 
 LAB_FILE = "lab.json"
 LOGIN_USER = "burnin-sim"
@@ -50,15 +50,24 @@ SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 TRANSPORT_FAULTS = ("hang", "garbage", "no-python3", "refuse-key", "host-key-changed", "host-key-unknown")
 NO_PYTHON_TOOLS = ("sh", "bash", "env", "timeout", "cat", "sleep", "ls", "uname")
 START_TIMEOUT = 10.0
+STORAGE_TARGET = "storage-target"
+"""The supervisor's name for a kernel-network lab's storage target (burnin_lab.netstore)."""
 
 
 # ---------------------------------------------------------------- public API
 
 
 def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, list[Any]], *,
-       transport_faults: Mapping[str, str] | None = None, subnet: str = "127.0.1") -> dict[str, Any]:
-    """Build the nodes, start one sshd each, write the client files, inventory.yaml and lab.json."""
+       transport_faults: Mapping[str, str] | None = None, subnet: str = "127.0.1",
+       kernel_network: bool = False) -> dict[str, Any]:
+    """Build the nodes, start one sshd each, write the client files, inventory.yaml and lab.json.
+
+    ``kernel_network``: each node in a network namespace of its own, its fabric
+    netdevs real interfaces (burnin_lab.netns); its sshd listens there, on a
+    management address the host reaches, instead of on ``subnet``.
+    """
     from burnin.sim import build_rack, library_path
+    from burnin.sim.build import render_node
 
     transport_faults = dict(transport_faults or {})
     _preflight(state_dir, names, transport_faults)
@@ -67,6 +76,15 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
     state_dir.chmod(0o755)
     _check_reachable(state_dir)
     rack = build_rack(state_dir, topology, names, dict(faults))
+    record: dict[str, Any] | None = None
+    if kernel_network:
+        why = netns.unavailable()
+        if why is not None:
+            raise UsageError(f"a kernel-network lab needs root, ip and ping: {why}")
+        for node in rack:
+            netns.mark_node(node.dir)
+            render_node(node.dir, node.state())
+        record = netns.create(state_dir, [node.state() for node in rack])
     user = ensure_login_user()
     ssh = state_dir / "ssh"
     for sub in ("client", "sshd", "lib", "tools-nopython"):
@@ -91,11 +109,18 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
             "address": _address(subnet, index), "port": 22, "pid": None, "dir": str(sshd_dir),
             "host_key": host_key.strip(), "fault": fault, "env": env,
         }
+        if record is not None:
+            netns.write_node_tools(sshd_dir / "bin", node.bin_dir, node.state(), NODE_PYTHON)
+            nodes[node.name].update(address=record["nodes"][node.name]["address"],
+                                    netns=record["nodes"][node.name]["netns"])
     lab: dict[str, Any] = {
         "kind": "ssh", "user": user, "sshd": _sshd(), "state": str(state_dir),
         "inventory": str(state_dir / "inventory.yaml"), "ssh_config": str(ssh / "client" / "ssh_config"),
         "known_hosts": str(ssh / "client" / "known_hosts"), "identity": str(client_key), "nodes": nodes,
     }
+    if record is not None:
+        lab["netns"] = record
+        save_lab(state_dir, lab)  # from here on, `sim down` finds the namespaces even if the start fails
     try:
         _start_all(lab)
         _write_client_files(lab)
@@ -103,15 +128,40 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
         save_lab(state_dir, lab)
     except BaseException:
         _stop_all(lab)
+        _remove_namespaces(lab)
         raise
     return lab
 
 
 def down(state_dir: Path) -> None:
-    """Stop every sshd recorded in ``lab.json`` (by pid, after checking it is ours)."""
+    """Stop every sshd recorded in ``lab.json`` (by pid, after checking it is ours); delete its namespaces."""
     lab = read_lab(state_dir)
     _stop_all(lab)
+    _remove_namespaces(lab)
     save_lab(state_dir, lab)
+
+
+def _remove_namespaces(lab: dict[str, Any]) -> None:
+    record = lab.get("netns")
+    if not record:
+        return
+    left = netns.destroy(record)
+    if left:
+        raise UsageError(f"could not remove the lab's network namespaces: {left[0]}")
+    lab["netns"] = None
+
+
+def refresh_kernel_network(state_dir: Path, node: str) -> None:
+    """After a fault or a clear on ``node``: its namespace's routes, MTUs and sysctls follow the new state."""
+    from burnin.sim import SimNode
+
+    path = state_dir / LAB_FILE
+    if not path.is_file():
+        return
+    lab = json.loads(path.read_text(encoding="utf-8"))
+    record = lab.get("netns") if isinstance(lab, dict) else None
+    if record:
+        netns.reconfigure(record, SimNode.load(state_dir / "nodes" / node).state())
 
 
 def stop_node(state_dir: Path, node: str) -> None:
@@ -342,7 +392,7 @@ def _plan_path(lab: Mapping[str, Any]) -> Path:
 
 def _configure(lab: Mapping[str, Any], entry: dict[str, Any], *, retry_port: bool) -> None:
     """Write the node's sshd_config (on a free port when its own is taken and ``retry_port``)."""
-    if retry_port and not _port_free(entry["address"], entry["port"]):
+    if retry_port and not entry.get("netns") and not _port_free(entry["address"], entry["port"]):
         entry["port"] = _free_port(entry["address"])
     directory = Path(entry["dir"])
     config = directory / "sshd_config"
@@ -352,9 +402,13 @@ def _configure(lab: Mapping[str, Any], entry: dict[str, Any], *, retry_port: boo
 
 def _write_plan(lab: Mapping[str, Any]) -> Path:
     plan = _plan_path(lab)
-    daemons = [{"name": name, "argv": [lab["sshd"], "-D", "-f", entry["config"], "-E",
-                                       str(Path(entry["dir"]) / "sshd.log")]}
-               for name, entry in lab["nodes"].items()]
+    daemons: list[dict[str, Any]] = []
+    for name, entry in lab["nodes"].items():
+        argv = [lab["sshd"], "-D", "-f", entry["config"], "-E", str(Path(entry["dir"]) / "sshd.log")]
+        daemons.append({"name": name, "argv": netns.sshd_argv(entry["netns"], argv) if entry.get("netns") else argv})
+    if lab.get("netns"):
+        daemons.append({"name": STORAGE_TARGET, "argv": netns.target_argv(lab["netns"], NODE_PYTHON),
+                        "log": str(plan.parent / f"{STORAGE_TARGET}.log")})
     supervisor.write_json(plan, {"daemons": daemons})
     return plan
 

@@ -59,7 +59,7 @@ def test_faulted_facts_keep_the_measurement(faulted: Any) -> None:
     assert traffic["storage"] == {"enp41s0f0np0": {"tx": 0, "rx": 0}, "enp177s0f0np0": {"tx": 0, "rx": 0}}
     healthy = json.loads((out / "facts" / "sim01.json").read_text())["storage_traffic"]
     assert healthy["storage"] == {"enp41s0f0np0": {"tx": GIB, "rx": GIB}, "enp177s0f0np0": {"tx": GIB, "rx": GIB}}
-    assert all(c == {"xmit": 0, "rcv": 0} for c in healthy["compute"].values())
+    assert all(c == {"xmit": 0, "rcv": 0, "ipoib_tx": 0, "ipoib_rx": 0} for c in healthy["compute"].values())
 
 
 def test_healthy_rack_admits_all_with_dd_from_the_site_settings(tmp_path: Path) -> None:

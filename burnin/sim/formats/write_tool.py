@@ -3,7 +3,9 @@
 Neither touches a disk. Each works out the bytes its arguments ask for
 (``dd`` ``bs`` x ``count``; ``fio`` ``--size``) and, when the file lies on a
 storage mount of the node's topology, adds them to the byte counters of the
-netdev that carries that mount's target in the node's sysfs tree: the
+netdev that carries that mount's target in the node's sysfs tree (unless those
+counters are the kernel's: a lab node in its own network namespace, whose
+write traffic the lab sends for real, burnin_lab.netstore): the
 BlueField netdev's ``statistics/tx_bytes`` (write) or ``rx_bytes`` (read), or,
 with the fault ``storage-traffic-on-ib``, compute HCA mlx5_2's
 ``ports/1/counters/port_xmit_data`` / ``port_rcv_data`` (4-byte units). Then it
@@ -34,6 +36,8 @@ carry() {  # carry PATH BYTES write|read: count the bytes on the netdev that car
     add "$root/sys/class/infiniband/$ib_hca/ports/1/counters/$port" $(($2 / 4))
   else
     if [ "$3" = write ]; then dir=tx; else dir=rx; fi
+    # A lab node's counters are the kernel's (a link out of the tree): its traffic is real, not added here.
+    [ -L "$root/sys/class/net/$dev/statistics" ] && return 0
     add "$root/sys/class/net/$dev/statistics/${dir}_bytes" "$2"
   fi
 }

@@ -187,3 +187,26 @@ def test_a_failed_write_is_an_error_not_a_measurement() -> None:
                        compute_hcas=["mlx5_2"], storage_netdevs=["bf0"], settings=StorageSettings("dd", 1))
     assert "write with dd" in got["error"] and "bytes_written" not in got
     assert storage_traffic(Facts("n1", {"storage_traffic": got}), topology()).status is Status.INCOMPLETE
+
+
+def test_ip_routed_onto_the_compute_fabric_counts_on_the_ipoib_netdev() -> None:
+    # IPoIB traffic of a veth lab node (or a port counter that lags) shows on the netdev, byte for byte.
+    verdict = judge_traffic("n1", section(compute={"mlx5_2": {"xmit": 0, "rcv": 0, "ipoib_tx": GIB, "ipoib_rx": 7}},
+                                          storage={"enp41s0f0np0": {"tx": 0, "rx": 0}}))
+    assert verdict.status is Status.FAIL
+    assert f"mlx5_2 compute HCA's IPoIB netdev moved {GIB + 7} bytes (tx {GIB}, rx 7)" in verdict.reason
+
+
+def test_the_larger_of_port_and_ipoib_counters_is_judged() -> None:
+    limit = GIB // 100
+    quiet_netdev = judge_traffic("n1", section(compute={"mlx5_2": {"xmit": limit, "rcv": 0, "ipoib_tx": 0,
+                                                                   "ipoib_rx": 0}}))
+    quiet_port = judge_traffic("n1", section(compute={"mlx5_2": {"xmit": 0, "rcv": 0, "ipoib_tx": limit - 1,
+                                                                 "ipoib_rx": 0}}))
+    assert quiet_netdev.status is Status.FAIL and "xmit" in quiet_netdev.reason
+    assert quiet_port.status is Status.PASS
+
+
+def test_an_ipoib_counter_going_backwards_is_incomplete() -> None:
+    verdict = judge_traffic("n1", section(compute={"mlx5_2": {"xmit": 0, "rcv": 0, "ipoib_tx": -1, "ipoib_rx": 0}}))
+    assert verdict.status is Status.INCOMPLETE and "IPoIB tx_bytes delta" in verdict.reason
