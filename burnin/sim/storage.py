@@ -325,6 +325,8 @@ def extend_root(tree: Tree, state: NodeState, *, kernel_network: bool = False) -
                 tree.file(f"{net}/{name}", text)
         if kernel_network:
             for name in KERNEL_NETDEV_FILES:
+                for path in [p for p in tree.files if p == f"{net}/{name}" or p.startswith(f"{net}/{name}/")]:
+                    del tree.files[path]  # what the PCI renderer gave the HCA's netdev
                 tree.host_link(f"{net}/{name}", f"/sys/class/net/{netdev.name}/{name}")
         tree.link(f"{net}/device", device)
         tree.link(f"sys/class/net/{netdev.name}", net)

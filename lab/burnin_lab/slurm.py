@@ -42,7 +42,7 @@ from typing import Any
 
 from burnin.errors import BurninError, UsageError
 from burnin.nodes import fold
-from burnin_lab.supervisor import _become_subreaper, _log
+from burnin_lab.supervisor import _become_subreaper, _log, stop_adopted
 
 LAB_FILE = "lab.json"
 CONTROLLER_HOST = "burninctl"
@@ -598,6 +598,8 @@ def _stop_all(children: dict[str, int]) -> None:
         _reap(children)
         time.sleep(0.05)
     _reap(children)
+    # What the daemons left behind and we adopted: a running job's slurmstepd, its script, its srun.
+    stop_adopted(lambda: _reap(children), grace=2.0, limit=10.0)
 
 
 def main(argv: Sequence[str]) -> int:

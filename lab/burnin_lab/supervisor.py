@@ -32,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,27 @@ class _Supervisor:
                 if not _children_of(os.getpid()):
                     return
                 time.sleep(0.02)
+
+
+def stop_adopted(reap: Callable[[], None], grace: float = STOP_GRACE_S, limit: float = 3 * STOP_GRACE_S) -> None:
+    """Stop every remaining child of this subreaper, adopted orphans included, until none is left.
+
+    A killed process's own children are adopted next (a running job's slurmstepd,
+    then its batch script, srun, the job's processes), so this signals in rounds:
+    SIGTERM during ``grace``, SIGKILL after it, reaping between rounds.
+    """
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        reap()
+        children = _children_of(os.getpid())
+        if not children:
+            return
+        sig = signal.SIGTERM if time.monotonic() - start < grace else signal.SIGKILL
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        time.sleep(0.05)
+    reap()
 
 
 def _children_of(parent: int) -> list[int]:

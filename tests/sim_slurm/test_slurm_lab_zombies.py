@@ -96,3 +96,33 @@ def test_sigterm_while_sim_up_waits_for_the_nodes_stops_the_cluster() -> None:
         if (state / "lab.json").exists():
             lab.down(state)
         shutil.rmtree(state, ignore_errors=True)
+
+
+def test_sim_down_stops_a_running_job_and_everything_it_started() -> None:
+    """A job still running at `sim down` (its slurmstepd, batch script, srun, task) goes with the cluster."""
+    _require_slurm()
+    state = Path(tempfile.mkdtemp(prefix="burnin-slurm-jobleft-"))
+    conf = f"SLURM_CONF={state / 'slurm.conf'}".encode()
+    try:
+        up = subprocess.run([sys.executable, "-m", "burnin.cli.main", "sim", "up", "--slurm", "2", "--state",
+                             str(state)], capture_output=True, text=True, timeout=300, check=False)
+        assert up.returncode == 0, up.stderr
+        env = {**os.environ, **lab.client_env(state)}
+        submitted = subprocess.run(["sbatch", "--parsable", "--nodes=2", "--wrap", "srun sleep 3600"], env=env,
+                                   capture_output=True, text=True, timeout=60, check=True)
+        job = submitted.stdout.strip().split(";")[0]
+        deadline = time.monotonic() + 60
+        while "RUNNING" not in subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], env=env, capture_output=True,
+                                              text=True, timeout=30, check=False).stdout:
+            assert time.monotonic() < deadline, "the job never ran"
+            time.sleep(0.2)
+        running = _processes_with(conf)
+        assert running, "no process of the running job carries SLURM_CONF"
+        down = subprocess.run([sys.executable, "-m", "burnin.cli.main", "sim", "down", "--state", str(state)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert down.returncode == 0, down.stderr
+        assert _processes_with(conf) == [], "the job's processes outlived sim down"
+    finally:
+        if (state / "lab.json").exists():
+            lab.down(state)
+        shutil.rmtree(state, ignore_errors=True)
