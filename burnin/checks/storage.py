@@ -332,12 +332,32 @@ def nccl_config(facts: Facts, topology: Topology) -> Verdict:
 # ------------------------------------------------------------------ STO-04
 
 
-@check("STO-04", "BlueField netdev MTU", sources=("storage",))
+@check("STO-04", "BlueField netdev MTU; path MTU to every storage target (storage suite)", sources=("storage",))
 def storage_mtu(facts: Facts, topology: Topology) -> Verdict:
+    """The BlueField netdevs' MTU; where the storage suite's phase pinged the targets, the path MTU too."""
+    from burnin.checks.storage_pathmtu import expected_text, path_mtu_findings, path_mtu_section
+
     fabric = _fabric(topology)
     mtus = sorted({n.mtu for n in fabric.netdevs})
     expected = (f"MTU {mtus[0]} on every BlueField netdev" if len(mtus) == 1
                 else ", ".join(f"{n.name} MTU {n.mtu}" for n in fabric.netdevs))
+    healthy = f"MTU {'/'.join(str(m) for m in mtus)} on {len(fabric.netdevs)} BlueField netdevs"
+    paths = path_mtu_section(facts)
+    if paths is None:  # the node suite and the probe: the interfaces only
+        return roll_up("STO-04", facts.node, _interface_mtus(facts, fabric, expected), expected=expected,
+                       healthy=healthy)
+    expected += f"; {expected_text(fabric)}"
+    try:
+        findings = _interface_mtus(facts, fabric, expected)
+    except Unmeasurable as exc:
+        findings = [unknown("BlueField netdevs", exc.reason, expected)]
+    findings += path_mtu_findings(paths, fabric)
+    return roll_up("STO-04", facts.node, findings, expected=expected,
+                   healthy=f"{healthy}; {len(fabric.targets)} storage targets answer don't-fragment pings of MTU "
+                           f"{mtus[0]}")
+
+
+def _interface_mtus(facts: Facts, fabric: StorageFabric, expected: str) -> list[Finding]:
     netdevs = _section(_storage(facts), "netdevs")
     findings: list[Finding] = []
     for netdev in fabric.netdevs:
@@ -352,8 +372,7 @@ def storage_mtu(facts: Facts, topology: Topology) -> Verdict:
             continue
         findings.append(ok(netdev.name, f"MTU {mtu}", expected) if mtu == netdev.mtu
                         else bad(netdev.name, f"MTU {mtu}", expected))
-    return roll_up("STO-04", facts.node, findings, expected=expected,
-                   healthy=f"MTU {'/'.join(str(m) for m in mtus)} on {len(findings)} BlueField netdevs")
+    return findings
 
 
 # ------------------------------------------------------------------ STO-05

@@ -1,7 +1,10 @@
-"""The storage suite's phase: STO-03 writes and reads each storage mount while sampling the fabric byte counters.
+"""The storage suite's phase: STO-04 pings every storage target with don't-fragment packets that fill the
+storage MTU, then STO-03 writes and reads each storage mount while sampling the fabric byte counters.
 
-The measurement itself is :mod:`burnin.storage.measure`; this module registers
-it and reads its option (``--storage-config FILE``, docs/storage.md).
+The measurements themselves are :mod:`burnin.storage.pathmtu` and
+:mod:`burnin.storage.measure`; this module registers them and reads the
+phase's option (``--storage-config FILE``, docs/storage.md). The pings go
+first, so their few packets are not counted in STO-03's byte counters.
 """
 
 from __future__ import annotations
@@ -36,8 +39,11 @@ class StoragePhase(Phase):
 
     def run(self, context: PhaseContext, options: Any) -> None:
         from burnin.storage.measure import run_storage_phase
+        from burnin.storage.pathmtu import run_pathmtu_phase
 
         launcher = context.launcher()
+        run_pathmtu_phase(launcher.transport, context.facts, context.reachable, topology=context.topology,
+                          launcher_name=launcher.name, say=context.say, dry_run=context.dry_run)
         run_storage_phase(launcher.transport, context.facts, context.reachable, topology=context.topology,
                           settings=options, launcher_name=launcher.name, say=context.say, dry_run=context.dry_run)
 

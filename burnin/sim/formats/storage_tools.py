@@ -16,7 +16,7 @@ import ipaddress
 import json
 from typing import Any
 
-from burnin.sim.formats import write_tool
+from burnin.sim.formats import ping, write_tool
 from burnin.sim.state import NodeState
 from burnin.sim.storage import SimNetdev, SimRoute, SimStorage, derive, resolve
 
@@ -521,4 +521,4 @@ _PREAMBLE = "#!/bin/sh\n# burnin simulator: {tool} of node {node}, printed from 
 def render_scripts(state: NodeState) -> dict[str, str]:
     """``bin/<tool>`` -> whole script, for every storage tool."""
     return {**{tool: _PREAMBLE.format(tool=tool, node=state.name) + body for tool, body in scripts().items()},
-            **write_tool.render_scripts(state)}
+            **write_tool.render_scripts(state), "ping": ping.render_script(state)}

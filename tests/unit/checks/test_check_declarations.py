@@ -177,11 +177,29 @@ def test_the_probe_set_is_derived_from_the_declarations() -> None:
 # ---------------------------------------------------------------- one to one
 
 
-def _suite_ids() -> list[str]:
-    ids: list[str] = []
+# Checks with a fast part in the node suite and a measured part in another suite's phase (catalog mode FAST/SLOW):
+# STO-04 judges the interface MTU in the node suite, and the don't-fragment ping to every target in the storage suite.
+TWO_SUITES: dict[str, tuple[str, str]] = {"STO-04": ("node", "storage")}
+
+
+def _marked() -> list[tuple[str, str]]:
+    """(suite, check id) of every marked suite test."""
+    found: list[tuple[str, str]] = []
     for path in sorted((REPO / "suites").glob("*/test_*.py")):
-        ids += re.findall(r"""mark\.check\(\s*["']([A-Z]+-\d+)["']""", path.read_text(encoding="utf-8"))
-    return ids
+        found += [(path.parent.name, check_id) for check_id in
+                  re.findall(r"""mark\.check\(\s*["']([A-Z]+-\d+)["']""", path.read_text(encoding="utf-8"))]
+    return found
+
+
+def _suite_ids() -> list[str]:
+    """Check ids of the suite tests, a TWO_SUITES check counted in its first suite only."""
+    return [check_id for suite, check_id in _marked()
+            if check_id not in TWO_SUITES or suite == TWO_SUITES[check_id][0]]
+
+
+def test_two_suite_checks_are_marked_once_in_each_of_their_suites() -> None:
+    for check_id, suites in TWO_SUITES.items():
+        assert sorted(suite for suite, marked in _marked() if marked == check_id) == sorted(suites), check_id
 
 
 def _catalog_ids() -> list[str]:

@@ -31,6 +31,7 @@ SHIMS = {"nvidia-smi", "ibstat", "dmesg", "lspci", "systemctl", "setpci", "lsmod
 SHIMS |= {"gpu_burn", "dcgmi", "stress-ng", "stream", "numactl", "nvme"}  # soak tools (burnin.sim.soak_shims)
 SHIMS |= {"torchrun", "pretrain_gpt.py", "burnin-placement-probe"}  # Megatron stand-ins (burnin.sim.megatron)
 SHIMS |= {"dd", "fio"}  # STO-03's write tools (burnin.sim.formats.write_tool)
+SHIMS |= {"ping"}  # STO-04's path-MTU probe (burnin.sim.formats.ping)
 
 def test_node_directory_layout(healthy_node: SimNode) -> None:
     d = healthy_node.dir

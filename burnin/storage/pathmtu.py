@@ -1,0 +1,132 @@
+"""STO-04's path-MTU measurement: a don't-fragment ping that fills the storage MTU to every storage target.
+
+Per node, through the dispatcher's transport, for each storage target (its
+``address``, or a subnet's ``probe``):
+
+    ping -n -M do -s <MTU-28> -c 3 -i 0.2 -W 1 <address>        (IPv4; 9000 -> 8972)
+    ping -6 -n -M do -s <MTU-48> -c 3 -i 0.2 -W 1 <address>     (IPv6)
+
+with ``-I <vrf>`` in front of the address when the topology puts storage in a
+VRF (ping then looks up the VRF's table; a policy table needs nothing: its
+``ip rule`` applies to ping's packets). Not ``-q``: quiet ping neither prints
+nor counts the ``local error: message too long, mtu=N`` that is the evidence.
+``-i 0.2`` is the shortest interval iputils allows a user who is not root, and
+the command needs no root where ``net.ipv4.ping_group_range`` lets the user
+open ICMP sockets (or ping has ``cap_net_raw``). When the full-size pings get
+no reply and no sign of an MTU, the phase pings again with the default 56-byte
+payload so the check can tell a hop that drops jumbo frames silently from a
+target that does not answer at all.
+
+What ping printed goes into the node's ``storage_pathmtu`` facts section (per
+target: argv, exit status, stdout, stderr, the parsed report or the parse
+error with an excerpt); STO-04 judges it (burnin.checks.storage_pathmtu).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from burnin.checks.storage_pathmtu import SECTION, expected_path_mtu, is_ipv6
+from burnin.errors import ParseError
+from burnin.facts import Facts
+from burnin.parsers import to_jsonable
+from burnin.parsers.ping import df_payload, parse_ping
+from burnin.topology.model import StorageFabric, Topology
+from burnin.transport.base import CommandResult, Transport
+
+PING_TIMEOUT_S = 20.0
+"""Three requests 0.2 s apart, each waited for 1 s; unanswered ARP can hold ping 3 s. Generous on purpose."""
+MAX_NODES_AT_ONCE = 32
+KEEP_CHARS = 4000
+"""Output kept per stream in the facts (ping prints a few hundred characters)."""
+
+
+def ping_argv(address: str, mtu: int, *, vrf: str | None = None, small: bool = False) -> list[str]:
+    """The ping command line for one target (``small``: the default 56-byte payload, to compare)."""
+    ipv6 = is_ipv6(address)
+    argv = ["ping", "-6"] if ipv6 else ["ping"]
+    argv += ["-n", "-M", "do", "-s", str(56 if small else df_payload(mtu, ipv6)), "-c", "3", "-i", "0.2", "-W", "1"]
+    if vrf:
+        argv += ["-I", vrf]
+    return [*argv, address]
+
+
+def _run(transport: Transport, node: str, argv: Sequence[str]) -> CommandResult:
+    try:
+        return transport.run(node, list(argv), timeout=PING_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - one node's transport failure is that target's measurement error
+        return CommandResult(node, tuple(argv), None, "", "", 0.0, error=f"{type(exc).__name__}: {exc}")
+
+
+def record(result: CommandResult) -> dict[str, Any]:
+    """What one ping did, for the facts: argv, exit status, output, and ping's report or why it has none."""
+    entry: dict[str, Any] = {"argv": list(result.argv), "exit_status": result.exit_status,
+                             "stdout": result.stdout[:KEEP_CHARS], "stderr": result.stderr[:KEEP_CHARS],
+                             "error": None}
+    if result.error or result.timed_out:
+        entry["error"] = result.describe_failure()
+        return entry
+    try:
+        entry["parsed"] = to_jsonable(parse_ping(f"{result.stdout}\n{result.stderr}"))
+    except ParseError as exc:
+        entry["parse_error"] = str(exc)
+        entry["excerpt"] = exc.excerpt
+    return entry
+
+
+def _needs_small_ping(result: CommandResult) -> bool:
+    """Full-size pings unanswered, with no MTU evidence and no unreachable: would small ones get through?"""
+    if result.error or result.timed_out:
+        return False
+    try:
+        report = parse_ping(f"{result.stdout}\n{result.stderr}")
+    except ParseError:
+        return False
+    return report.received == 0 and not report.too_long and not report.unreachable and not report.messages
+
+
+def measure_node(transport: Transport, node: str, fabric: StorageFabric) -> dict[str, Any]:
+    """The node's ``storage_pathmtu`` section."""
+    mtu = expected_path_mtu(fabric)
+    vrf = fabric.routing.vrf if fabric.routing is not None else None
+    targets: dict[str, Any] = {}
+    for target in fabric.targets:
+        address = target.destination
+        result = _run(transport, node, ping_argv(address, mtu, vrf=vrf))
+        entry = record(result)
+        if _needs_small_ping(result):
+            entry["small"] = record(_run(transport, node, ping_argv(address, mtu, vrf=vrf, small=True)))
+        targets[address] = entry
+    return {"mtu": mtu, "targets": targets}
+
+
+def run_pathmtu_phase(transport: Transport | None, facts: Mapping[str, Facts], nodes: Sequence[str], *,
+                      topology: Topology, launcher_name: str = "", say: Callable[[str], None] | None = None,
+                      dry_run: bool = False) -> None:
+    """Ping every storage target from every node and record the ``storage_pathmtu`` section into its facts."""
+    fabric = topology.storage
+    if fabric is None:
+        for node in nodes:
+            facts[node].data[SECTION] = {"unavailable": f"topology {topology.name} declares no storage fabric"}
+        return
+    if dry_run:
+        mtu = expected_path_mtu(fabric)
+        vrf = fabric.routing.vrf if fabric.routing is not None else None
+        for target in fabric.targets:
+            (say or print)(f"storage: on each node: {' '.join(ping_argv(target.destination, mtu, vrf=vrf))} "
+                           f"(STO-04 path MTU {mtu})")
+        for node in nodes:
+            facts[node].data[SECTION] = {"unavailable": "--dry-run: nothing was pinged"}
+        return
+    if transport is None:
+        for node in nodes:
+            facts[node].data[SECTION] = {"unavailable": f"{launcher_name or 'the dispatcher'} offers no transport"}
+        return
+    if not nodes:
+        return
+    with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), MAX_NODES_AT_ONCE))) as pool:
+        sections = list(pool.map(lambda node: measure_node(transport, node, fabric), nodes))
+    for node, section in zip(nodes, sections, strict=True):
+        facts[node].data[SECTION] = section
