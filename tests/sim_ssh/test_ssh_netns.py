@@ -90,7 +90,7 @@ def test_storage_suite_rejects_sim03_from_kernel_counters(netns_lab: Lab, tmp_pa
     verdicts = json.loads((tmp_path / "out" / "verdicts.json").read_text())
     (sto03,) = [v for v in verdicts if v["node"] == "sim03" and v["check"] == "STO-03"]
     written = 2 * 16 << 20  # two mounts
-    assert f"mlx5_2 compute HCA's IPoIB netdev moved" in sto03["reason"]
+    assert "mlx5_2 compute HCA's IPoIB netdev moved" in sto03["reason"]
     assert f"while {written} bytes written" in sto03["reason"]
     # the healthy nodes' bytes rode the BlueField veths, counted by the kernel
     healthy = [v for v in verdicts if v["node"] != "sim03" and v["check"] == "STO-03"]
@@ -113,7 +113,7 @@ def test_a_runtime_fault_changes_the_kernel_and_clear_restores_it(netns_lab: Lab
     try:
         link = json.loads(_ip("-j", "-n", ns, "link", "show", "enp41s0f0np0"))[0]
         assert link["mtu"] == 1500
-        code, gate = netns_lab.run(tmp_path / "out")
+        _code, gate = netns_lab.run(tmp_path / "out")
         assert "STO-04" in gate["nodes"]["sim02"]["failed"], gate["nodes"]["sim02"]
     finally:
         assert burnin("sim", "fault", "--state", str(netns_lab.state), "sim02", "clear").returncode == 0
