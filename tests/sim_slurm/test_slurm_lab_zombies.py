@@ -108,7 +108,8 @@ def test_sim_down_stops_a_running_job_and_everything_it_started() -> None:
                              str(state)], capture_output=True, text=True, timeout=300, check=False)
         assert up.returncode == 0, up.stderr
         env = {**os.environ, **lab.client_env(state)}
-        submitted = subprocess.run(["sbatch", "--parsable", "--nodes=2", "--wrap", "srun sleep 3600"], env=env,
+        submitted = subprocess.run(["sbatch", "--parsable", "--nodes=2", f"--output={state / 'job.out'}",
+                                    "--wrap", "srun sleep 3600"], env=env,
                                    capture_output=True, text=True, timeout=60, check=True)
         job = submitted.stdout.strip().split(";")[0]
         deadline = time.monotonic() + 60
