@@ -127,6 +127,15 @@ def unavailable() -> str | None:
     for tool in (IP, PING):
         if not os.access(tool, os.X_OK):
             return f"{tool} missing (apt-get install iproute2 iputils-ping)"
+    trial = f"burnin-check-{os.getpid()}"
+    try:
+        _ip("netns", "add", trial)
+    except NetnsError as exc:
+        return f"cannot create a network namespace ({exc})"
+    try:
+        _ip("netns", "del", trial)
+    except NetnsError as exc:
+        return f"cannot delete a network namespace ({exc})"
     return None
 
 

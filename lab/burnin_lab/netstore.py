@@ -136,7 +136,7 @@ def transfer(address: str, verb: str, size: int, port: int = PORT) -> None:
             left -= len(data)
 
 
-def client(mounts_file: str, argv: list[str]) -> int:
+def client(mounts_file: str, argv: list[str], port: int = PORT) -> int:
     wanted = request(argv)
     if wanted is None:
         return 0
@@ -147,7 +147,7 @@ def client(mounts_file: str, argv: list[str]) -> int:
     if address is None:
         return 0
     try:
-        transfer(address, verb, size)
+        transfer(address, verb, size, port)
     except OSError as exc:
         sys.stderr.write(f"{argv[0]}: {path}: storage target {address}: {exc}\n")
         return 1
