@@ -51,6 +51,16 @@ def _deltas(section: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in value.items() if isinstance(v, dict)}
 
 
+_PORT_COUNTERS = (("xmit", "port_xmit_data delta"), ("rcv", "port_rcv_data delta"))
+_IPOIB_COUNTERS = (("ipoib_tx", "IPoIB tx_bytes delta"), ("ipoib_rx", "IPoIB rx_bytes delta"))
+
+
+def _pair(counters: dict[str, Any], hca: str, keys: tuple[tuple[str, str], ...]) -> tuple[int, int]:
+    """Two counter deltas of one compute HCA, each a measured count (Unmeasurable otherwise)."""
+    first, second = (measured_count(counters.get(key), hca, label) for key, label in keys)
+    return first, second
+
+
 def judge_traffic(node: str, section: dict[str, Any]) -> Verdict:
     """STO-03's verdict on one node's ``storage_traffic`` section."""
     written = measured_count(section.get("bytes_written"), "storage", "bytes written")
@@ -66,23 +76,17 @@ def judge_traffic(node: str, section: dict[str, Any]) -> Verdict:
     findings: list[Finding] = []
     for hca, counters in sorted(_deltas(section, "compute").items()):
         try:
-            xmit = measured_count(counters.get("xmit"), hca, "port_xmit_data delta")
-            rcv = measured_count(counters.get("rcv"), hca, "port_rcv_data delta")
+            xmit, rcv = _pair(counters, hca, _PORT_COUNTERS)
+            has_ipoib = any(key in counters for key, _ in _IPOIB_COUNTERS)
+            ip_tx, ip_rx = _pair(counters, hca, _IPOIB_COUNTERS) if has_ipoib else (0, 0)
         except Unmeasurable as exc:
             findings.append(unknown(hca, f"{exc.reason} (a counter reset or went backwards)", expected))
             continue
         moved = xmit + rcv
         text = f"compute HCA moved {moved} bytes (xmit {xmit}, rcv {rcv}) while {io}"
-        if "ipoib_tx" in counters or "ipoib_rx" in counters:
-            try:
-                ip_tx = measured_count(counters.get("ipoib_tx"), hca, "IPoIB tx_bytes delta")
-                ip_rx = measured_count(counters.get("ipoib_rx"), hca, "IPoIB rx_bytes delta")
-            except Unmeasurable as exc:
-                findings.append(unknown(hca, f"{exc.reason} (a counter reset or went backwards)", expected))
-                continue
-            if ip_tx + ip_rx > moved:  # IP over the compute fabric, counted where the port counters do not
-                moved = ip_tx + ip_rx
-                text = f"compute HCA's IPoIB netdev moved {moved} bytes (tx {ip_tx}, rx {ip_rx}) while {io}"
+        if ip_tx + ip_rx > moved:  # IP over the compute fabric, counted where the port counters do not
+            moved = ip_tx + ip_rx
+            text = f"compute HCA's IPoIB netdev moved {moved} bytes (tx {ip_tx}, rx {ip_rx}) while {io}"
         findings.append(ok(hca, text, expected) if moved < limit else bad(hca, text, expected))
     carried = 0
     storage = _deltas(section, "storage")

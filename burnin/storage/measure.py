@@ -23,6 +23,7 @@ from typing import Any, Literal
 from burnin.errors import ParseError, UsageError
 from burnin.facts import Facts
 from burnin.parsers.storage_io import parse_dd_bytes, parse_fio_bytes
+from burnin.storage.common import mark_unavailable, no_fabric, no_transport
 from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult, Transport
 
@@ -236,8 +237,7 @@ def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], n
     """Measure every node and record its ``storage_traffic`` section into its facts."""
     fabric = topology.storage
     if fabric is None:
-        for node in nodes:
-            facts[node].data[SECTION] = {"unavailable": f"topology {topology.name} declares no storage fabric"}
+        mark_unavailable(facts, nodes, SECTION, no_fabric(topology))
         return
     mounts = [t.mount for t in fabric.targets if t.mount]
     netdevs = [n.name for n in fabric.netdevs]
@@ -249,12 +249,10 @@ def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], n
             commands = " or ".join(" ".join(write_argv(tool, test_file(mount, "NODE"), settings.size_mib))
                                   for tool in tools)
             (say or print)(f"storage: on each node: {commands} (then read back; counters sampled around both)")
-        for node in nodes:
-            facts[node].data[SECTION] = {"unavailable": "--dry-run: nothing was written"}
+        mark_unavailable(facts, nodes, SECTION, "--dry-run: nothing was written")
         return
     if transport is None:
-        for node in nodes:
-            facts[node].data[SECTION] = {"unavailable": f"{launcher_name or 'the dispatcher'} offers no transport"}
+        mark_unavailable(facts, nodes, SECTION, no_transport(launcher_name))
         return
 
     def one(node: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from burnin.errors import ParseError
 from burnin.facts import Facts
 from burnin.parsers import to_jsonable
 from burnin.parsers.ping import df_payload, parse_ping
+from burnin.storage.common import mark_unavailable, no_fabric, no_transport
 from burnin.topology.model import StorageFabric, Topology
 from burnin.transport.base import CommandResult, Transport
 
@@ -108,8 +109,7 @@ def run_pathmtu_phase(transport: Transport | None, facts: Mapping[str, Facts], n
     """Ping every storage target from every node and record the ``storage_pathmtu`` section into its facts."""
     fabric = topology.storage
     if fabric is None:
-        for node in nodes:
-            facts[node].data[SECTION] = {"unavailable": f"topology {topology.name} declares no storage fabric"}
+        mark_unavailable(facts, nodes, SECTION, no_fabric(topology))
         return
     if dry_run:
         mtu = expected_path_mtu(fabric)
@@ -117,12 +117,10 @@ def run_pathmtu_phase(transport: Transport | None, facts: Mapping[str, Facts], n
         for target in fabric.targets:
             (say or print)(f"storage: on each node: {' '.join(ping_argv(target.destination, mtu, vrf=vrf))} "
                            f"(STO-04 path MTU {mtu})")
-        for node in nodes:
-            facts[node].data[SECTION] = {"unavailable": "--dry-run: nothing was pinged"}
+        mark_unavailable(facts, nodes, SECTION, "--dry-run: nothing was pinged")
         return
     if transport is None:
-        for node in nodes:
-            facts[node].data[SECTION] = {"unavailable": f"{launcher_name or 'the dispatcher'} offers no transport"}
+        mark_unavailable(facts, nodes, SECTION, no_transport(launcher_name))
         return
     if not nodes:
         return
