@@ -1,8 +1,11 @@
 """A finished launch -> a measurement (pure): parsed numbers, or why there are none.
 
 A launch that hung, could not start, exited early or printed garbage is
-``incomplete`` with its last output lines (or an excerpt): an environment
-problem is never mistaken for slow hardware. ``#wrong`` values are kept even
+``unmeasured`` with its last output lines (or an excerpt), and the checks that
+read it are incomplete: an environment problem is never mistaken for slow
+hardware. A measurement's ``status`` (``ok``/``unmeasured``, in fabric.json and
+the facts) never uses a verdict's word, so a reader looking for incomplete
+verdicts does not find measurements. ``#wrong`` values are kept even
 from a run that stopped early, so corruption is reported whatever else happened.
 """
 
@@ -17,7 +20,7 @@ from burnin.errors import ParseError
 from burnin.transport.base import CommandResult
 
 OK = "ok"
-INCOMPLETE = "incomplete"
+UNMEASURED = "unmeasured"
 TIMEOUT_EXITS = (124, 137)  # coreutils timeout: TERM sent / KILL sent
 TAIL_LINES = 3
 
@@ -28,7 +31,7 @@ class NcclMeasurement:
 
     collective: str
     nodes: tuple[str, ...]
-    status: str  # ok | incomplete
+    status: str  # ok | unmeasured
     busbw_gbps: float | None = None
     """busbw at the largest size measured (the lower of out-of-place and in-place)."""
     size_bytes: int | None = None
@@ -98,7 +101,7 @@ class NvbMeasurement:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NvbMeasurement:
-        return cls(str(data.get("status", INCOMPLETE)), dict(data.get("testcases") or {}),
+        return cls(str(data.get("status", UNMEASURED)), dict(data.get("testcases") or {}),
                    str(data.get("reason", "")), tuple(data.get("tail") or ()),
                    float(data.get("duration_s") or 0.0), str(data.get("argv", "")))
 
@@ -203,7 +206,7 @@ def nccl_measurement(result: CommandResult, collective: str, nodes: Sequence[str
     elif problem is None:
         problem = f"{tool} printed nothing (exit {result.exit_status})"
     if problem is not None:
-        return NcclMeasurement(status=INCOMPLETE, reason=_with_tail(problem, tail), **base, **measured)
+        return NcclMeasurement(status=UNMEASURED, reason=_with_tail(problem, tail), **base, **measured)
     return NcclMeasurement(status=OK, **base, **measured)
 
 
@@ -257,7 +260,7 @@ def nvb_measurement(result: CommandResult, testcases: Sequence[str], *, timeout_
     if problem is None and result.exit_status not in (0, None):
         problem = f"nvbandwidth exited {result.exit_status}"
     if problem is not None:
-        return NvbMeasurement(INCOMPLETE, found, _with_tail(problem, tail), **base)
+        return NvbMeasurement(UNMEASURED, found, _with_tail(problem, tail), **base)
     return NvbMeasurement(OK, found, **base)
 
 
@@ -337,7 +340,7 @@ def gdr_measurement(result: CommandResult, hca: str, gpu: int | None, *, timeout
         problem = (f"ib_write_bw printed no result rows (exit {result.exit_status})" if output
                    else f"ib_write_bw printed nothing (exit {result.exit_status})")
     if problem is not None:
-        return GdrMeasurement(status=INCOMPLETE, reason=_with_tail(problem, tail), **base, **measured)
+        return GdrMeasurement(status=UNMEASURED, reason=_with_tail(problem, tail), **base, **measured)
     return GdrMeasurement(status=OK, **base, **measured)
 
 

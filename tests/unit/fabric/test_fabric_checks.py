@@ -37,7 +37,7 @@ def test_nccl_01_table(h100_topology: Topology, busbw: float, nvls: bool, fleet_
 
 
 def test_nccl_01_hang_is_incomplete_with_the_last_lines(h100_topology: Topology) -> None:
-    hung = nccl(["sim01"], None, status="incomplete",
+    hung = nccl(["sim01"], None, status="unmeasured",
                 reason="all_reduce_perf hung on sim01: no result within 60 s; last output: 4096 1024 float sum")
     verdict = run("NCCL-01", h100_topology, single=hung)
     assert verdict.status is Status.INCOMPLETE and "hung" in verdict.reason and "4096 1024" in verdict.reason
@@ -138,7 +138,7 @@ def test_unlocalised_failing_group_is_incomplete(h100_topology: Topology) -> Non
     for check_id in ("NCCL-03", "NCCL-04"):
         verdict = run(check_id, h100_topology, multi=multi)
         assert verdict.status is Status.INCOMPLETE and "localize: never" in verdict.reason
-    hung = _multi(nccl(GROUP, None, status="incomplete", reason="all_reduce_perf hung"), False)
+    hung = _multi(nccl(GROUP, None, status="unmeasured", reason="all_reduce_perf hung"), False)
     assert "did not complete" in run("NCCL-03", h100_topology, multi=hung).reason
 
 

@@ -78,7 +78,7 @@ def test_slow_rails_at_their_bounds(h100_topology: Topology) -> None:
 
 def test_an_unfinished_rail_run_is_not_a_rail(h100_topology: Topology) -> None:
     rails = {f"mlx5_{i}": nccl(["a", "b"], 45.0) for i in range(8)}
-    rails["mlx5_6"] = nccl(["a", "b"], 10.0, status="incomplete", reason="hung")
+    rails["mlx5_6"] = nccl(["a", "b"], 10.0, status="unmeasured", reason="hung")
     assert judge.slow_rails(rails, h100_topology) == []
 
 
@@ -102,9 +102,9 @@ def test_ib_08_spread_with_two_hcas_measured(h100_topology: Topology) -> None:
 
 def test_empty_reasons_get_a_cause(h100_topology: Topology) -> None:
     doc = section()
-    doc["single"]["all_gather"] = NcclMeasurement("all_gather", ("sim01",), "incomplete").to_json()
+    doc["single"]["all_gather"] = NcclMeasurement("all_gather", ("sim01",), "unmeasured").to_json()
     assert "the single-node all_gather did not complete" in run("NCCL-02", h100_topology, doc).reason
-    empty = NcclMeasurement("all_reduce", ("sim01",), "incomplete", rows=0)
+    empty = NcclMeasurement("all_reduce", ("sim01",), "unmeasured", rows=0)
     assert "all_reduce single-node: no result rows" in run("NCCL-05", h100_topology, section(single=empty)).reason
     assert "nvbandwidth did not complete" in run("NVL-01", h100_topology, section(nvbw=NvbMeasurement("x"))).reason
 

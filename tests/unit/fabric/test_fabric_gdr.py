@@ -106,7 +106,7 @@ def test_missing_runs_and_values_are_incomplete(h100_topology: Topology) -> None
 
 def test_a_failed_launch_is_incomplete_with_its_reason(h100_topology: Topology) -> None:
     runs = gdr_section()
-    runs["mlx5_5"]["cuda"] = gdr("mlx5_5", 5, None, status="incomplete",
+    runs["mlx5_5"]["cuda"] = gdr("mlx5_5", 5, None, status="unmeasured",
                                  reason="ib_write_bw exited 1; last output: Couldn't init GPU context: 1").to_json()
     verdict = ib08(h100_topology, runs)
     assert verdict.status is Status.INCOMPLETE and "Couldn't init GPU context" in verdict.reason
@@ -114,7 +114,7 @@ def test_a_failed_launch_is_incomplete_with_its_reason(h100_topology: Topology) 
 
 def test_a_known_fault_wins_over_an_unmeasured_hca(h100_topology: Topology) -> None:
     runs = with_value("host", "mlx5_2", 150.0)
-    runs["mlx5_6"]["cuda"] = gdr("mlx5_6", 6, None, status="incomplete", reason="hung").to_json()
+    runs["mlx5_6"]["cuda"] = gdr("mlx5_6", 6, None, status="unmeasured", reason="hung").to_json()
     verdict = ib08(h100_topology, runs)
     assert verdict.status is Status.FAIL and "mlx5_2 host memory 150.00 Gb/s" in verdict.reason
     assert "not measured: mlx5_6 gpu6 memory" in verdict.reason
@@ -169,7 +169,7 @@ def test_a_good_run_reads_the_client_report() -> None:
 def test_runs_that_are_not_measurements(stdout: str, hca: str, gpu: int | None, kwargs: dict[str, Any],
                                         words: str) -> None:
     m = gdr_measurement(result("sim01", stdout, **kwargs), hca, gpu, timeout_s=60)
-    assert m.status == "incomplete" and words in m.reason, m.reason
+    assert m.status == "unmeasured" and words in m.reason, m.reason
     assert m.bw_average_gbps is None or m.bw_average_gbps >= 0
 
 

@@ -33,54 +33,54 @@ def test_real_outputs_give_the_busbw_at_the_largest_size(reference_dir: Path, na
 def test_a_hang_is_incomplete_with_the_last_output_lines() -> None:
     partial = perf_output(480.0, rows=2, complete=False)
     m = measure(partial, status=None, timed_out=True)
-    assert m.status == "incomplete" and "hung on sim01" in m.reason and "60 s" in m.reason
+    assert m.status == "unmeasured" and "hung on sim01" in m.reason and "60 s" in m.reason
     assert "last output:" in m.reason and "2147483648" in m.reason  # the last row it printed
     assert m.tail and m.tail[-1].startswith("2147483648 536870912 float sum")
 
 
 def test_timeout_exit_status_is_a_hang_too() -> None:
     m = measure(perf_output(480.0, rows=1, complete=False), status=124)
-    assert m.status == "incomplete" and "hung" in m.reason
+    assert m.status == "unmeasured" and "hung" in m.reason
 
 
 def test_garbage_is_incomplete_with_an_excerpt() -> None:
     m = measure("Segmentation fault (core dumped)\n\x00\x01 garbage\n", status=139)
-    assert m.status == "incomplete"
+    assert m.status == "unmeasured"
     assert "not nccl-tests output" in m.reason and "Segmentation fault" in m.reason
 
 
 def test_tool_not_found() -> None:
     m = measure("", status=127, stderr="env: 'all_reduce_perf': No such file or directory")
-    assert m.status == "incomplete" and "not found" in m.reason and "nccl_tests_dir" in m.reason
+    assert m.status == "unmeasured" and "not found" in m.reason and "nccl_tests_dir" in m.reason
 
 
 def test_cannot_start() -> None:
     m = measure("", status=None, error="cannot start ssh: connection refused")
-    assert m.status == "incomplete" and "connection refused" in m.reason
+    assert m.status == "unmeasured" and "connection refused" in m.reason
 
 
 def test_wrong_values_are_counted_even_with_a_failing_exit() -> None:
     m = measure(perf_output(480.0, wrong=3), status=1)
     assert m.ok and m.corrupt and m.wrong == 24 and m.out_of_bounds == 24
     cut = measure(perf_output(480.0, wrong=3, complete=False), status=None, timed_out=True)
-    assert cut.status == "incomplete" and cut.wrong > 0 and cut.corrupt
+    assert cut.status == "unmeasured" and cut.wrong > 0 and cut.corrupt
 
 
 def test_a_run_that_stops_early_is_incomplete() -> None:
     m = measure(perf_output(480.0, complete=False), status=0)
-    assert m.status == "incomplete" and "stopped after 4 rows" in m.reason
+    assert m.status == "unmeasured" and "stopped after 4 rows" in m.reason
 
 
 def test_a_failing_exit_without_wrong_values_is_incomplete() -> None:
     m = measure(perf_output(480.0), status=3)
-    assert m.status == "incomplete" and "exited 3" in m.reason
+    assert m.status == "unmeasured" and "exited 3" in m.reason
 
 
 def test_small_sizes_only_are_not_judged_but_the_run_finished() -> None:
     small = perf_output(480.0).replace("1073741824", "1048576")
     text = "\n".join(line for line in small.splitlines() if not line.lstrip().startswith(("2147", "4294", "8589")))
     m = measure(text)
-    assert m.status == "incomplete" and "busbw is judged at >=" in m.reason
+    assert m.status == "unmeasured" and "busbw is judged at >=" in m.reason
     assert m.finished  # a complete run: the node may still join multi-node runs
 
 
@@ -109,10 +109,10 @@ def test_nvbandwidth_missing_testcase_or_hang() -> None:
     text = "Running host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n" \
            "           0\n 0     55.00\n\nSUM host_to_device_memcpy_ce 55.00\n"
     m = nvb_measurement(result("n", text), TESTCASES, timeout_s=60)
-    assert m.status == "incomplete" and "no matrix for device_to_device_memcpy_read_ce" in m.reason
+    assert m.status == "unmeasured" and "no matrix for device_to_device_memcpy_read_ce" in m.reason
     hung = nvb_measurement(result("n", "nvbandwidth Version: v0.8\n", status=None, timed_out=True), TESTCASES,
                            timeout_s=9)
-    assert hung.status == "incomplete" and "nvbandwidth hung" in hung.reason and "nvbandwidth Version" in hung.reason
+    assert hung.status == "unmeasured" and "nvbandwidth hung" in hung.reason and "nvbandwidth Version" in hung.reason
 
 
 def test_last_lines_squeeze_whitespace() -> None:

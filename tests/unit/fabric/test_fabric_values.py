@@ -119,7 +119,7 @@ def test_nccl_05_a_wrong_count_that_is_not_a_count(h100_topology: Topology, wron
 def test_nccl_measurement_refuses_a_busbw_that_is_not_one(busbw: str) -> None:
     text = perf_output(480.0).replace("480.00", busbw)
     m = nccl_measurement(result("sim01", text), "all_reduce", ("sim01",), timeout_s=60, judge_min_bytes=1 << 30)
-    assert m.status == "incomplete" and m.busbw_gbps is None and "is not a bandwidth" in m.reason
+    assert m.status == "unmeasured" and m.busbw_gbps is None and "is not a bandwidth" in m.reason
     assert not judge.passed(m, 0.0)
 
 

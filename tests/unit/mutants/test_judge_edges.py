@@ -81,7 +81,7 @@ def test_passed_at_the_minimum_and_not_just_below() -> None:
 
 
 @pytest.mark.parametrize("measurement", [
-    measured(400.0, wrong=1), measured(400.0, out_of_bounds=1), measured(400.0, status="incomplete"),
+    measured(400.0, wrong=1), measured(400.0, out_of_bounds=1), measured(400.0, status="unmeasured"),
     measured(None),
 ])
 def test_a_wrong_unfinished_or_unmeasured_run_never_passes(measurement: NcclMeasurement) -> None:
@@ -90,7 +90,7 @@ def test_a_wrong_unfinished_or_unmeasured_run_never_passes(measurement: NcclMeas
 
 def test_describe_says_wrong_values_hung_or_the_bandwidth() -> None:
     assert judge.describe(measured(400.0, wrong=12)) == "sim01+sim02 12 wrong values"
-    assert judge.describe(measured(None, status="incomplete", reason="hung; no output for 60 s")) == \
+    assert judge.describe(measured(None, status="unmeasured", reason="hung; no output for 60 s")) == \
         "sim01+sim02 hung"
     assert judge.describe(measured(184.24)) == "sim01+sim02 184.2 GB/s"
 
@@ -136,7 +136,7 @@ def test_fleet_stats_counts_only_measured_values() -> None:
 
 
 def rails(**busbw: float | None) -> dict[str, NcclMeasurement]:
-    return {hca: measured(value, status="ok" if value is not None else "incomplete") for hca, value in busbw.items()}
+    return {hca: measured(value, status="ok" if value is not None else "unmeasured") for hca, value in busbw.items()}
 
 
 def test_one_slow_rail_is_named_against_the_median(h100_topology: Topology) -> None:
@@ -178,5 +178,5 @@ def test_gdr_spread_comes_from_the_topology_or_defaults(h100_topology: Topology)
 
 
 def test_a_rail_run_that_did_not_complete_is_left_out_even_with_a_number(h100_topology: Topology) -> None:
-    hung = measured(5.0, status="incomplete", reason="hung")
+    hung = measured(5.0, status="unmeasured", reason="hung")
     assert judge.slow_rails({"a": measured(46.0), "b": measured(46.0), "c": hung}, h100_topology) == []
