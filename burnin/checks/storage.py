@@ -7,7 +7,8 @@ gathered against the topology's ``storage`` section:
   function is a BlueField one (vendor 0x15b3, a ``bluefield_device_ids`` device), in the VRF or policy table
   when the topology names one;
 - STO-02 NCCL's static configuration (``/etc/nccl.conf``, ``$NCCL_CONF_FILE``, the environment) selects exactly
-  the compute HCAs in ``NCCL_IB_HCA`` and no storage netdev in ``NCCL_SOCKET_IFNAME``;
+  the compute HCAs in ``NCCL_IB_HCA`` and no storage netdev in ``NCCL_SOCKET_IFNAME``; after the fabric suite's
+  multi-node runs, also the devices NCCL said it opened (:mod:`burnin.checks.storage_nccl_runtime`);
 - STO-04 each BlueField netdev's MTU; STO-05 its RoCE QoS (trust, PFC, ECN); STO-06 its operating mode;
 - STO-07 rp_filter/arp_ignore/arp_announce on every fabric netdev, and no address of one fabric inside the
   other's subnets.
@@ -32,6 +33,8 @@ from burnin.checks.base import (
     ok,
     unknown,
 )
+from burnin.checks.storage_nccl_runtime import EXPECTED as RUNTIME_EXPECTED
+from burnin.checks.storage_nccl_runtime import runtime_findings
 from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
@@ -325,8 +328,13 @@ def nccl_config(facts: Facts, topology: Topology) -> Verdict:
         storage = ", ".join(sorted(storage_rdma)) or "the storage devices"
         findings.append(bad("node", "NCCL_IB_HCA set neither in /etc/nccl.conf nor in the environment: NCCL opens "
                                     f"every RDMA device, {storage} included", expected))
-    return roll_up("STO-02", facts.node, findings, expected=expected,
-                   healthy=f"NCCL_IB_HCA selects exactly {len(compute)} compute HCAs")
+    healthy = f"NCCL_IB_HCA selects exactly {len(compute)} compute HCAs"
+    runtime = runtime_findings(facts, topology, compute=compute, storage_rdma=storage_rdma,
+                               storage_netdevs=storage_netdevs)
+    if runtime is None:  # no fabric-suite evidence: the static configuration alone
+        return roll_up("STO-02", facts.node, findings, expected=expected, healthy=healthy)
+    return roll_up("STO-02", facts.node, [*findings, *runtime], expected=f"{expected}; {RUNTIME_EXPECTED}",
+                   healthy=f"{healthy}; NCCL opened compute HCAs only in {len(runtime)} runs")
 
 
 # ------------------------------------------------------------------ STO-04

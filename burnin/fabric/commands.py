@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from burnin.fabric.settings import FabricSettings
 from burnin.nodes import fold
@@ -38,7 +39,33 @@ def default_socket_ifname(topology: Topology) -> str:
     return ",".join(["^docker", "lo", *storage])
 
 
-def nccl_env(topology: Topology, settings: FabricSettings, *, ib_hca: str | None = None) -> dict[str, str]:
+EVIDENCE_SUBSYS = "INIT,NET,ENV"
+"""``NCCL_DEBUG_SUBSYS`` of an evidence run: ``NET/IB : Using``, the channel lines and the settings NCCL read."""
+
+
+@dataclass(frozen=True, slots=True)
+class NcclEvidence:
+    """A multi-node run that also shows which network devices NCCL opened (STO-02 runtime evidence).
+
+    It runs with ``NCCL_DEBUG=INFO`` and :data:`EVIDENCE_SUBSYS`, its INFO lines on stdout
+    (``NCCL_DEBUG_FILE`` is dropped), so they come back with the run's output.
+    """
+
+    name: str
+    """``group`` (the multi-node all_reduce itself) or ``node-config``."""
+    node_config: bool = False
+    """``NCCL_IB_HCA`` is not set: each node's own NCCL configuration (its nccl.conf, the launch
+    environment) picks the devices, as for a job that does not set it."""
+    short: bool = False
+    """8 B to 8 MiB, one iteration: enough for NCCL to open its devices and connect its channels."""
+
+
+GROUP_EVIDENCE = NcclEvidence("group")
+NODE_CONFIG_EVIDENCE = NcclEvidence("node-config", node_config=True, short=True)
+
+
+def nccl_env(topology: Topology, settings: FabricSettings, *, ib_hca: str | None = None,
+             evidence: NcclEvidence | None = None) -> dict[str, str]:
     """The NCCL environment of every nccl-tests launch (check-catalog 6, STO-02)."""
     env = {
         "NCCL_IB_HCA": ib_hca or settings.ib_hca or compute_hca_list(topology),
@@ -49,6 +76,11 @@ def nccl_env(topology: Topology, settings: FabricSettings, *, ib_hca: str | None
     if not env["NCCL_IB_HCA"]:
         del env["NCCL_IB_HCA"]
     env.update(settings.extra_env)
+    if evidence is not None:
+        env.update({"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": EVIDENCE_SUBSYS})
+        env.pop("NCCL_DEBUG_FILE", None)
+        if evidence.node_config:
+            env.pop("NCCL_IB_HCA", None)
     return env
 
 
@@ -57,8 +89,10 @@ def perf_binary(settings: FabricSettings, collective: str) -> str:
     return f"{settings.nccl_tests_dir.rstrip('/')}/{name}" if settings.nccl_tests_dir else name
 
 
-def perf_args(settings: FabricSettings, gpus_per_process: int) -> list[str]:
+def perf_args(settings: FabricSettings, gpus_per_process: int, *, short: bool = False) -> list[str]:
     """``-b MIN -e MAX -f F -g G -n ITERS -w WARMUP -c 1`` (data check always on: NCCL-05)."""
+    if short:
+        return ["-b", "8", "-e", "8M", "-f", "2", "-g", str(gpus_per_process), "-n", "1", "-w", "1", "-c", "1"]
     return ["-b", settings.min_bytes, "-e", settings.max_bytes, "-f", str(settings.step_factor),
             "-g", str(gpus_per_process), "-n", str(settings.iters), "-w", str(settings.warmup), "-c", "1"]
 
@@ -78,11 +112,13 @@ def single_node_command(topology: Topology, settings: FabricSettings, collective
 
 
 def rank_command(topology: Topology, settings: FabricSettings, collective: str, *,
-                 ib_hca: str | None = None, extra_env: Mapping[str, str] | None = None) -> list[str]:
+                 ib_hca: str | None = None, extra_env: Mapping[str, str] | None = None,
+                 evidence: NcclEvidence | None = None, timeout_s: float | None = None) -> list[str]:
     """What each rank of a multi-node job runs (``-g gpus_per_rank``), with env and time limit."""
-    tool = [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank)]
-    env = {**nccl_env(topology, settings, ib_hca=ib_hca), **(extra_env or {})}
-    return with_env(with_timeout(tool, settings.timeout_s), env)
+    short = evidence is not None and evidence.short
+    tool = [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank, short=short)]
+    env = {**nccl_env(topology, settings, ib_hca=ib_hca, evidence=evidence), **(extra_env or {})}
+    return with_env(with_timeout(tool, settings.timeout_s if timeout_s is None else timeout_s), env)
 
 
 # IB-08 loopback: the server in the background, the client connecting to it on the same node (retried
@@ -171,12 +207,14 @@ def srun_job_argv(job_id: str, nodes: Sequence[str], command: Sequence[str], set
 
 
 def mpirun_argv(nodes: Sequence[str], topology: Topology, settings: FabricSettings, collective: str, *,
-                ib_hca: str | None = None) -> list[str]:
+                ib_hca: str | None = None, evidence: NcclEvidence | None = None,
+                timeout_s: float | None = None) -> list[str]:
     """``timeout T mpirun -np N -N R --host a:R,b:R -x K=V ... <perf> -g G`` (catalog NCCL-03)."""
     per = settings.ranks_per_node
     argv = [settings.mpirun, "-np", str(len(nodes) * per), "-N", str(per),
             "--host", ",".join(f"{node}:{per}" for node in nodes), *settings.mpirun_args]
-    for key, value in nccl_env(topology, settings, ib_hca=ib_hca).items():
+    for key, value in nccl_env(topology, settings, ib_hca=ib_hca, evidence=evidence).items():
         argv += ["-x", f"{key}={value}"]
-    argv += [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank)]
-    return with_timeout(argv, settings.timeout_s)
+    short = evidence is not None and evidence.short
+    argv += [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank, short=short)]
+    return with_timeout(argv, settings.timeout_s if timeout_s is None else timeout_s)

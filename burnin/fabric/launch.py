@@ -48,8 +48,10 @@ class Launcher(Protocol):
     def per_node(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> dict[str, CommandResult]:
         """Run ``command`` on every node, all at once."""
 
-    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float) -> CommandResult:
-        """One multi-node nccl-tests run over ``nodes``; rank 0's output."""
+    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+            evidence: commands.NcclEvidence | None = None) -> CommandResult:
+        """One multi-node nccl-tests run over ``nodes``: the job's output (rank 0's table; with ``evidence``,
+        every rank's NCCL INFO lines too)."""
 
     def close(self) -> None: ...
 
@@ -85,12 +87,14 @@ class TransportLauncher:
             self._on_command([f"[{node}]", *command], result)
         return results
 
-    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float) -> CommandResult:
+    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+            evidence: commands.NcclEvidence | None = None) -> CommandResult:
         if self._mode == "sim":
             argv = commands.rank_command(self._topology, self._settings, collective, ib_hca=ib_hca,
-                                         extra_env=self._job_env(nodes))
+                                         extra_env=self._job_env(nodes), evidence=evidence, timeout_s=timeout)
         else:
-            argv = commands.mpirun_argv(nodes, self._topology, self._settings, collective, ib_hca=ib_hca)
+            argv = commands.mpirun_argv(nodes, self._topology, self._settings, collective, ib_hca=ib_hca,
+                                        evidence=evidence, timeout_s=timeout)
         result = _result_or_error(nodes[0], argv, lambda: self._transport.run(nodes[0], argv,
                                                                             timeout=timeout + SLACK_S))
         self._on_command([f"[{nodes[0]}]", *argv], result)
@@ -156,9 +160,11 @@ class SlurmLauncher:
                                            time_limit_s=timeout + SLACK_S, job_name=self._name)
         return split_per_node(self._run(argv, timeout + 2 * SLACK_S), nodes, command)
 
-    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float) -> CommandResult:
+    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+            evidence: commands.NcclEvidence | None = None) -> CommandResult:
         assert self._job_id is not None
-        command = commands.rank_command(self._topology, self._settings, collective, ib_hca=ib_hca)
+        command = commands.rank_command(self._topology, self._settings, collective, ib_hca=ib_hca,
+                                        evidence=evidence, timeout_s=timeout)
         argv = commands.srun_job_argv(self._job_id, nodes, command, self._settings,
                                       time_limit_s=timeout + SLACK_S, job_name=self._name)
         result = self._run(argv, timeout + 2 * SLACK_S)

@@ -12,15 +12,19 @@ Order (each launch bounded by ``timeout_s``; every command goes to
    everything multi-node, with the reason recorded;
 5. one multi-node all_reduce over the other nodes (none when fewer than two
    are left: the multi-node checks then do not apply to them, as in a run of
-   one node);
+   one node); where the topology has a storage fabric it runs with
+   ``NCCL_DEBUG=INFO``, and one short run more over the same nodes leaves
+   ``NCCL_IB_HCA`` to each node's own NCCL configuration (setting
+   ``nccl_evidence``): the devices NCCL opened on each node are STO-02's
+   runtime evidence (:mod:`burnin.fabric.nccl_evidence`);
 6. localisation rounds (:mod:`burnin.fabric.localize`) when that group fails
    (below its reference, wrong values, hang) or with ``--localize``;
 7. single-rail runs (``NCCL_IB_HCA=<one HCA>``) of each named node with a
    known-good partner, one HCA after the other, to name the slow HCA;
 8. the nodes localisation cleared, alone together again, to confirm them.
 
-The results are merged into each node's facts (``fabric``) and written to
-``OUT/fabric.json``.
+The results are merged into each node's facts (``fabric``, and ``nccl_runtime``
+for the nodes of an evidence run) and written to ``OUT/fabric.json``.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 
 from burnin.dispatch.base import launcher_of
 from burnin.errors import UsageError
-from burnin.fabric import commands, judge
+from burnin.fabric import commands, judge, nccl_evidence
 from burnin.fabric.launch import Launcher, OnCommand, SlurmLauncher, TransportLauncher
 from burnin.fabric.localize import Job, Localizer
 from burnin.fabric.measure import NcclMeasurement, gdr_measurement, nccl_measurement, nvb_measurement
@@ -70,12 +74,15 @@ def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: T
                              overrides={"localize": "always"} if options.localize else None)
     log = _CommandLog(out_dir / LOG_FILE)
     launcher = launcher_for(dispatcher, topology, settings, on_command=log.command, facts=facts)
+    hosts = {node: nccl_evidence.nccl_host(node, facts[node].data.get("hostname")) for node in reachable}
     try:
-        result = Phase(launcher, topology, settings, log).run(reachable)
+        result = Phase(launcher, topology, settings, log, hosts=hosts).run(reachable)
     finally:
         launcher.close()
     for node, doc in node_documents(result).items():
         facts[node].data["fabric"] = doc
+    for node, runs in result.nccl_runtime.items():
+        facts[node].data[nccl_evidence.SECTION] = {"runs": runs}
     (out_dir / FABRIC_FILE).write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
     return result
 
@@ -116,13 +123,19 @@ class _CommandLog:
 
 
 class Phase:
-    def __init__(self, launcher: Launcher, topology: Topology, settings: FabricSettings, log: _CommandLog) -> None:
+    def __init__(self, launcher: Launcher, topology: Topology, settings: FabricSettings, log: _CommandLog, *,
+                 hosts: Mapping[str, str] | None = None) -> None:
+        """``hosts``: node -> the host name NCCL prints for it (default: the node's name up to its first dot)."""
         self.launcher = launcher
         self.topology = topology
         self.settings = settings
         self.log = log
         self.timeout = settings.timeout_s
         self.judge_min = size_bytes(settings.judge_min_bytes)
+        self.hosts = dict(hosts or {})
+        wanted = settings.nccl_evidence if topology.storage is not None else "off"
+        self.evidence = {"full": (commands.GROUP_EVIDENCE, commands.NODE_CONFIG_EVIDENCE),
+                         "group": (commands.GROUP_EVIDENCE,), "off": ()}[wanted]
 
     def run(self, nodes: list[str]) -> PhaseResult:
         result = PhaseResult(nodes, self.settings, self.launcher.name,
@@ -195,8 +208,26 @@ class Phase:
 
     def _job(self, nodes: Sequence[str], *, ib_hca: str | None = None) -> NcclMeasurement:
         run = self.launcher.job(nodes, "all_reduce", ib_hca=ib_hca, timeout=self.timeout)
+        return self._measure(run, nodes, ib_hca)
+
+    def _measure(self, run: CommandResult, nodes: Sequence[str], ib_hca: str | None) -> NcclMeasurement:
         return nccl_measurement(run, "all_reduce", nodes, timeout_s=self.timeout, judge_min_bytes=self.judge_min,
                                 ib_hca=ib_hca, nvls=self.settings.nvls)
+
+    def _group(self, result: PhaseResult, members: Sequence[str]) -> NcclMeasurement:
+        """The multi-node all_reduce, with each evidence run (STO-02) recorded for its nodes."""
+        group: NcclMeasurement | None = None
+        for evidence in self.evidence:
+            timeout = self.timeout if evidence.name == "group" else min(self.timeout,
+                                                                          self.settings.nccl_evidence_timeout_s)
+            run = self.launcher.job(members, "all_reduce", ib_hca=None, timeout=timeout, evidence=evidence)
+            if evidence.name == "group":
+                group = self._measure(run, members, None)
+            set_to = commands.nccl_env(self.topology, self.settings, evidence=evidence).get("NCCL_IB_HCA")
+            for node, record in nccl_evidence.node_records(evidence, run, members, self.hosts,
+                                                           ib_hca=set_to).items():
+                result.nccl_runtime.setdefault(node, []).append(record)
+        return group if group is not None else self._job(members)
 
     def _jobs(self, groups: Sequence[Sequence[str]], *, ib_hca: str | None = None) -> list[NcclMeasurement]:
         """Disjoint jobs side by side."""
@@ -213,7 +244,7 @@ class Phase:
             for node in members:
                 result.alone[node] = f"no multi-node partner: every other node was left out ({left_out})"
             return
-        result.group = self._job(members)
+        result.group = self._group(result, members)
         wanted = self.settings.localize == "always" or (self.settings.localize == "auto" and not result.group_passed)
         if not wanted:
             return

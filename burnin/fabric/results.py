@@ -92,6 +92,8 @@ class PhaseResult:
     group_floor_gbps: float = 0.0
     localization: Localization | None = None
     regroup: NcclMeasurement | None = None
+    nccl_runtime: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """node -> its record of each evidence run (STO-02 runtime evidence, burnin.fabric.nccl_evidence)."""
 
     @property
     def group_passed(self) -> bool:
@@ -114,6 +116,7 @@ class PhaseResult:
             "group_floor_gbps": self.group_floor_gbps, "group_passed": self.group_passed,
             "localization": self.localization.to_json() if self.localization else None,
             "regroup": self.regroup.to_json() if self.regroup else None, "regroup_passed": self.regroup_passed,
+            "nccl_runtime": self.nccl_runtime,
         }
 
 

@@ -85,6 +85,12 @@ class FabricSettings:
     """NCCL_SOCKET_IFNAME; None: ``^docker,lo,`` + the storage HCAs' netdevs."""
     debug: str = "WARN"
     extra_env: dict[str, str] = field(default_factory=dict)
+    nccl_evidence: Literal["full", "group", "off"] = "full"
+    """STO-02 runtime evidence, where the topology has a storage fabric: ``group`` runs the multi-node
+    all_reduce with ``NCCL_DEBUG=INFO`` and records the devices NCCL opened on each node; ``full`` adds one
+    short run that leaves ``NCCL_IB_HCA`` to each node's own NCCL configuration; ``off``: neither."""
+    nccl_evidence_timeout_s: float = 180.0
+    """The short node-configuration run is killed after this many seconds (at most ``timeout_s``)."""
 
     # what is measured
     collectives: tuple[str, ...] = ("all_reduce",)
@@ -136,6 +142,8 @@ class FabricSettings:
             raise ValueError(f"ib_write_bw_port must be within 1024..{65535 - 64}")
         if self.warmup < 0 or not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
             raise ValueError("warmup must be >= 0 and timeout_s a finite number > 0")
+        if not (self.nccl_evidence_timeout_s > 0 and math.isfinite(self.nccl_evidence_timeout_s)):
+            raise ValueError("nccl_evidence_timeout_s must be a finite number > 0")
 
     @property
     def gpus_per_node(self) -> int:

@@ -7,13 +7,15 @@ NCCL prefixes each line with ``HOST:PID:TID [CUDADEV] NCCL INFO`` (its default
 - ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ... [RO]; OOB ib0:10.0.0.1<0>``: the RDMA devices
   NCCL's IB transport opened, with their port and link layer (``IB`` or ``RoCE``);
 - ``NET/Socket : Using [0]eth0:10.0.0.1<0>``: the socket transport's interfaces;
+- ``NET/IB : No device found.``: the IB transport found no device it may use (NCCL falls back to sockets);
 - ``Bootstrap: Using IF:ADDR<0>`` (``Bootstrap : Using`` in older NCCL): the bootstrap interface;
 - ``Channel 00/0 : 8[0] -> 0[0] [send] via NET/IB/3/GDRDMA``: channels through the network name the device
   index into the ``NET/IB : Using`` list (``/3``), so the devices really used are known;
 - ``NCCL_X set by environment to Y`` and ``NCCL_IB_HCA set to ...``: settings NCCL reports;
 - ``Using network IB``, ``NCCL version ...``.
 
-Everything else (trees, rings, tuner and plugin chatter) is ignored.
+Per host, the first line that said each of these is kept (:attr:`NcclHostInfo.evidence`), so a
+check can quote NCCL's own words. Everything else (trees, rings, tuner and plugin chatter) is ignored.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ _BOOTSTRAP = re.compile(r"^Bootstrap\s*:\s*Using\s+(?P<if>[^\s:]{1,64}):(?P<addr
 _CHANNEL_NET = re.compile(r"^Channel\s+\d{1,4}/\d{1,4}\s*:.*\bvia\s+NET/(?P<net>[A-Za-z0-9_]{1,32})/(?P<index>\d{1,4})"
                           r"(?:/(?P<mode>[A-Za-z0-9_]{1,16}))?")
 _SETTING = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]{1,64})\s+set\s+(?:by environment\s+)?to\s+(?P<value>.*?)\.?\s*$")
+_NO_DEVICE = re.compile(r"^NET/(?P<net>[A-Za-z0-9_]{1,32})\s*:\s*No device found")
 _VERSION = re.compile(r"^NCCL version\s+(?P<version>\S{1,64})")
 _NETWORK = re.compile(r"^Using network\s+(?P<net>\S{1,64})")
 
@@ -76,6 +79,11 @@ class NcclHostInfo:
     """Network devices that channels went through (distinct)."""
     networks: tuple[str, ...] = ()
     """``Using network X`` values."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """``NCCL_X`` settings this host's NCCL reported (the first value seen)."""
+    evidence: dict[str, str] = field(default_factory=dict)
+    """The first line (from the ``HOST:PID:TID`` prefix on) that said each thing: ``NET/IB`` (its
+    ``Using`` list, or ``No device found``), ``NET/Socket``, ``Bootstrap``, ``NCCL_IB_HCA``..."""
 
     def used_devices(self, net: str = "IB") -> tuple[NcclNetDevice, ...]:
         """The devices of ``net`` that some channel used (by their index in the ``Using`` list)."""
@@ -105,10 +113,15 @@ class _Host:
         self.bootstrap: dict[str, None] = {}
         self.used: dict[NcclNetUse, None] = {}
         self.networks: dict[str, None] = {}
+        self.settings: dict[str, str] = {}
+        self.evidence: dict[str, str] = {}
 
     def record(self) -> NcclHostInfo:
         return NcclHostInfo(self.name, len(self.pids), dict(self.devices), tuple(self.oob), tuple(self.bootstrap),
-                            tuple(self.used), tuple(self.networks))
+                            tuple(self.used), tuple(self.networks), dict(self.settings), dict(self.evidence))
+
+    def saw(self, what: str, line: str) -> None:
+        self.evidence.setdefault(what, line)
 
 
 def _devices(listing: str) -> tuple[NcclNetDevice, ...]:
@@ -120,16 +133,21 @@ def _devices(listing: str) -> tuple[NcclNetDevice, ...]:
     return tuple(out)
 
 
-def _read(host: _Host, msg: str, settings: dict[str, str], version: list[str]) -> None:
+def _read(host: _Host, msg: str, line: str, settings: dict[str, str], version: list[str]) -> None:
     using = _NET_USING.match(msg)
     if using is not None:
         net = using.group("net")
         devices = _devices(using.group("list"))
         if devices and net not in host.devices:
             host.devices[net] = devices
+            host.evidence[f"NET/{net}"] = line
         oob = _OOB.search(using.group("list"))
         if oob is not None:
             host.oob[f"{oob.group('if')}:{oob.group('addr')}"] = None
+        return
+    missing = _NO_DEVICE.match(msg)
+    if missing is not None:
+        host.saw(f"NET/{missing.group('net')}", line)
         return
     channel = _CHANNEL_NET.match(msg)
     if channel is not None:
@@ -138,10 +156,14 @@ def _read(host: _Host, msg: str, settings: dict[str, str], version: list[str]) -
     bootstrap = _BOOTSTRAP.match(msg)
     if bootstrap is not None:
         host.bootstrap[f"{bootstrap.group('if')}:{bootstrap.group('addr')}"] = None
+        host.saw("Bootstrap", line)
         return
     setting = _SETTING.match(msg)
     if setting is not None:
-        settings.setdefault(setting.group("name"), setting.group("value").strip())
+        name, value = setting.group("name"), setting.group("value").strip()
+        settings.setdefault(name, value)
+        host.settings.setdefault(name, value)
+        host.saw(name, line)
         return
     network = _NETWORK.match(msg)
     if network is not None:
@@ -168,7 +190,7 @@ def parse_nccl_info(text: str) -> NcclInfoReport:
         count += 1
         host = hosts.setdefault(match.group("host"), _Host(match.group("host")))
         host.pids.add(match.group("pid"))
-        _read(host, match.group("msg").strip(), settings, version)
+        _read(host, match.group("msg").strip(), match.group(0).strip(), settings, version)
     if not count:
         fail(TOOL, "no 'HOST:PID:TID [DEV] NCCL INFO' line (was NCCL_DEBUG=INFO set?)", head_excerpt(text))
     return NcclInfoReport(version[0] if version else None, tuple(h.record() for h in hosts.values()), settings, count)

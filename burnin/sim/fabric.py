@@ -1,7 +1,8 @@
 """Fabric tools of a simulated node: ``bin/<collective>_perf``, ``bin/nvbandwidth``, ``bin/ib_write_bw``.
 
 ``out/fabric/health.json`` is what the model needs of the node (NVLink share
-per GPU, PCIe share, each HCA's state and bandwidth factor, the NCCL faults);
+per GPU, PCIe share, each HCA's state, link layer and bandwidth factor, the NCCL faults, the
+interface NCCL bootstraps over); the model reads each member's ``root/etc/nccl.conf`` itself;
 ``out/fabric/model.py`` is a copy of :mod:`burnin.sim.fabric_model` (standard
 library only), which reads the health of every member of a job, and
 ``out/fabric/perftest_format.py`` a copy of :mod:`burnin.sim.formats.perftest`. The shims
@@ -82,12 +83,22 @@ def health(state: NodeState) -> dict[str, Any]:
             "lost": gpu.lost,
         })
     hcas = [{"name": hca.name, "role": hca.role, "up": hca.state.endswith("ACTIVE"),
-             "rate_gbps": _rate(hca.rate), "factor": hca.bandwidth_factor}
+             "rate_gbps": _rate(hca.rate), "factor": hca.bandwidth_factor, "link_layer": hca.link_layer}
             for hca in state.hcas]
     model = state.gpus[0].name if state.gpus else "NVIDIA H100 80GB HBM3"
     return {"node": state.name, "gpu_name": model, "driver": state.host.driver_version,
             "cuda": state.host.cuda_version, "gpus": gpus, "hcas": hcas,
-            "nccl_wrong": state.host.nccl_wrong, "nccl_hang": state.host.nccl_hang}
+            "nccl_wrong": state.host.nccl_wrong, "nccl_hang": state.host.nccl_hang, "oob": _oob(state)}
+
+
+def _oob(state: NodeState) -> str:
+    """``IF:ADDR`` NCCL bootstraps over: the first compute HCA's IPoIB netdev (burnin.sim.storage addressing)."""
+    from burnin.sim.storage import host_number
+
+    first = next((h.netdev for h in state.hcas if h.role == "compute" and h.netdev), None)
+    if first is None:
+        return f"eth0:10.0.0.{host_number(state.name)}"
+    return f"{first}:192.168.0.{host_number(state.name)}"
 
 
 def outputs(state: NodeState) -> dict[str, str]:

@@ -10,7 +10,20 @@ next to its own node directory (``<rack>/nodes/<member>/``).
 Who is in the job: ``BURNIN_SIM_JOB_NODES`` (a comma list: burnin's local
 simulated jobs); else, inside an MPI launch (``PMI_RANK``/``PMIX_RANK``/
 ``OMPI_COMM_WORLD_RANK`` set), the Slurm step's nodes; else this node alone.
-Only rank 0 prints, as nccl-tests does.
+Only rank 0 prints the table, as nccl-tests does.
+
+NCCL's own settings on each member: the process environment, else the member's
+``root/etc/nccl.conf`` (NCCL reads the file with ``setenv(..., 0)``: the
+environment wins, and the file's first setting of a key). With
+``NCCL_DEBUG=INFO`` (and ``NCCL_DEBUG_SUBSYS``, default ``INIT,BOOTSTRAP,ENV``)
+each member's ranks print NCCL's INFO lines in the real format
+(shared/reference-pending/nccl): ``NCCL_IB_HCA set to``, ``Bootstrap : Using``,
+``NET/IB : Using [0]mlx5_0:1/IB ... [RO]; OOB IF:ADDR<0>`` (the active HCAs its
+``NCCL_IB_HCA`` selects, InfiniBand ports as ``/IB``, Ethernet ones as
+``/RoCE``), ``Using network IB`` and one ring channel per compute HCA through
+the network (the storage devices NCCL opened carry none: no GPU sits next to
+them [U]). A simulated job's one process prints every member's lines; an MPI
+rank prints its own node's.
 
 The model (figures from shared/reference/NUMBERS.md; the shape is [U]):
 
@@ -156,6 +169,86 @@ def selected(name: str, selector: str | None) -> bool:
     return hit != exclude
 
 
+def conf_value(member: str, key: str) -> str | None:
+    """``key`` in the member's ``/etc/nccl.conf`` as NCCL reads it: ``#`` lines skipped, the first setting wins."""
+    path = os.path.join(os.path.dirname(node_dir()), member, "root", "etc", "nccl.conf")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and not line.startswith("#") and name == key:
+            return value
+    return None
+
+
+def nccl_setting(member: str, key: str) -> str | None:
+    """What NCCL on ``member`` uses for ``key``: the environment, else the member's nccl.conf."""
+    if key in os.environ:
+        return os.environ[key]
+    return conf_value(member, key)
+
+
+def debug_enabled(member: str, *subsystems: str) -> bool:
+    """NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS (``^`` inverts; ``ALL``) let a line of ``subsystems`` through."""
+    if (nccl_setting(member, "NCCL_DEBUG") or "").upper() not in ("INFO", "TRACE"):
+        return False
+    mask = (nccl_setting(member, "NCCL_DEBUG_SUBSYS") or "INIT,BOOTSTRAP,ENV").upper().replace(" ", "")
+    invert = mask.startswith("^")
+    names = set(mask.lstrip("^").split(","))
+    return ("ALL" in names or any(s in names for s in subsystems)) != invert
+
+
+def rank_pid(node: str, gpu: int) -> int:
+    return 20000 + int(hashlib.sha256(f"{node}{gpu}".encode()).hexdigest()[:4], 16)
+
+
+def info_lines(node: Node, n_index: int, members: list[Node]) -> list[str]:
+    """NCCL's INFO lines of ``node`` (member ``n_index`` of the job) at init."""
+    host, pid = node.name, rank_pid(node.name, 0)
+    lines: list[str] = []
+
+    def info(message: str, *subsystems: str, dev: int = 0, tid: int = pid) -> None:
+        if debug_enabled(host, *subsystems):
+            lines.append(f"{host}:{pid}:{tid} [{dev}] NCCL INFO {message}")
+
+    oob = str(node.data.get("oob") or "lo:127.0.0.1")
+    ifname = nccl_setting(host, "NCCL_SOCKET_IFNAME")
+    if ifname is not None:
+        info(f"NCCL_SOCKET_IFNAME set by environment to {ifname}", "ENV")
+    info(f"Bootstrap : Using {oob}<0>", "INIT", "BOOTSTRAP")
+    selector = nccl_setting(host, "NCCL_IB_HCA")
+    if selector:
+        info(f"NCCL_IB_HCA set to {selector}", "NET", "ENV")
+    opened = node.rails(selector)
+    if not opened:
+        info("NET/IB : No device found.", "INIT", "NET")
+        info(f"NET/Socket : Using [0]{oob}<0>", "INIT", "NET")
+        info("Using network Socket", "INIT", "NET")
+        return lines
+    listing = " ".join(f"[{i}]{h['name']}:1/{'RoCE' if h.get('link_layer') == 'Ethernet' else 'IB'}"
+                       for i, h in enumerate(opened))
+    info(f"NET/IB : Using {listing} [RO]; OOB {oob}<0>", "INIT", "NET")
+    info("Using network IB", "INIT", "NET")
+    if len(members) < 2:
+        return lines
+    gpus = max(1, len(node.gpus))
+    count = len(members)
+    compute = [i for i, h in enumerate(opened) if h.get("role") == "compute"]
+    for channel, index in enumerate(compute):
+        gpu = channel % gpus
+        me = n_index * gpus + gpu
+        prev, after = ((n_index - 1) % count) * gpus + gpu, ((n_index + 1) % count) * gpus + gpu
+        tid = pid + 1 + gpu
+        info(f"Channel {channel:02d}/0 : {prev}[{gpu}] -> {me}[{gpu}] [receive] via NET/IB/{index}/GDRDMA",
+             "INIT", "NET", dev=gpu, tid=tid)
+        info(f"Channel {channel:02d}/0 : {me}[{gpu}] -> {after}[{gpu}] [send] via NET/IB/{index}/GDRDMA",
+             "INIT", "NET", dev=gpu, tid=tid)
+    return lines
+
+
 def node_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -215,7 +308,6 @@ def parse_perf_args(args: list[str]) -> dict[str, str]:
 
 
 def peak_busbw(collective: str, members: list[Node]) -> float:
-    selector = os.environ.get("NCCL_IB_HCA")
     nvls = os.environ.get("NCCL_NVLS_ENABLE", "1") != "0"
     ring = RING_GBPS.get(collective, 360.0)
     if len(members) == 1:
@@ -224,7 +316,7 @@ def peak_busbw(collective: str, members: list[Node]) -> float:
             return NVLS_GBPS * node.nvlink_share
         return ring * node.nvlink_share
     intra = min(ring * n.nvlink_share for n in members)
-    rails = [n.rails(selector) for n in members]
+    rails = [n.rails(nccl_setting(n.name, "NCCL_IB_HCA")) for n in members]
     for node, usable in zip(members, rails, strict=True):
         if not usable:
             raise SimFailure(f"{node.name}: NCCL WARN NET/IB : No device found.")
@@ -259,7 +351,12 @@ def perf(collective: str, args: list[str]) -> int:
     rank, names = rank_and_members(me)
     members = [load(name) for name in names]
     hang = any(n.data.get("nccl_hang") for n in members)
+    own = [m for m in members if os.environ.get("BURNIN_SIM_JOB_NODES") or m.name == me]
+    out = sys.stdout
     if rank != 0:
+        for member in own:
+            out.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members)))
+        out.flush()
         if hang:
             time.sleep(86400)
         return 0
@@ -269,14 +366,13 @@ def perf(collective: str, args: list[str]) -> int:
     factor = int(opts.get("f", "2"))
     iters, warmup = int(opts.get("n", "20")), int(opts.get("w", "1"))
     check = opts.get("c", "1") != "0"
-    out = sys.stdout
     out.write(f"# nThread {threads} nGpus {gpus_per_proc} minBytes {lo} maxBytes {hi} step: {factor}(factor) "
               f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(check)} graph: 0\n#\n"
               "# Using devices\n")
     for n_index, node in enumerate(members):
         for gpu in node.gpus:
             r = n_index * len(node.gpus) + gpu["index"]
-            pid = 20000 + int(hashlib.sha256(f"{node.name}{gpu['index']}".encode()).hexdigest()[:4], 16)
+            pid = rank_pid(node.name, gpu["index"])
             out.write(f"#  Rank {r:2d} Group  0 Pid {pid:6d} on {node.name} device {gpu['index']:2d} "
                       f"[{gpu['bus_id']}] {node.data['gpu_name']}\n")
     cuda = int(members[0].data["cuda"])
@@ -285,6 +381,8 @@ def perf(collective: str, args: list[str]) -> int:
         if len(node.gpus) < gpus_per_proc or any(g["lost"] for g in node.gpus):
             out.flush()
             raise SimFailure(f"{node.name}: Test CUDA failure common.cu:1093 'invalid device ordinal'")
+    for member in own:
+        out.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members)))
     out.write("#\n" + HEADER)
     out.flush()
     ranks = sum(len(n.gpus) for n in members)

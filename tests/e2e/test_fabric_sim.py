@@ -192,7 +192,7 @@ def test_healthy_rack_passes_with_localize_and_every_collective(tmp_path: Path) 
     assert doc["group_passed"] and doc["localization"]["rounds"] == 1 and doc["localization"]["named"] == []
     assert set(doc["single"]["sim01"]) == {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"}
     cases = properties(out / "junit.xml")
-    assert len(cases) == 8 * 4
+    assert len(cases) == 9 * 4  # 8 fabric checks and STO-02 (NCCL's runtime evidence) on 4 nodes
     assert all(p["verdict"] == "pass" for p in cases.values())
     assert "GPUDirect min" in cases["test_gpudirect_rdma_bandwidth_per_hca[sim03]"]["measured"]
     assert "all_gather" in cases["test_nccl_single_node_other_collectives[sim02]"]["measured"]
@@ -203,7 +203,7 @@ def test_a_single_node_skips_the_multi_node_checks(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     checks = {v["check"] for v in verdicts if v["status"] != "not-applicable"}
-    assert checks == {"NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "IB-08"}
+    assert checks == {"NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "IB-08", "STO-02"}  # STO-02: nccl.conf alone
     assert all(v["status"] == "pass" for v in verdicts if v["check"] in checks)
     # the multi-node checks stand aside explicitly, with the reason (burnin.suite.not_applicable)
     aside = {v["check"]: v["reason"] for v in verdicts if v["status"] == "not-applicable"}

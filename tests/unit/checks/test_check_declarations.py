@@ -178,8 +178,9 @@ def test_the_probe_set_is_derived_from_the_declarations() -> None:
 
 
 # Checks with a fast part in the node suite and a measured part in another suite's phase (catalog mode FAST/SLOW):
-# STO-04 judges the interface MTU in the node suite, and the don't-fragment ping to every target in the storage suite.
-TWO_SUITES: dict[str, tuple[str, str]] = {"STO-04": ("node", "storage")}
+# STO-04 judges the interface MTU in the node suite, and the don't-fragment ping to every target in the storage suite;
+# STO-02 the NCCL configuration in the node suite, and the devices NCCL opened in the fabric suite's runs.
+TWO_SUITES: dict[str, tuple[str, str]] = {"STO-04": ("node", "storage"), "STO-02": ("node", "fabric")}
 
 
 def _marked() -> list[tuple[str, str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from burnin.fabric.commands import NcclEvidence
 from burnin.fabric.measure import GdrMeasurement, NcclMeasurement, NvbMeasurement
 from burnin.transport.base import CommandResult
 
@@ -75,6 +76,7 @@ class FakeLauncher:
         self._job = job
         self._unavailable = unavailable
         self.jobs: list[tuple[tuple[str, ...], str | None]] = []
+        self.evidence_jobs: list[tuple[tuple[str, ...], str]] = []
         self.closed = False
 
     def open(self, nodes: Sequence[str]) -> str | None:
@@ -83,8 +85,12 @@ class FakeLauncher:
     def per_node(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> dict[str, CommandResult]:
         return {node: self._per_node(node, command) for node in nodes}
 
-    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float) -> CommandResult:
-        self.jobs.append((tuple(nodes), ib_hca))
+    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+            evidence: NcclEvidence | None = None) -> CommandResult:
+        if evidence is not None and evidence.node_config:  # STO-02 evidence only: no measurement
+            self.evidence_jobs.append((tuple(nodes), evidence.name))
+        else:
+            self.jobs.append((tuple(nodes), ib_hca))
         return self._job(nodes, ib_hca)
 
     def close(self) -> None:
