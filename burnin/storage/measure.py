@@ -219,6 +219,13 @@ def measure_node(transport: Transport, node: str, *, root: str, mounts: Sequence
 # ------------------------------------------------------------------ the phase
 
 
+def phase_time_limit(topology: Topology, settings: StorageSettings) -> float:
+    """Seconds the phase may take on a node: a write and a read per mount, the counters, the pings."""
+    fabric = topology.storage
+    mounts = [t for t in fabric.targets if t.mount] if fabric is not None else []
+    return 2 * len(mounts) * settings.timeout_s + 300.0
+
+
 def compute_hca_names(topology: Topology) -> list[str]:
     fabric = topology.storage
     if fabric is not None and fabric.nccl_ib_hca:

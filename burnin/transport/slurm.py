@@ -283,3 +283,39 @@ class SlurmClient:
 
     def close(self) -> None:
         self._transport.close()
+
+
+STEP_SLACK_S = 60.0
+"""How much longer than its command's own timeout an srun step may take (scheduling, staging)."""
+
+
+class SlurmStepTransport:
+    """The Transport protocol over Slurm: each command is one srun step on one node of allocation ``job_id``.
+
+    For phases that run a command per node (the storage suite's writes and
+    pings) where the dispatcher reaches nodes only through Slurm. ``env`` is
+    passed with ``env K=V``; ``stdin`` is not supported (srun would hand it to
+    every task) and reads as that command's error.
+    """
+
+    name = "slurm"
+
+    def __init__(self, client: SlurmRunner, job_id: str, *, job_name: str) -> None:
+        self.client = client
+        self.job_id = job_id
+        self.job_name = job_name
+
+    def run(self, node: str, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
+            env: Mapping[str, str] | None = None) -> CommandResult:
+        if stdin is not None:
+            return CommandResult(node, tuple(argv), None, "", "", 0.0,
+                                 error="a Slurm step takes no input: this command needs another transport")
+        command = [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *argv]
+        step = srun_argv(self.job_id, [node], command, time_limit_s=timeout + STEP_SLACK_S,
+                         job_name=self.job_name, label=False)
+        result = self.client.run(step, timeout=timeout + STEP_SLACK_S)
+        return CommandResult(node, tuple(argv), result.exit_status, result.stdout, result.stderr, result.duration_s,
+                             timed_out=result.timed_out, error=result.error)
+
+    def close(self) -> None:
+        """Nothing of its own: the allocation belongs to whoever opened it."""
