@@ -17,6 +17,7 @@ from burnin.checks.infiniband import port_rate_gbps
 from burnin.checks.inventory import FABRIC_STATE_COMPLETED
 from burnin.errors import UsageError
 from burnin.facts import Facts
+from burnin.text import printable
 from burnin.topology.model import Topology
 
 
@@ -27,6 +28,20 @@ def _require(facts: Facts) -> tuple[dict[str, Any], dict[str, Any], dict[str, An
         return facts.nvml(), facts.pci_devices(), facts.hcas(), facts.numa()
     except Unmeasurable as exc:
         raise UsageError(f"{facts.node}: cannot draft a topology: {exc.reason}") from None
+
+
+def _firmware(facts: Facts, gpus: list[dict[str, Any]], source: str) -> dict[str, Any] | None:
+    """The golden node's VBIOS and InfoROM image (INV-02), when it reports them; its GPUs must agree."""
+    found: dict[str, Any] = {"source": source}
+    for key, label, read in (("vbios", "VBIOS", [g.get("vbios") for g in gpus]),
+                             ("inforom_image", "InfoROM", [(g.get("inforom") or {}).get("image") for g in gpus])):
+        versions = {printable(v) if isinstance(v, str) and v.strip() else "not reported" for v in read}
+        if len(versions) > 1:
+            raise UsageError(f"{facts.node}: its GPUs differ in {label} version ({', '.join(sorted(versions))}); "
+                             "a golden node must run one firmware")
+        if versions != {"not reported"}:
+            found[key] = read[0]
+    return found if len(found) > 1 else None
 
 
 def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
@@ -94,6 +109,7 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
             "count": len(gpus), "model": first.get("name"),
             "nvlink": {"links_per_gpu": links, "pair_link": f"NV{links}"} if links else None,
             "devices": devices,
+            "firmware": _firmware(facts, gpus, source),
         },
         "hcas": hca_rows,
         "numa": {"nodes": len(nodes), "cpulists": {int(k): v.get("cpulist") for k, v in sorted(nodes.items())}},

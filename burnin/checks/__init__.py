@@ -17,6 +17,7 @@ from burnin.topology.model import Topology
 # Modules whose checks read only what the collector gathers (the probe picks from these: probe_check_ids)...
 _NODE_MODULES = (
     "burnin.checks.inventory",
+    "burnin.checks.firmware",
     "burnin.checks.gpu",
     "burnin.checks.host",
     "burnin.checks.infiniband",

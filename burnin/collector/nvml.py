@@ -76,6 +76,7 @@ def _gpu_facts(index: int) -> dict[str, Any]:
     mem = gpu.get("memory", lambda: n.nvmlDeviceGetMemoryInfo(handle))
     f["memory_total_mib"] = int(mem.total) // (1024 * 1024) if mem is not None else None
     f["vbios"] = _text(gpu.get("vbios", lambda: n.nvmlDeviceGetVbiosVersion(handle)))
+    f["inforom"] = _inforom_facts(gpu, handle)
     persistence = gpu.get("persistence_mode", lambda: n.nvmlDeviceGetPersistenceMode(handle))
     f["persistence_mode"] = None if persistence is None else persistence == n.NVML_FEATURE_ENABLED
     mig = gpu.get("mig_mode", lambda: n.nvmlDeviceGetMigMode(handle))
@@ -134,6 +135,21 @@ def _gpu_facts(index: int) -> dict[str, Any]:
     f["nvlink"] = _nvlink_facts(gpu, handle)
     f["fabric"] = _fabric_facts(gpu, handle)
     return f
+
+
+INFOROM_OBJECTS = ("oem", "ecc", "power")
+"""nvmlInforomObject_t members nvidia-smi -q shows (OEM, ECC, Power Management Object), in enum order."""
+
+
+def _inforom_facts(gpu: _Gpu, handle: Any) -> dict[str, str | None]:
+    """InfoROM image and object versions; one NVML can not give is None with its error (``inforom_<name>``)."""
+    import pynvml as n
+
+    facts = {"image": _text(gpu.get("inforom_image", lambda: n.nvmlDeviceGetInforomImageVersion(handle)))}
+    for name, obj in zip(INFOROM_OBJECTS, (n.NVML_INFOROM_OEM, n.NVML_INFOROM_ECC, n.NVML_INFOROM_POWER),
+                         strict=True):
+        facts[name] = _text(gpu.get(f"inforom_{name}", partial(n.nvmlDeviceGetInforomVersion, handle, obj)))
+    return facts
 
 
 def _nvlink_facts(gpu: _Gpu, handle: Any) -> list[dict[str, Any]] | None:

@@ -107,6 +107,9 @@ _SPECS: tuple[FaultSpec, ...] = (
          "nvmlDeviceGetPersistenceMode = 0; nvidia-smi -q 'Persistence Mode: Disabled'"),
     _gpu("ecc-disabled", "INV-08", "ECC turned off",
          "nvmlDeviceGetEccMode = (0, 0); nvidia-smi -q 'ECC Mode Current: Disabled'"),
+    _gpu("vbios-mismatch", "INV-02", "the GPU runs another VBIOS than the node's other GPUs (an RMA swap)",
+         "nvmlDeviceGetVbiosVersion = 96.00.74.00.0D (the 8x H100 capture on driver 535.161.08; 96.00.89.00.01 "
+         "when the node already runs that); nvidia-smi -q 'VBIOS Version' agrees; InfoROM unchanged"),
     _gpu("numa-mismatch", "TOP-01", "the BIOS published no NUMA proximity for the GPU",
          "sysfs numa_node of the GPU = -1 (its bridges keep the right node); NVML NUMA id "
          "unsupported; topo -m NUMA Affinity 'N/A'"),

@@ -28,6 +28,7 @@ from burnin.sim.storage import check_applicable as check_storage_fault
 
 NVLINK_FAULT_LINK = 7
 ALT_DRIVER = ("535.161.08", "535.183.01")
+ALT_VBIOS = ("96.00.74.00.0D", "96.00.89.00.01")  # real H100 VBIOS versions (shared/reference/nvidia-smi)
 CAPPED_POWER_MW = 500000
 
 Mutator = Callable[[NodeState, Fault], None]
@@ -215,6 +216,11 @@ def ecc_disabled(state: NodeState, fault: Fault) -> None:
     gpu.ecc_current = gpu.ecc_pending = False
 
 
+def vbios_mismatch(state: NodeState, fault: Fault) -> None:
+    gpu = _gpu(state, fault)
+    gpu.vbios = ALT_VBIOS[0] if gpu.vbios != ALT_VBIOS[0] else ALT_VBIOS[1]
+
+
 def numa_mismatch(state: NodeState, fault: Fault) -> None:
     gpu = _gpu(state, fault)
     gpu.numa_node = -1
@@ -361,6 +367,7 @@ MUTATORS: dict[str, Mutator] = {
     "mig-enabled": mig_enabled,
     "persistence-off": persistence_off,
     "ecc-disabled": ecc_disabled,
+    "vbios-mismatch": vbios_mismatch,
     "numa-mismatch": numa_mismatch,
     "cpu-affinity": cpu_affinity,
     "nic-affinity": nic_affinity,

@@ -89,6 +89,7 @@ def _gpu_lines(index: int, gpu: GpuState) -> list[str]:
     values: dict[str, object] = {
         "name": gpu.name, "uuid": gpu.uuid, "serial": gpu.serial, "bus_id": nvml_bus,
         "vbios": gpu.vbios, "board_part": gpu.board_part, "inforom_image": gpu.inforom_image,
+        "inforom_oem": gpu.inforom_oem, "inforom_ecc": gpu.inforom_ecc, "inforom_power": gpu.inforom_power,
         "cpulist": gpu.cpulist, "domain": int(domain, 16), "bus": int(bus, 16),
         "device": int(device, 16), "pci_device_id": "0x233010DE", "pci_subsystem_id": "0x16C110DE",
         "memory_total": gpu.memory_total_mib * 1024 * 1024,

@@ -74,6 +74,7 @@ typedef struct {
     char vbios[32];
     char board_part[80];
     char inforom_image[16];
+    char inforom_object[4][16]; /* by nvmlInforomObject_t: OEM, ECC, POWER, DEN; "" = not supported */
     char cpulist[512];
     unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
     unsigned long long mem_total, mem_reserved, mem_used;
@@ -143,6 +144,10 @@ static const field GPU_FIELDS[] = {
     F_STR("vbios", vbios),
     F_STR("board_part", board_part),
     F_STR("inforom_image", inforom_image),
+    F_STR("inforom_oem", inforom_object[0]),
+    F_STR("inforom_ecc", inforom_object[1]),
+    F_STR("inforom_power", inforom_object[2]),
+    F_STR("inforom_den", inforom_object[3]),
     F_STR("cpulist", cpulist),
     F_UINT("domain", domain),
     F_UINT("bus", bus),
@@ -490,12 +495,30 @@ EXPORT nvmlReturn_t nvmlDeviceGetModuleId(nvmlDevice_t dev, unsigned int *module
 STRING_GETTER(nvmlDeviceGetName, name)
 STRING_GETTER(nvmlDeviceGetUUID, uuid)
 STRING_GETTER(nvmlDeviceGetSerial, serial)
-STRING_GETTER(nvmlDeviceGetVbiosVersion, vbios)
 STRING_GETTER(nvmlDeviceGetBoardPartNumber, board_part)
+
+/* Firmware versions: an empty value in the state is one the device does not report (NOT_SUPPORTED),
+ * as H100s answer for the InfoROM power-management object (nvidia-smi -q prints N/A). */
+static nvmlReturn_t put_version(char *buf, unsigned length, const char *value) {
+    if (value[0] == '\0') return NVML_ERROR_NOT_SUPPORTED;
+    return put_string(buf, length, value);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t dev, char *buf, unsigned int length) {
+    DEVICE_OR_RETURN(dev);
+    return put_version(buf, length, dev->vbios);
+}
 
 EXPORT nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t dev, char *buf, unsigned int length) {
     DEVICE_OR_RETURN(dev);
-    return put_string(buf, length, dev->inforom_image);
+    return put_version(buf, length, dev->inforom_image);
+}
+
+/* object: nvmlInforomObject_t (0 OEM, 1 ECC, 2 POWER, 3 DEN); NVML_INFOROM_COUNT and above are invalid. */
+EXPORT nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t dev, int object, char *buf, unsigned int length) {
+    DEVICE_OR_RETURN(dev);
+    if (object < 0 || object >= 4) return NVML_ERROR_INVALID_ARGUMENT;
+    return put_version(buf, length, dev->inforom_object[object]);
 }
 
 typedef struct {

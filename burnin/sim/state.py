@@ -38,6 +38,9 @@ ECC_KEYS = tuple(
     for where in ("dram", "sram")
 )
 NVLINK_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")
+# GPU firmware of the real 8x H100 HGX capture (nvidia-smi -q, driver 535.183.01): a topology may name its own.
+H100_VBIOS = "96.00.74.00.01"
+H100_INFOROM_IMAGE = "G520.0200.00.05"
 
 
 class _Model(BaseModel):
@@ -52,9 +55,13 @@ class GpuState(_Model):
     name: str
     uuid: str
     serial: str
-    vbios: str = "96.00.74.00.01"
+    vbios: str = H100_VBIOS
     board_part: str = "692-2G520-0200-000"
-    inforom_image: str = "G520.0200.00.05"
+    inforom_image: str = H100_INFOROM_IMAGE
+    # InfoROM object versions as 8x H100 report them (nvidia-smi -q, driver 535); "" = not reported (N/A)
+    inforom_oem: str = "2.1"
+    inforom_ecc: str = "7.16"
+    inforom_power: str = ""
     memory_total_mib: int
     memory_reserved_mib: int = 551
     memory_used_mib: int = 1
@@ -234,7 +241,10 @@ def _gpu_state(node: str, topology: Topology, position: int) -> GpuState:
     power = topology.ref("power_limit_w")
     power_mw = int((power.value if power else 700) * 1000)
     spin = _digest(node, "gpu", device.index)[0]
+    firmware = topology.gpus.firmware  # a healthy node runs the topology's firmware where it names one
     return GpuState(
+        vbios=firmware.vbios if firmware and firmware.vbios else H100_VBIOS,
+        inforom_image=firmware.inforom_image if firmware and firmware.inforom_image else H100_INFOROM_IMAGE,
         index=device.index,
         bus_id=device.bus_id,
         name=topology.gpus.model,

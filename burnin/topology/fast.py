@@ -17,6 +17,7 @@ from typing import Any
 from burnin.topology.catalog import resolve
 from burnin.topology.model import (
     GpuDevice,
+    GpuFirmware,
     GpuSpec,
     Hca,
     HostSpec,
@@ -43,6 +44,7 @@ def _build(data: dict[str, Any]) -> Topology:
             count=gpus["count"], model=gpus["model"],
             devices=tuple(GpuDevice(**d) for d in gpus["devices"]),
             nvlink=NvlinkSpec(**nvlink) if nvlink else None,
+            firmware=GpuFirmware(**gpus["firmware"]) if gpus.get("firmware") else None,
         ),
         hcas=tuple(Hca(**h) for h in data.get("hcas", ())),
         numa=NumaSpec(nodes=data["numa"]["nodes"],

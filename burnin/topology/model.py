@@ -103,6 +103,32 @@ class NvlinkSpec:
     """What ``nvidia-smi topo -m`` shows between two GPUs, e.g. ``NV18``."""
 
 
+_FIRMWARE_VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]{0,30}$")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFirmware:
+    """The qualified GPU firmware (INV-02); a version left out is judged for consistency across GPUs only."""
+
+    __pydantic_config__ = _FORBID
+    source: str
+    """Where the versions come from (the golden node, the vendor's release notes)."""
+    vbios: str | None = None
+    """As NVML and ``nvidia-smi -q`` print it, e.g. ``96.00.74.00.01``."""
+    inforom_image: str | None = None
+    """InfoROM image version, e.g. ``G520.0200.00.05``."""
+
+    def __post_init__(self) -> None:
+        if not self.source.strip():
+            raise ValueError("firmware needs a source: where the expected versions come from")
+        if self.vbios is None and self.inforom_image is None:
+            raise ValueError("firmware names no version: give vbios and/or inforom_image, or leave firmware out")
+        for name in ("vbios", "inforom_image"):
+            value = getattr(self, name)
+            if value is not None and not _FIRMWARE_VERSION.match(value):
+                raise ValueError(f"{name} {value!r} must be 1-31 letters, digits, '.', '_' or '-'")
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
     __pydantic_config__ = _FORBID
@@ -110,6 +136,8 @@ class GpuSpec:
     model: str
     devices: tuple[GpuDevice, ...]
     nvlink: NvlinkSpec | None = None
+    firmware: GpuFirmware | None = None
+    """Expected VBIOS / InfoROM versions (INV-02); None: every GPU must only agree with the others."""
 
     def __post_init__(self) -> None:
         if len(self.devices) != self.count:

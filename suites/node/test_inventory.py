@@ -12,6 +12,12 @@ def test_gpu_inventory(verdict: Verdict) -> None:
     assert_passed(verdict)
 
 
+@pytest.mark.check("INV-02")
+def test_gpu_firmware(verdict: Verdict) -> None:
+    """Every GPU runs the same VBIOS and InfoROM, the topology's qualified versions where it names them."""
+    assert_passed(verdict)
+
+
 @pytest.mark.check("INV-03")
 def test_driver_version(verdict: Verdict) -> None:
     """NVML and the kernel module run the topology's driver version."""

@@ -23,7 +23,7 @@ FATAL_XID = 79
 # Every per-GPU check: a GPU that NVML cannot answer for (lost) or does not list (missing)
 # is not measured by any of them, so each is incomplete on that node, by design.
 PER_GPU_CHECKS = frozenset({"GPU-01", "GPU-03", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11",
-                            "INV-04", "INV-06", "INV-07", "INV-08"})
+                            "INV-02", "INV-04", "INV-06", "INV-07", "INV-08"})
 
 # fault -> (the exact failed checks, the exact incomplete checks) on the faulted node.
 # Extras are listed here on purpose: anything else failing or unmeasured there is a bug.
@@ -46,6 +46,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "mig-enabled": (frozenset({"INV-07"}), frozenset()),
     "persistence-off": (frozenset({"INV-06"}), frozenset()),
     "ecc-disabled": (frozenset({"INV-08"}), frozenset()),
+    "vbios-mismatch": (frozenset({"INV-02"}), frozenset()),
     "numa-mismatch": (frozenset({"TOP-01"}), frozenset()),
     "cpu-affinity": (frozenset({"TOP-02"}), frozenset()),
     "nic-affinity": (frozenset({"TOP-03"}), frozenset()),

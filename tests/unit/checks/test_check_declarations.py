@@ -30,7 +30,6 @@ REPO = Path(__file__).resolve().parents[3]
 CATALOG = Path(os.environ.get("BURNIN_CATALOG", REPO.parent / "shared" / "docs" / "check-catalog.md"))
 
 NOT_IMPLEMENTED: dict[str, str] = {
-    "INV-02": "VBIOS/InfoROM versions are not collected and the topology names no expected firmware",
     "INV-09": "HCA firmware (fw_ver, PSID) is not collected",
     "INV-10": "no host software manifest is built",
     "INV-11": "fleet consistency is controller-side, across nodes: no per-node check",
@@ -55,7 +54,7 @@ NOT_IMPLEMENTED: dict[str, str] = {
 
 # What the probe ran before its set was derived (fast and cheap sources only): the derivation keeps it.
 PROBE_SET = {
-    "INV-01", "INV-03", "INV-04", "INV-05", "INV-06", "INV-07", "INV-08",
+    "INV-01", "INV-02", "INV-03", "INV-04", "INV-05", "INV-06", "INV-07", "INV-08",
     "GPU-01", "GPU-03", "GPU-04", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11",
     "TOP-01", "TOP-02", "TOP-03", "TOP-05", "TOP-08",
     "IB-01", "IB-02", "IB-03", "IB-04",

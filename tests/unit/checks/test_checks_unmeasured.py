@@ -190,6 +190,12 @@ ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
     ("INV-01", "device count missing (was fail '0 GPUs')", nvml("device_count", KeyError), "device count"),
     ("INV-01", "device count NaN", nvml("device_count", NAN), "nan"),
     ("INV-01", "GPU list missing", nvml("gpus", KeyError), "listed"),
+    # INV-02 (more in test_checks_firmware.py)
+    ("INV-02", "VBIOS unreadable", gpu_error("vbios", error="NVML_ERROR_UNKNOWN"),
+     "gpu7: VBIOS version: NVML_ERROR_UNKNOWN"),
+    ("INV-02", "InfoROM image unreadable", gpu_error("inforom", "image", error="NVML_ERROR_CORRUPTED_INFOROM"),
+     "NVML_ERROR_CORRUPTED_INFOROM"),
+    ("INV-02", "VBIOS as a number", gpu_set("vbios", value=96), "is not a version"),
     # INV-04, INV-06..08
     ("INV-04", "fabric state unreadable", gpu_set("fabric", value=None), "fabric"),
     ("INV-04", "fabric state NaN", gpu_set("fabric", "state", value=NAN), "nan"),
