@@ -221,3 +221,43 @@ def test_a_golden_node_without_firmware_facts_drafts_none(facts: Facts) -> None:
         gpu(facts, index)["vbios"] = None
         del gpu(facts, index)["inforom"]
     assert draft_topology(NodeFacts("gold01", facts), TOPOLOGY, "site-h100")["gpus"]["firmware"] is None
+
+
+# ---------------------------------------------------------------- topology validation
+
+
+@pytest.mark.parametrize(("old", "new", "key", "message"), [
+    ('    vbios: "96.00.74.00.01"\n', '    vbios: "96.00 74"\n', "gpus.firmware", "must be 1-31 letters"),
+    ('    vbios: "96.00.74.00.01"\n', '    vbio: "96.00.74.00.01"\n', "gpus.firmware.vbio", "unknown key"),
+    ('    vbios: "96.00.74.00.01"\n    inforom_image: "G520.0200.00.05"\n', "", "gpus.firmware",
+     "firmware names no version"),
+    ('    source: "nvidia-smi -q of an 8x H100', '    sourc: "nvidia-smi -q of an 8x H100', "gpus.firmware.sourc",
+     "unknown key"),
+])
+def test_a_firmware_mistake_names_its_key_and_line(tmp_path: Path, old: str, new: str, key: str,
+                                                   message: str) -> None:
+    from burnin.errors import ConfigError
+    from burnin.resources import topologies_dir
+    from burnin.topology.load import load_topology
+
+    text = (topologies_dir() / "hgx-h100-8gpu.yaml").read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    path = tmp_path / "broken.yaml"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    assert info.value.key == key, str(info.value)
+    assert message in str(info.value)
+    assert info.value.line is not None
+    assert path.read_text().splitlines()[info.value.line - 1].strip().startswith(key.rsplit(".", 1)[-1] + ":")
+
+
+def test_the_probes_cached_topology_keeps_the_firmware(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from burnin.resources import topologies_dir
+    from burnin.topology.fast import load_cached
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = topologies_dir() / "hgx-h100-8gpu.yaml"
+    first, second = load_cached(path), load_cached(path)  # validated, then built from the JSON cache
+    assert list((tmp_path / "burnin" / "topology").glob("*.json"))
+    assert first.gpus.firmware == second.gpus.firmware == TOPOLOGY.gpus.firmware
