@@ -121,7 +121,7 @@ def _tools(node: SimNode, snap: Snapshot, tool: Tool) -> None:
             gpu_bdfs.append(bdf)
             for name in ("persistence_mode", "mig_mode_current", "ecc_mode_current", "pcie_gen_current",
                          "pcie_gen_max", "link_width_current", "link_width_max", "power_limit_w",
-                         "default_power_limit_w", "fabric_state", "fabric_status"):
+                         "default_power_limit_w", "fabric_state", "fabric_status", "vbios_version"):
                 snap[f"smi.{bdf}.{name}"] = getattr(gpu, name)
             snap[f"smi.{bdf}.ecc_volatile_uncorrectable"] = (
                 gpu.ecc_volatile.uncorrectable_total if gpu.ecc_volatile else None)
@@ -260,6 +260,9 @@ CASES = [
     Case("persistence-off@gpu3", {_nv(GPU3, "persistence"): 0, f"smi.{GPU3}.persistence_mode": "Disabled"},
          mentions(GPU3)),
     Case("ecc-disabled@gpu3", {_nv(GPU3, "ecc_mode"): (0, 0), f"smi.{GPU3}.ecc_mode_current": "Disabled"},
+         mentions(GPU3)),
+    Case("vbios-mismatch@gpu3", {_nv(GPU3, "vbios"): "96.00.74.00.0D", _nv(GPU1, "vbios"): "96.00.74.00.01",
+                                 f"smi.{GPU3}.vbios_version": "96.00.74.00.0D"},
          mentions(GPU3)),
     Case("numa-mismatch@gpu3", {f"pci.{GPU3}.numa_node": "-1", f"topo.{GPU3}.numa_affinity": None,
                                 _nv(GPU3, "numa"): (("class", "NVMLError_NotSupported"), ("error", 3))},
