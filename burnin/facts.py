@@ -93,6 +93,16 @@ class Facts:
         value: dict[str, Any] = self._require("kernel")
         return value
 
+    def host(self) -> dict[str, Any]:
+        """CPU governors, memory and hugepage settings (collector source ``host``)."""
+        value: dict[str, Any] = self._require("host")
+        return value
+
+    def pci_census(self) -> dict[str, Any]:
+        """Every PCI function's vendor, device and class (collector source ``pci-census``)."""
+        value: dict[str, Any] = self._require("pci-census", "pci_census")
+        return value
+
     def command(self, name: str, *, ok_exit: tuple[int, ...] = (0,)) -> str:
         """The stdout of a tool run by the collector; Unmeasurable if it did not run cleanly."""
         if self.unreachable:

@@ -20,6 +20,8 @@ _NODE_MODULES = (
     "burnin.checks.firmware",
     "burnin.checks.gpu",
     "burnin.checks.host",
+    "burnin.checks.host_config",
+    "burnin.checks.pci_census",
     "burnin.checks.infiniband",
     "burnin.checks.storage",
 )

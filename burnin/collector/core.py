@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from burnin.collector import commands, node_env, nvml, storage, sysfs, telemetry
+from burnin.collector import host as host_facts
 
 SCHEMA_VERSION = 1
 
@@ -30,6 +31,8 @@ SOURCES: dict[str, tuple[str, Source]] = {
     "fabricmanager": ("commands", commands.fabricmanager),
     "storage": ("storage", storage.collect_storage),
     "storage-nic": ("storage_nic", storage.collect_storage_nic),
+    "host": ("host", lambda root, timeout: host_facts.collect_host(root)),
+    "pci-census": ("pci_census", lambda root, timeout: host_facts.collect_pci_census(root)),
 }
 
 ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
@@ -37,7 +40,7 @@ ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
 SOURCES.update(telemetry.SOAK_SOURCES)
 # Read-only and cheap: what the health probe gathers every few minutes.
 FAST_SOURCES: tuple[str, ...] = (
-    "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager", "storage",
+    "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager", "storage", "host", "pci-census",
 )
 
 

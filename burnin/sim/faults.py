@@ -223,7 +223,22 @@ _STORAGE_SPECS: tuple[FaultSpec, ...] = (
               None, "net.ipv4.conf.{all,default,<each netdev>}.arp_ignore 0 and arp_announce 0 (designed: 1 and 2)"),
 )
 
-FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS)}
+# Host configuration and population (TOP-06, 07, 09, 10; burnin.sim.host renders and applies them).
+_HOST_SPECS: tuple[FaultSpec, ...] = (
+    _node("governor-powersave", "TOP-06", "the CPUs run the cpufreq powersave governor (no tuned profile applied)",
+          "every CPU's cpufreq/scaling_governor 'powersave' (intel_pstate's default) instead of 'performance'"),
+    _node("hugepages-reserved", "TOP-07", "32 GiB of static hugepages left reserved (a stale boot setting)",
+          "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages 16384; /proc/meminfo HugePages_Total 16384, "
+          "Hugetlb 33554432 kB; node0/meminfo HugePages_Total 16384; THP unchanged"),
+    _node("dimm-missing", "TOP-09", "a 64 GB DIMM of the last NUMA node is missing (failed at POST)",
+          "the last node's node<N>/meminfo MemTotal and /proc/meminfo MemTotal 67108864 kB lower "
+          "(1951 instead of 2015 GiB); CPUs unchanged"),
+    _node("nvme-missing", "TOP-10", "an NVMe drive is absent from the PCI bus",
+          "the NVMe function with the highest address (0000:ea:00.0 on hgx-h100-8gpu) and its sysfs and lspci "
+          "entries disappear; its root port stays"),
+)
+
+FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS, *_HOST_SPECS)}
 
 _XID = re.compile(r"^xid:(\d+)$")
 _XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from burnin.errors import UsageError
 from burnin.sim.faults import Fault
+from burnin.sim.host import HOST_MUTATORS
 from burnin.sim.megatron import MUTATORS as WORKLOAD_MUTATORS
 from burnin.sim.pcie import ACS_REDIRECT, PciDevice, move_to_own_root_port, switch_downstream_ports
 from burnin.sim.state import (
@@ -387,6 +388,7 @@ MUTATORS: dict[str, Mutator] = {
     "nccl-hang": nccl_hang,
 }
 MUTATORS.update(WORKLOAD_MUTATORS)  # suite megatron: recorded for the stand-ins (burnin.sim.megatron)
+MUTATORS.update(HOST_MUTATORS)  # TOP-06, 07, 09, 10: CPU governors, hugepages, memory, NVMe (burnin.sim.host)
 
 
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-PciKind = Literal["root_port", "switch_up", "switch_down", "gpu", "hca"]
+PciKind = Literal["root_port", "switch_up", "switch_down", "gpu", "hca", "nvswitch", "nvme"]
 
 # PCIe generation -> sysfs speed string and lspci speed token.
 SPEED_SYSFS = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe",
@@ -168,6 +168,33 @@ def attach_to_new_root_port(endpoint: PciDevice, alloc: _BusAllocator) -> list[P
     endpoint.parent = root.bdf
     endpoint.host_bridge = root.host_bridge
     return [root, endpoint]
+
+
+def attach_endpoints(devices: list[PciDevice], endpoints: list[PciDevice]) -> list[PciDevice]:
+    """Hang each of ``endpoints`` off a root port of its own, leaving the bus numbers of ``devices`` as they are.
+
+    An endpoint's bus (its bdf) is kept when free, else it moves to the nearest free bus below; each
+    new device gets an IOMMU group of its own. Returns every device sorted by bdf.
+    """
+    alloc = _BusAllocator(bus_of(d.bdf) for d in devices)
+    alloc.used.update(b for d in devices for b in (d.secondary_bus, d.subordinate_bus) if b is not None)
+    alloc.used.update(int(d.host_bridge.split(":")[1], 16) for d in devices if d.host_bridge)
+    group = max((d.iommu_group for d in devices), default=-1) + 1
+    out = list(devices)
+    for endpoint in endpoints:
+        bus = bus_of(endpoint.bdf)
+        if bus in alloc.used:
+            bus = alloc.run_below(bus, 1)
+        else:
+            alloc.used.add(bus)
+        endpoint.bdf = _bdf(domain_of(endpoint.bdf), bus)
+        added = attach_to_new_root_port(endpoint, alloc)
+        for device in added:
+            device.iommu_group = group
+            group += 1
+        out += added
+    out.sort(key=lambda d: d.bdf)
+    return out
 
 
 def move_to_own_root_port(devices: list[PciDevice], bdf: str, numa: int, cpulist: str) -> list[PciDevice]:

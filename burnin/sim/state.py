@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from burnin.sim.pcie import PciDevice, build_tree
+from burnin.sim.host import census_endpoints, node_memory, thp_mode
+from burnin.sim.pcie import PciDevice, attach_endpoints, build_tree
 from burnin.topology.model import Hca, Topology
 
 GPU_PCI_ID = ("0x10de", "0x2330", "0x10de", "0x16c1")
@@ -159,6 +160,13 @@ class HostState(_Model):
     iommu_type: str = "identity"
     cmdline_iommu: str = "intel_iommu=on iommu=pt"
     numa_cpulists: dict[int, str]
+    cpu_governor: str | None = "performance"
+    """Every online CPU's cpufreq governor; None: no cpufreq driver (TOP-06, burnin.sim.host)."""
+    thp_enabled: str = "madvise"
+    hugepages: dict[int, int] = Field(default_factory=lambda: {2048: 0, 1048576: 0})
+    """Static hugepage pools: page size in kB -> nr_hugepages (TOP-07)."""
+    node_memory_kib: dict[int, int] = Field(default_factory=dict)
+    """MemTotal of each NUMA node in kB (TOP-09); a node left out has burnin.sim.host.NODE_MEMORY_KIB."""
     nccl_wrong: bool = False
     nccl_hang: bool = False
     megatron_faults: list[str] = Field(default_factory=list)
@@ -345,6 +353,7 @@ def healthy_state(topology: Topology, name: str) -> NodeState:
     gpus = [_gpu_state(name, topology, i) for i in range(len(topology.gpus.devices))]
     hcas = [_hca_state(name, h) for h in topology.hcas]
     pci = build_tree(_endpoints(topology, gpus, hcas), _switch_groups(topology))
+    pci = attach_endpoints(pci, census_endpoints(topology))  # NVSwitches and NVMe (TOP-10)
     host = HostState(
         driver_version=topology.host.driver_version,
         module_version=topology.host.driver_version,
@@ -354,6 +363,9 @@ def healthy_state(topology: Topology, name: str) -> NodeState:
         iommu_type="DMA" if topology.host.iommu == "any" else "identity",
         cmdline_iommu="" if topology.host.iommu == "off" else "intel_iommu=on iommu=pt",
         numa_cpulists=dict(topology.numa.cpulists),
+        cpu_governor=topology.host.cpu_governor,
+        thp_enabled=thp_mode(topology),
+        node_memory_kib=node_memory(topology),
     )
     return NodeState(
         name=name,

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from burnin.sim.formats.dmesg import cmdline
+from burnin.sim.host import host_files
 from burnin.sim.pcie import SPEED_SYSFS, PciDevice, sysfs_path
 from burnin.sim.state import HcaState, NodeState
 
 HW_COUNTERS = ("local_ack_timeout_err", "packet_seq_err", "out_of_buffer")
 _DRIVERS = {"root_port": "pcieport", "switch_up": "pcieport", "switch_down": "pcieport",
-            "gpu": "nvidia", "hca": "mlx5_core"}
+            "gpu": "nvidia", "hca": "mlx5_core", "nvswitch": "nvidia-nvswitch", "nvme": "nvme"}
 _AER_UNCOR = "".join(f"{name} 0\n" for name in (
     "Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP",
     "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr",
@@ -203,9 +204,6 @@ def _numa(tree: Tree, state: NodeState) -> int:
     for node in nodes:
         tree.file(f"sys/devices/system/node/node{node}/cpulist", cpulists[node])
         tree.file(f"sys/devices/system/node/node{node}/cpumap", cpumask(cpulists[node], ncpus))
-        tree.file(f"sys/devices/system/node/node{node}/meminfo",
-                  f"Node {node} MemTotal:       1056466740 kB\n"
-                  f"Node {node} MemFree:        1031211532 kB\n")
     tree.file("sys/devices/system/cpu/online", f"0-{ncpus - 1}")
     tree.file("sys/devices/system/cpu/possible", f"0-{ncpus - 1}")
     return ncpus
@@ -223,5 +221,10 @@ def render_root(state: NodeState) -> Tree:
         if hca.bus_id in paths:
             _infiniband(tree, state, hca, paths[hca.bus_id])
     _kernel(tree, state)
+    files, links = host_files(state, ncpus)  # CPU governors, meminfo, hugepages (burnin.sim.host)
+    for path, text in files.items():
+        tree.file(path, text)
+    for path, target in links.items():
+        tree.link(path, target)
     tree.dir("sys/class/infiniband")
     return tree

@@ -181,6 +181,17 @@ class HostSpec:
     ecc: bool = True
     acs_disabled: bool = True
     iommu: Literal["off", "passthrough", "any"] = "passthrough"
+    cpu_governor: Literal["performance", "powersave", "schedutil", "ondemand", "conservative", "userspace"] | None = (
+        "performance")
+    """cpufreq scaling governor of every online CPU (TOP-06); None: no cpufreq driver, the BIOS owns P-states."""
+    transparent_hugepage: tuple[Literal["always", "madvise", "never"], ...] = ("always", "madvise")
+    """Transparent hugepage modes the site accepts (TOP-07, ``/sys/kernel/mm/transparent_hugepage/enabled``)."""
+
+    def __post_init__(self) -> None:
+        # The health probe builds this from cached JSON, where a tuple comes back as a list.
+        object.__setattr__(self, "transparent_hugepage", tuple(self.transparent_hugepage))
+        if not self.transparent_hugepage:
+            raise ValueError("transparent_hugepage names no mode: list the accepted ones (always, madvise, never)")
 
 
 _NETDEV = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")

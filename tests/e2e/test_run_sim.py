@@ -28,7 +28,8 @@ PER_GPU_CHECKS = frozenset({"GPU-01", "GPU-03", "GPU-05", "GPU-06", "GPU-07", "G
 # fault -> (the exact failed checks, the exact incomplete checks) on the faulted node.
 # Extras are listed here on purpose: anything else failing or unmeasured there is a bug.
 EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "gpu-missing": (frozenset({"INV-01"}),
+    # NVML's count (INV-01) and the PCI census (TOP-10) both see the GPU gone from the bus
+    "gpu-missing": (frozenset({"INV-01", "TOP-10"}),
                     # the absent GPU's NUMA node, CPU list, HCA pairing and PCIe path cannot be read
                     PER_GPU_CHECKS | {"TOP-01", "TOP-02", "TOP-03", "TOP-04"}),
     "gpu-lost": (frozenset({"INV-01"}), PER_GPU_CHECKS),
@@ -56,6 +57,10 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "driver-mismatch": (frozenset({"INV-03"}), frozenset()),
     "numa-balancing-on": (frozenset({"TOP-08"}), frozenset()),
     "iommu-dma": (frozenset({"TOP-05"}), frozenset()),
+    "governor-powersave": (frozenset({"TOP-06"}), frozenset()),
+    "hugepages-reserved": (frozenset({"TOP-07"}), frozenset()),
+    "dimm-missing": (frozenset({"TOP-09"}), frozenset()),
+    "nvme-missing": (frozenset({"TOP-10"}), frozenset()),
     # a port that is down has no rate to judge: IB-02 says so instead of passing
     "ib-port-down": (frozenset({"IB-01"}), frozenset({"IB-02"})),
     "ib-rate-200": (frozenset({"IB-02"}), frozenset()),

@@ -22,14 +22,18 @@ _NAMES = {
     ("0x15b3", "0x1021"): ("", "Mellanox Technologies MT2910 Family [ConnectX-7]"),
     ("0x15b3", "0xa2dc"): ("", "Mellanox Technologies MT43244 BlueField-3 integrated ConnectX-7 "
                                "network controller"),
+    ("0x10de", "0x22a3"): ("Bridge", "NVIDIA Corporation Device 22a3"),
+    ("0x1344", "0x51c3"): ("Non-Volatile memory controller", "Micron Technology Inc Device 51c3"),
 }
 _CLASS_NAMES = {"0x020700": "Infiniband controller", "0x020000": "Ethernet controller",
-                "0x060400": "PCI bridge", "0x030200": "3D controller"}
+                "0x060400": "PCI bridge", "0x030200": "3D controller", "0x068000": "Bridge",
+                "0x010802": "Non-Volatile memory controller"}
 _DRIVERS = {"root_port": "pcieport", "switch_up": "pcieport", "switch_down": "pcieport",
-            "gpu": "nvidia", "hca": "mlx5_core"}
-_MODULES = {"gpu": "nvidiafb, nouveau, nvidia_drm, nvidia", "hca": "mlx5_core"}
+            "gpu": "nvidia", "hca": "mlx5_core", "nvswitch": "nvidia-nvswitch", "nvme": "nvme"}
+_MODULES = {"gpu": "nvidiafb, nouveau, nvidia_drm, nvidia", "hca": "mlx5_core", "nvswitch": "nvidia", "nvme": "nvme"}
 _EXPRESS = {"root_port": "Root Port (Slot-)", "switch_up": "Upstream Port",
-            "switch_down": "Downstream Port (Slot+)", "gpu": "Endpoint", "hca": "Endpoint"}
+            "switch_down": "Downstream Port (Slot+)", "gpu": "Endpoint", "hca": "Endpoint",
+            "nvswitch": "Endpoint", "nvme": "Endpoint"}
 
 
 def _headers(device: PciDevice) -> tuple[str, str, str]:
@@ -37,7 +41,8 @@ def _headers(device: PciDevice) -> tuple[str, str, str]:
     class_name = _CLASS_NAMES.get(device.class_code, class_name or "Non-VGA unclassified device")
     rev = int(device.revision, 16)
     rev_text = f" (rev {rev:02x})" if rev else ""
-    prog = " (prog-if 00 [Normal decode])" if device.class_code == "0x060400" else ""
+    prog = {"0x060400": " (prog-if 00 [Normal decode])", "0x010802": " (prog-if 02 [NVM Express])"}.get(
+        device.class_code, "")
     cls = device.class_code[2:6]
     ids = f"{device.vendor[2:]}:{device.device[2:]}"
     return (f"{class_name}: {name}{rev_text}{prog}",

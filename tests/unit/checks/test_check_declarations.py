@@ -37,10 +37,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "GPU-09": "a growth over time: judged by `burnin soak` (burnin.soak.verdicts), outside pytest",
     "GPU-12": "DCGM is not integrated (no dcgmi health source)",
     "GPU-13": "DCGM diag is a prolog/soak step (BRN-01), not a suite check",
-    "TOP-06": "CPU frequency governor is not collected",
-    "TOP-07": "hugepage settings are not collected",
-    "TOP-09": "host memory and CPU population are not collected",
-    "TOP-10": "no PCI device census against the topology yet",
     "IB-05": "subnet manager reachability (sminfo) is not collected",
     "IB-06": "the HCAs' PCIe link is not judged yet",
     "IB-07": "physical layer (BER, FEC, optics via mlxlink) is not collected",
@@ -56,7 +52,7 @@ NOT_IMPLEMENTED: dict[str, str] = {
 PROBE_SET = {
     "INV-01", "INV-02", "INV-03", "INV-04", "INV-05", "INV-06", "INV-07", "INV-08",
     "GPU-01", "GPU-03", "GPU-04", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11",
-    "TOP-01", "TOP-02", "TOP-03", "TOP-05", "TOP-08",
+    "TOP-01", "TOP-02", "TOP-03", "TOP-05", "TOP-06", "TOP-07", "TOP-08", "TOP-09", "TOP-10",
     "IB-01", "IB-02", "IB-03", "IB-04",
     "STO-01", "STO-02", "STO-04", "STO-07",
 }
@@ -126,7 +122,8 @@ def _referenced_keys(module: Any) -> set[str]:
 def test_every_reference_a_check_module_reads_is_declared_by_one_of_its_checks() -> None:
     import importlib
 
-    for name in ("inventory", "gpu", "host", "infiniband", "storage", "fabric", "fabric_gdr", "workload"):
+    for name in ("inventory", "gpu", "host", "host_config", "pci_census", "infiniband",
+                 "storage", "fabric", "fabric_gdr", "workload"):
         module = importlib.import_module(f"burnin.checks.{name}")
         ids = re.findall(r'@check\("([A-Z]+-\d+)"', inspect.getsource(module))
         declared = {key for check_id in ids for key in CHECKS[check_id].references}

@@ -232,8 +232,14 @@ def test_lspci_stanzas_follow_the_reference(faulty: SimNode, tool: Tool, referen
 
 
 def test_lspci_filters(healthy_node: SimNode, tool: Tool) -> None:
-    gpus = _out(tool, healthy_node, "lspci", "-d", "10de:").splitlines()
-    assert len(gpus) == 8 and all("3D controller: NVIDIA Corporation Device 2330 (rev a1)" in g for g in gpus)
+    nvidia = _out(tool, healthy_node, "lspci", "-d", "10de:").splitlines()
+    gpus = [line for line in nvidia if "3D controller: NVIDIA Corporation Device 2330 (rev a1)" in line]
+    # and the 4 NVSwitches, as the real HGX H100 lspci (shared/reference/lspci) prints them
+    switches = [line[:7] for line in nvidia if line.endswith(" Bridge: NVIDIA Corporation Device 22a3 (rev a1)")]
+    assert len(gpus) == 8 and switches == ["83:00.0", "84:00.0", "85:00.0", "86:00.0"] and len(nvidia) == 12
+    nvme = _out(tool, healthy_node, "lspci", "-nn", "-d", "1344:").splitlines()
+    assert len(nvme) == 10 and nvme[0] == ("02:00.0 Non-Volatile memory controller [0108]: Micron Technology Inc "
+                                           "Device 51c3 [1344:51c3] (rev 01) (prog-if 02 [NVM Express])")
     numeric = _out(tool, healthy_node, "lspci", "-n", "-d", "10de:2330").splitlines()
     assert numeric[0] == "1b:00.0 0302: 10de:2330 (rev a1)"
     assert _out(tool, healthy_node, "lspci", "-nn", "-s", "18:00.0").strip() == (
