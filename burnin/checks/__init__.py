@@ -23,6 +23,7 @@ _NODE_MODULES = (
     "burnin.checks.host_config",
     "burnin.checks.pci_census",
     "burnin.checks.infiniband",
+    "burnin.checks.hca",
     "burnin.checks.storage",
 )
 # ...and those that judge workloads run by a suite's measurement phase.

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from burnin.collector import commands, node_env, nvml, storage, sysfs, telemetry
+from burnin.collector import commands, hca, node_env, nvml, storage, sysfs, telemetry
 from burnin.collector import host as host_facts
 
 SCHEMA_VERSION = 1
@@ -31,6 +31,8 @@ SOURCES: dict[str, tuple[str, Source]] = {
     "fabricmanager": ("commands", commands.fabricmanager),
     "storage": ("storage", storage.collect_storage),
     "storage-nic": ("storage_nic", storage.collect_storage_nic),
+    "ib-pkeys": ("ib_pkeys", lambda root, timeout: hca.collect_ib_pkeys(root)),
+    "ibv-devinfo": ("commands", hca.ibv_devinfo),
     "host": ("host", lambda root, timeout: host_facts.collect_host(root)),
     "pci-census": ("pci_census", lambda root, timeout: host_facts.collect_pci_census(root)),
 }

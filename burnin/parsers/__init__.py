@@ -28,6 +28,7 @@ PARSERS: dict[str, str] = {
     "nccl-tests": "burnin.parsers.nccl_tests:parse_nccl_tests",
     "ibstat": "burnin.parsers.ibstat:parse_ibstat",
     "ibstatus": "burnin.parsers.ibstat:parse_ibstatus",
+    "ibv-devinfo": "burnin.parsers.ibv_devinfo:parse_ibv_devinfo",
     "nvbandwidth": "burnin.parsers.nvbandwidth:parse_nvbandwidth",
     "p2p-bandwidth": "burnin.parsers.nvbandwidth:parse_p2p_bandwidth",
     "megatron-log": "burnin.parsers.megatron:parse_megatron_log",

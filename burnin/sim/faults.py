@@ -144,6 +144,17 @@ _SPECS: tuple[FaultSpec, ...] = (
          "ibstat 'Link layer' agrees"),
     _hca("ib-errors", "IB-04", "link errors on the HCA's port",
          "ports/1/counters: link_downed 2, symbol_error 250, link_error_recovery 3"),
+    _hca("hca-fw-mismatch", "INV-09", "the HCA runs other firmware than the node's other HCAs (a swapped card)",
+         "sysfs fw_ver, ibstat 'Firmware version' and ibv_devinfo fw_ver say 28.39.4082 (28.43.3608 when the node "
+         "already runs that; on a BlueField 32.38.3056 / 32.41.1000); PSID unchanged"),
+    _hca("hca-pcie-x8", "IB-06", "the HCA's PCIe link trained at x8",
+         "sysfs current_link_width 8 on the HCA and on its switch port (max stays 16); lspci 'Width x8 "
+         "(downgraded)'; a mlx5_core 'limited by 32.0 GT/s PCIe x8 link' dmesg line"),
+    _hca("ib-mtu-2048", "IB-09", "the HCA's port runs IB MTU 2048 (its switch port is capped there)",
+         "ibv_devinfo active_mtu '2048 (4)' (max_mtu stays 4096 (5)); sysfs and ibstat unchanged"),
+    _hca("ib-pkey-limited", "IB-09", "the HCA's port is only a limited member of its partition",
+         "sysfs ports/1/pkeys/0 0x7fff instead of 0xffff (the full-member bit of its first full-member key "
+         "cleared); the rest of the 128-entry table stays 0x0000"),
     FaultSpec("slow-hca", "IB-08", "the HCA moves data at half its rate while its port looks healthy",
               "hca", DEFAULT_HCA,
               "no fast source changes (ibstat and sysfs say ACTIVE, 400 Gb/s, clean counters); ib_write_bw "

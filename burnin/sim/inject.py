@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from burnin.errors import UsageError
 from burnin.sim.faults import Fault
+from burnin.sim.hca_faults import MUTATORS as HCA_MUTATORS
 from burnin.sim.host import HOST_MUTATORS
 from burnin.sim.megatron import MUTATORS as WORKLOAD_MUTATORS
 from burnin.sim.pcie import ACS_REDIRECT, PciDevice, move_to_own_root_port, switch_downstream_ports
@@ -387,6 +388,7 @@ MUTATORS: dict[str, Mutator] = {
     "nccl-wrong": nccl_wrong,
     "nccl-hang": nccl_hang,
 }
+MUTATORS.update(HCA_MUTATORS)  # INV-09, IB-06, IB-09 (burnin.sim.hca_faults)
 MUTATORS.update(WORKLOAD_MUTATORS)  # suite megatron: recorded for the stand-ins (burnin.sim.megatron)
 MUTATORS.update(HOST_MUTATORS)  # TOP-06, 07, 09, 10: CPU governors, hugepages, memory, NVMe (burnin.sim.host)
 

@@ -13,7 +13,7 @@ import re
 import time
 
 from burnin.sim import fabric, soak_shims
-from burnin.sim.formats import dmesg, ibstat, lspci, nvidia_smi
+from burnin.sim.formats import dmesg, ibstat, ibv_devinfo, lspci, nvidia_smi
 from burnin.sim.megatron import outputs as megatron_outputs
 from burnin.sim.megatron import scripts as megatron_scripts
 from burnin.sim.state import NodeState
@@ -209,6 +209,7 @@ def render_scripts(state: NodeState) -> dict[str, str]:
         "nvidia-smi": smi,
         "dmesg": _DMESG,
         "ibstat": _IBSTAT,
+        "ibv_devinfo": ibv_devinfo.SCRIPT,
         "lspci": _LSPCI,
         "systemctl": _SYSTEMCTL.replace("{cases}", _systemctl_cases(state)),
         "setpci": _SETPCI.replace("{cases}", _setpci_cases(state)),
@@ -244,6 +245,7 @@ def render_outputs(state: NodeState, now: float | None = None) -> dict[str, str]
         "lspci.db": lspci.database(state),
         "lsmod.txt": _lsmod(state),
     }
+    out.update(ibv_devinfo.outputs(state))
     out.update(fabric.outputs(state))
     out.update(megatron_outputs(state))
     out.update(soak_shims.outputs(state))

@@ -132,6 +132,11 @@ class HcaState(_Model):
     sm_lid: int = 0
     cap_mask: int = 0
     counters: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(IB_COUNTERS, 0))
+    max_mtu: int = 4096
+    active_mtu: int = 4096
+    """ibv_devinfo's active_mtu, in bytes (IB-09)."""
+    pkeys: list[str] = Field(default_factory=lambda: ["0xffff"])
+    """The port's partition keys from index 0 (sysfs ports/1/pkeys/*; the rest of the table is 0x0000)."""
 
 
 class XidEvent(_Model):
@@ -283,9 +288,11 @@ def _gpu_state(node: str, topology: Topology, position: int) -> GpuState:
     )
 
 
-def _hca_state(node: str, hca: Hca) -> HcaState:
+def _hca_state(node: str, hca: Hca, topology: Topology) -> HcaState:
     bf3 = hca.role == "storage"
     ib = hca.link_layer == "InfiniBand"
+    golden = topology.hca_firmware if not bf3 else None
+    partitions = topology.ib_partitions
     guid = _guid(node, hca.name, 0xA088C20300 if not bf3 else 0x58A2E10300)
     return HcaState(
         name=hca.name,
@@ -295,13 +302,14 @@ def _hca_state(node: str, hca: Hca) -> HcaState:
         netdev=hca.netdev,
         numa_node=hca.numa_node,
         hca_type="MT41692" if bf3 else "MT4129",
-        fw_ver="32.39.2048" if bf3 else "28.39.2048",
-        board_id="MT_0000000884" if bf3 else "MT_0000000838",
+        fw_ver="32.39.2048" if bf3 else (golden.version if golden and golden.version else "28.39.2048"),
+        board_id="MT_0000000884" if bf3 else (golden.psid if golden and golden.psid else "MT_0000000838"),
         node_guid=guid,
         port_guid=guid if ib else roce_port_guid(guid),
         lid=_lid(node, hca.name) if ib else 0,
         sm_lid=1 if ib else 0,
         cap_mask=0xA751E848 if ib else 0x00010000,
+        pkeys=list(partitions.pkeys) if partitions and hca.role == "compute" else ["0xffff"],
     )
 
 
@@ -351,7 +359,7 @@ def _switch_groups(topology: Topology) -> list[list[str]]:
 def healthy_state(topology: Topology, name: str) -> NodeState:
     """A node of this topology with every value inside its references."""
     gpus = [_gpu_state(name, topology, i) for i in range(len(topology.gpus.devices))]
-    hcas = [_hca_state(name, h) for h in topology.hcas]
+    hcas = [_hca_state(name, h, topology) for h in topology.hcas]
     pci = build_tree(_endpoints(topology, gpus, hcas), _switch_groups(topology))
     pci = attach_endpoints(pci, census_endpoints(topology))  # NVSwitches and NVMe (TOP-10)
     host = HostState(

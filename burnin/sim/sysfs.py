@@ -16,6 +16,7 @@ from burnin.sim.pcie import SPEED_SYSFS, PciDevice, sysfs_path
 from burnin.sim.state import HcaState, NodeState
 
 HW_COUNTERS = ("local_ack_timeout_err", "packet_seq_err", "out_of_buffer")
+PKEY_TABLE_IB = 128
 _DRIVERS = {"root_port": "pcieport", "switch_up": "pcieport", "switch_down": "pcieport",
             "gpu": "nvidia", "hca": "mlx5_core", "nvswitch": "nvidia-nvswitch", "nvme": "nvme"}
 _AER_UNCOR = "".join(f"{name} 0\n" for name in (
@@ -143,6 +144,10 @@ def _infiniband(tree: Tree, state: NodeState, hca: HcaState, device_path: str) -
         tree.file(f"{port}/{name}", text)
     for name, value in hca.counters.items():
         tree.file(f"{port}/counters/{name}", str(value))
+    # mlx5 shows a 128-entry pkey table on an InfiniBand port and a single entry on a RoCE one.
+    table = PKEY_TABLE_IB if not ethernet else 1
+    for index in range(max(table, len(hca.pkeys))):
+        tree.file(f"{port}/pkeys/{index}", hca.pkeys[index] if index < len(hca.pkeys) else "0x0000")
     for name in HW_COUNTERS:
         tree.file(f"{port}/hw_counters/{name}", "0")
     tree.link(f"{base}/device", device_path)

@@ -20,7 +20,9 @@ from burnin.topology.model import (
     GpuFirmware,
     GpuSpec,
     Hca,
+    HcaFirmware,
     HostSpec,
+    IbPartitions,
     NumaSpec,
     NvlinkSpec,
     Reference,
@@ -52,6 +54,9 @@ def _build(data: dict[str, Any]) -> Topology:
         host=HostSpec(**data["host"]),
         references={k: Reference(**v) for k, v in data["references"].items()},
         storage=storage_from_dict(data.get("storage")),
+        hca_firmware=HcaFirmware(**data["hca_firmware"]) if data.get("hca_firmware") else None,
+        ib_partitions=(IbPartitions(pkeys=tuple(data["ib_partitions"]["pkeys"]), source=data["ib_partitions"]["source"])
+                       if data.get("ib_partitions") else None),
     )
 
 

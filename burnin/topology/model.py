@@ -8,6 +8,7 @@ measured against references; they never hard-code numbers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -192,6 +193,97 @@ class HostSpec:
         object.__setattr__(self, "transparent_hugepage", tuple(self.transparent_hugepage))
         if not self.transparent_hugepage:
             raise ValueError("transparent_hugepage names no mode: list the accepted ones (always, madvise, never)")
+
+
+class Checked:
+    """Field check that pydantic runs when it validates a file, so its message names the field's key.
+
+    ``check`` raises ValueError; a plain class for the same reason as :class:`AtLeast`.
+    """
+
+    def __init__(self, check: Callable[[Any], None]) -> None:
+        self.check = check
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        def validate(value: Any) -> Any:
+            self.check(value)
+            return value
+
+        return core_schema.no_info_after_validator_function(validate, handler(source))
+
+
+_FIRMWARE = re.compile(r"^\d+\.\d+\.\d+$")
+_PSID = re.compile(r"^[A-Za-z0-9_]{1,16}$")
+_PKEY = re.compile(r"^0x[0-9a-f]{4}$")
+
+
+def check_firmware(firmware: str | None) -> None:
+    if firmware is not None and not _FIRMWARE.match(firmware):
+        raise ValueError(f"firmware {firmware!r} must look like 28.41.1000 (as sysfs fw_ver shows it)")
+
+
+def check_psid(psid: str | None) -> None:
+    if psid is not None and not _PSID.match(psid):
+        raise ValueError(f"PSID {psid!r} must be 1-16 letters, digits or '_' (e.g. MT_0000000838)")
+
+
+def check_pkeys(pkeys: tuple[str, ...] | None) -> None:
+    """Partition keys as sysfs prints them (``0xffff``): not empty, no invalid key, one membership per partition."""
+    if pkeys is None:
+        return
+    if not pkeys:
+        raise ValueError("pkeys is empty: a port without a partition key talks to nobody")
+    partitions: set[int] = set()
+    for pkey in pkeys:
+        if not _PKEY.match(pkey):
+            raise ValueError(f"partition key {pkey!r} must look like 0xffff (0x and 4 lower-case hex digits)")
+        base = int(pkey, 16) & 0x7FFF
+        if base == 0:
+            raise ValueError(f"partition key {pkey} is the invalid partition 0")
+        if base in partitions:
+            raise ValueError(f"partition 0x{base:04x} is listed twice (keys differ only in the membership bit)")
+        partitions.add(base)
+
+
+def _check_source(source: str) -> None:
+    if not source.strip():
+        raise ValueError("needs a source: where the expected values come from")
+
+
+@dataclass(frozen=True, slots=True)
+class HcaFirmware:
+    """The qualified compute-HCA firmware (INV-09); a value left out is judged for consistency across HCAs only."""
+
+    __pydantic_config__ = _FORBID
+    source: Annotated[str, Checked(_check_source)]
+    """Where the values come from (the golden node, the vendor's release notes)."""
+    version: Annotated[str | None, Checked(check_firmware)] = None
+    """As sysfs ``fw_ver`` (and ``ibstat`` ``Firmware version``) show it, e.g. ``28.41.1000``."""
+    psid: Annotated[str | None, Checked(check_psid)] = None
+    """The board's PSID, sysfs ``board_id``, e.g. ``MT_0000000838``."""
+
+    def __post_init__(self) -> None:
+        _check_source(self.source)
+        check_firmware(self.version)
+        check_psid(self.psid)
+        if self.version is None and self.psid is None:
+            raise ValueError("hca_firmware names nothing: give version and/or psid, or leave hca_firmware out")
+
+
+@dataclass(frozen=True, slots=True)
+class IbPartitions:
+    """The partition keys every compute port's pkey table holds (IB-09)."""
+
+    __pydantic_config__ = _FORBID
+    pkeys: Annotated[tuple[str, ...], Checked(check_pkeys)]
+    """As sysfs ``ports/1/pkeys/N`` shows them: ``0xffff`` is the default partition, full member."""
+    source: Annotated[str, Checked(_check_source)]
+
+    def __post_init__(self) -> None:
+        check_pkeys(self.pkeys)
+        _check_source(self.source)
 
 
 _NETDEV = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
@@ -403,6 +495,10 @@ class Topology:
     hcas: tuple[Hca, ...] = field(default=())
     storage: StorageFabric | None = None
     """The storage fabric; None: this node type has none, and the STO checks do not apply."""
+    hca_firmware: HcaFirmware | None = None
+    """Expected compute-HCA firmware and PSID (INV-09); None: the compute HCAs must only agree."""
+    ib_partitions: IbPartitions | None = None
+    """Expected partition keys of the compute ports (IB-09); None: the compute ports must only agree."""
 
     def __post_init__(self) -> None:
         names = {h.name for h in self.hcas}

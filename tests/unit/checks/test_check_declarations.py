@@ -30,7 +30,6 @@ REPO = Path(__file__).resolve().parents[3]
 CATALOG = Path(os.environ.get("BURNIN_CATALOG", REPO.parent / "shared" / "docs" / "check-catalog.md"))
 
 NOT_IMPLEMENTED: dict[str, str] = {
-    "INV-09": "HCA firmware (fw_ver, PSID) is not collected",
     "INV-10": "no host software manifest is built",
     "INV-11": "fleet consistency is controller-side, across nodes: no per-node check",
     "GPU-02": "a rate over time: judged by `burnin soak` (burnin.soak.verdicts), outside pytest",
@@ -38,9 +37,7 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "GPU-12": "DCGM is not integrated (no dcgmi health source)",
     "GPU-13": "DCGM diag is a prolog/soak step (BRN-01), not a suite check",
     "IB-05": "subnet manager reachability (sminfo) is not collected",
-    "IB-06": "the HCAs' PCIe link is not judged yet",
     "IB-07": "physical layer (BER, FEC, optics via mlxlink) is not collected",
-    "IB-09": "MTU / partition keys are not collected",
     "NVL-03": "p2pBandwidthLatencyTest is not run (nvbandwidth covers NVL-01/02)",
     "NVL-04": "post-traffic NVLink counters are not compared yet",
     **{f"BRN-0{n}": "judged by `burnin soak` (burnin.soak.verdicts), outside pytest" for n in range(1, 8)},
@@ -50,10 +47,10 @@ NOT_IMPLEMENTED: dict[str, str] = {
 
 # What the probe ran before its set was derived (fast and cheap sources only): the derivation keeps it.
 PROBE_SET = {
-    "INV-01", "INV-02", "INV-03", "INV-04", "INV-05", "INV-06", "INV-07", "INV-08",
+    "INV-01", "INV-02", "INV-03", "INV-04", "INV-05", "INV-06", "INV-07", "INV-08", "INV-09",
     "GPU-01", "GPU-03", "GPU-04", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11",
     "TOP-01", "TOP-02", "TOP-03", "TOP-05", "TOP-06", "TOP-07", "TOP-08", "TOP-09", "TOP-10",
-    "IB-01", "IB-02", "IB-03", "IB-04",
+    "IB-01", "IB-02", "IB-03", "IB-04", "IB-06",
     "STO-01", "STO-02", "STO-04", "STO-07",
 }
 
@@ -122,8 +119,8 @@ def _referenced_keys(module: Any) -> set[str]:
 def test_every_reference_a_check_module_reads_is_declared_by_one_of_its_checks() -> None:
     import importlib
 
-    for name in ("inventory", "gpu", "host", "host_config", "pci_census", "infiniband",
-                 "storage", "fabric", "fabric_gdr", "workload"):
+    for name in ("inventory", "gpu", "host", "host_config", "pci_census", "infiniband", "hca", "storage", "fabric",
+                 "fabric_gdr", "workload"):
         module = importlib.import_module(f"burnin.checks.{name}")
         ids = re.findall(r'@check\("([A-Z]+-\d+)"', inspect.getsource(module))
         declared = {key for check_id in ids for key in CHECKS[check_id].references}

@@ -233,6 +233,15 @@ ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
     ("IB-04", "counter 2**64", ib_counter("symbol_error", 2**64), str(2**64)),
     ("IB-04", "counter as text", ib_counter("link_error_recovery", "0"), "'0'"),
     ("IB-04", "no counters at all", lambda f: port(f, "mlx5_7")["counters"].clear(), "no counters"),
+    # INV-09, IB-06, IB-09 (more in test_checks_hca.py)
+    ("INV-09", "firmware unreadable", lambda f: f["infiniband"]["hcas"]["mlx5_7"].update(fw_ver=None), "fw_ver"),
+    ("INV-09", "PSID not text", lambda f: f["infiniband"]["hcas"]["mlx5_7"].update(board_id=838),
+     "board_id unreadable (838)"),
+    ("IB-06", "link width NaN", pci_set("0000:dc:00.0", "current_link_width", NAN), "nan"),
+    ("IB-06", "link speed Unknown", pci_set("0000:dc:00.0", "current_link_speed", "Unknown"), "'Unknown'"),
+    ("IB-09", "pkey entry unreadable",
+     lambda f: f["ib_pkeys"]["hcas"]["mlx5_7"]["1"].update(unreadable=["5"]), "pkeys/5 unreadable"),
+    ("IB-09", "pkey table missing", lambda f: f["ib_pkeys"]["hcas"]["mlx5_7"].clear(), "pkeys not present"),
 ]
 
 

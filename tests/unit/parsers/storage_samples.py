@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from burnin.sim.formats import storage_tools
+from burnin.sim.formats import ibv_devinfo, storage_tools
 from burnin.sim.state import NodeState, healthy_state
 from burnin.sim.storage import SimStorage, derive
 from burnin.topology.load import find_topology
@@ -42,4 +42,7 @@ NO_REAL_SAMPLE: dict[str, Callable[[], str]] = {
     "mlxconfig": lambda: storage_tools.mlxconfig(_node()[1].bluefields[0]),
     "mlnx-qos": lambda: storage_tools.mlnx_qos(_node()[1].bluefields[0]),
     "sysctl": _sysctl,
+    # not a storage tool: ibv_devinfo (IB-09) has no real sample in ../shared either (burnin.sim.formats.ibv_devinfo
+    # follows rdma-core's libibverbs/examples/devinfo.c)
+    "ibv-devinfo": lambda: ibv_devinfo.ibv_devinfo(_node()[0]),
 }

@@ -34,6 +34,7 @@ KEYS: dict[str, set[str]] = {
     },
     "ibstat": {"cas"},
     "ibstatus": {"ports"},
+    "ibv-devinfo": {"devices", "errors"},
     "nvbandwidth": {"testcases"},
     "p2p-bandwidth": {"matrices", "devices"},
     "megatron-log": {"iterations"},

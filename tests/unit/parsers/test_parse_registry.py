@@ -22,6 +22,7 @@ EXPECTED_TOOLS = {
     "nccl-tests",
     "ibstat",
     "ibstatus",
+    "ibv-devinfo",
     "nvbandwidth",
     "p2p-bandwidth",
     "megatron-log",

@@ -19,6 +19,7 @@ import pytest
 
 from burnin.parsers.dmesg import parse_xid_events
 from burnin.parsers.ibstat import parse_ibstat
+from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
 from burnin.parsers.lspci import parse_lspci
 from burnin.parsers.nvidia_smi import parse_nvlink, parse_smi_query, parse_topo_matrix
 from burnin.sim import SimNode, build_rack
@@ -34,6 +35,7 @@ GPU3_HCA = "0000:5e:00.0"  # mlx5_3, paired with GPU3 on the same switch
 GPU3_HCA_PORT = "0000:5d:00.0"
 GPU1 = "0000:43:00.0"
 MLX5_2 = "0000:4f:00.0"
+MLX5_2_PORT = "0000:4e:00.0"  # the switch downstream port above mlx5_2 (shared with GPU2)
 
 
 def _bdf(nvml_bus_id: str) -> str:
@@ -68,6 +70,8 @@ def _sysfs(node: SimNode, snap: Snapshot) -> None:
             snap[f"ib.{hca}.{name}"] = _read(port / name)
         for counter in sorted((port / "counters").iterdir()):
             snap[f"ib.{hca}.counter.{counter.name}"] = _read(counter)
+        snap[f"ib.{hca}.pkeys"] = tuple(sorted((p.name, _read(p)) for p in (port / "pkeys").iterdir()
+                                               if _read(p) != "0x0000"))
     groups = root / "sys/kernel/iommu_groups"
     types = sorted(_read(g / "type") for g in groups.iterdir()) if groups.is_dir() else []
     snap["kernel.iommu_types"] = tuple(sorted(set(types)))
@@ -155,6 +159,8 @@ def _tools(node: SimNode, snap: Snapshot, tool: Tool) -> None:
         port = ca.ports[0]
         snap[f"ibstat.{ca.name}.port"] = (port.state, port.physical_state, port.rate_gbps, port.link_layer,
                                           port.base_lid)
+    for dev in parse_ibv_devinfo(tool(node, "ibv_devinfo").stdout).devices:
+        snap[f"ibv.{dev.name}"] = (dev.fw_ver, dev.ports[0].state, dev.ports[0].active_mtu)
     xids = parse_xid_events(tool(node, "dmesg").stdout)
     for event in xids.events:
         snap[f"dmesg.xid.{event.pci}.{event.xid}"] = (event.text, event.pid)
@@ -295,6 +301,15 @@ CASES = [
          mentions("mlx5_2", MLX5_2)),
     Case("ib-errors@mlx5_2", {"ib.mlx5_2.counter.link_downed": "2", "ib.mlx5_2.counter.symbol_error": "250"},
          mentions("mlx5_2")),
+    Case("hca-fw-mismatch@mlx5_3", {"ib.mlx5_3.fw_ver": "28.39.4082", "ib.mlx5_3.board_id": "MT_0000000838",
+                                    "ibv.mlx5_3": ("28.39.4082", "PORT_ACTIVE", 4096)},
+         mentions("mlx5_3")),
+    Case("hca-pcie-x8@mlx5_2", {f"pci.{MLX5_2}.current_link_width": "8", f"pci.{MLX5_2}.max_link_width": "16",
+                                f"pci.{MLX5_2_PORT}.current_link_width": "8",
+                                f"dmesg.limit.{MLX5_2}": (32.0, 8, MLX5_2_PORT)},
+         mentions(MLX5_2, MLX5_2_PORT), present=(f"lspci.{MLX5_2}", f"lspci.{MLX5_2_PORT}")),
+    Case("ib-mtu-2048@mlx5_1", {"ibv.mlx5_1": ("28.41.1000", "PORT_ACTIVE", 2048)}, mentions("mlx5_1")),
+    Case("ib-pkey-limited@mlx5_1", {"ib.mlx5_1.pkeys": (("0", "0x7fff"),)}, mentions("mlx5_1")),
 ]
 
 
