@@ -44,6 +44,47 @@ def _firmware(facts: Facts, gpus: list[dict[str, Any]], source: str) -> dict[str
     return found if len(found) > 1 else None
 
 
+def _agreed(facts: Facts, label: str, values: list[Any]) -> str | None:
+    """The one value the golden node's compute HCAs report; None when none does; UsageError when they differ."""
+    seen = {printable(v.strip()) if isinstance(v, str) and v.strip() else "not reported" for v in values}
+    if len(seen) > 1:
+        raise UsageError(f"{facts.node}: its compute HCAs differ in {label} ({', '.join(sorted(seen))}); "
+                         "a golden node must run one")
+    return None if seen in (set(), {"not reported"}) else seen.pop()
+
+
+def _hca_expectations(facts: Facts, hcas: dict[str, Any], compute: list[str],
+                      source: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The golden node's compute-HCA firmware and PSID (INV-09) and partition keys (IB-09), where it reports them."""
+    from burnin.checks.hca import port_pkeys
+    from burnin.evaluate.verdict import Unmeasurable
+    from burnin.topology.model import check_firmware, check_pkeys, check_psid
+
+    firmware: dict[str, Any] = {"source": source}
+    for key, label, field, valid in (("version", "firmware", "fw_ver", check_firmware),
+                                     ("psid", "PSID", "board_id", check_psid)):
+        value = _agreed(facts, label, [hcas[name].get(field) for name in compute])
+        try:
+            valid(value)
+        except ValueError:
+            continue  # a form the topology cannot hold: left out, INV-09 then judges consistency only
+        if value is not None:
+            firmware[key] = value
+    tables = ((facts.data.get("ib_pkeys") or {}).get("hcas") or {})
+    try:
+        keys = {name: port_pkeys((tables.get(name) or {}).get("1")) for name in compute}
+    except Unmeasurable:
+        keys = {}
+    pkeys = _agreed(facts, "partition keys", [",".join(f"0x{k:04x}" for k in sorted(v, reverse=True)) or None
+                                              for v in keys.values()])
+    partitions = {"pkeys": pkeys.split(","), "source": source} if pkeys else None
+    try:
+        check_pkeys(tuple(pkeys.split(",")) if pkeys else None)
+    except ValueError:
+        partitions = None  # e.g. one partition as full and as limited member: left for the operator to write
+    return (firmware if len(firmware) > 1 else None), partitions
+
+
 def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
     """A topology document (plain data, ready for YAML) describing the node in ``facts``."""
     nvml, pci, hcas, numa = _require(facts)
@@ -102,6 +143,7 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
     if rates:
         measured("ib_rate_gbps", min(rates))
     groups = (facts.data.get("kernel") or {}).get("iommu_group_types") or {}
+    hca_firmware, ib_partitions = _hca_expectations(facts, hcas, [h["name"] for h in compute], source)
     return {
         "name": name,
         "description": f"drafted from {facts.node}: {len(gpus)} x {first.get('name')}; review before use",
@@ -112,6 +154,8 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
             "firmware": _firmware(facts, gpus, source),
         },
         "hcas": hca_rows,
+        "hca_firmware": hca_firmware,
+        "ib_partitions": ib_partitions,
         "numa": {"nodes": len(nodes), "cpulists": {int(k): v.get("cpulist") for k, v in sorted(nodes.items())}},
         "host": {
             "driver_version": nvml.get("driver_version"),

@@ -335,3 +335,40 @@ def test_ib09_a_topology_without_the_mtu_reference_is_incomplete(facts: Facts) -
     partial: Topology = replace(TOPOLOGY, references={k: v for k, v in TOPOLOGY.references.items()
                                                       if k != "ib_mtu_bytes"})
     assert_status(judge("IB-09", facts, partial), INCOMPLETE, "defines no ib_mtu_bytes")
+
+
+# ---------------------------------------------------------------- golden drafts
+
+
+def test_a_golden_node_drafts_its_hca_firmware_and_partitions(facts: Facts) -> None:
+    from pydantic import TypeAdapter
+
+    from burnin.facts import Facts as NodeFacts
+    from burnin.golden import draft_topology
+
+    doc = draft_topology(NodeFacts("sim01", facts), TOPOLOGY, "site")
+    assert {k: v for k, v in doc["hca_firmware"].items() if k != "source"} == {"version": FW, "psid": "MT_0000000838"}
+    assert doc["ib_partitions"]["pkeys"] == ["0xffff"] and "golden node sim01" in doc["ib_partitions"]["source"]
+    drafted = TypeAdapter(Topology).validate_python(doc)  # as the YAML loader would
+    for check_id in ("INV-09", "IB-06", "IB-09"):
+        verdict = judge(check_id, facts, drafted)
+        assert verdict.status is PASS and "consistency only" not in verdict.reason, verdict.reason
+
+
+def test_a_golden_node_whose_hcas_disagree_is_refused(facts: Facts) -> None:
+    from burnin.errors import UsageError
+    from burnin.facts import Facts as NodeFacts
+    from burnin.golden import draft_topology
+
+    hca(facts, "mlx5_2")["fw_ver"] = "28.39.4082"
+    with pytest.raises(UsageError, match="compute HCAs differ in firmware"):
+        draft_topology(NodeFacts("sim01", facts), TOPOLOGY, "site")
+
+
+def test_a_golden_node_without_pkey_tables_drafts_no_partitions(facts: Facts) -> None:
+    from burnin.facts import Facts as NodeFacts
+    from burnin.golden import draft_topology
+
+    del facts["ib_pkeys"]
+    doc = draft_topology(NodeFacts("sim01", facts), TOPOLOGY, "site")
+    assert doc["ib_partitions"] is None and doc["hca_firmware"]["version"] == FW
