@@ -305,7 +305,7 @@ KERNEL_NETDEV_FILES = ("mtu", "operstate", "statistics")
 def extend_root(tree: Tree, state: NodeState, *, kernel_network: bool = False) -> Tree:
     """Add the storage view to the node's sysfs/procfs tree (``render_root``'s result).
 
-    With ``kernel_network`` (a lab node in a network namespace of its own, burnin_lab.netns), each
+    With ``kernel_network`` (a lab node in a network namespace of its own: the lab's netns module), each
     netdev's MTU, state and byte counters, and ``proc/sys/net/ipv4/conf``, are links to the kernel's
     files, which the node's processes (running in that namespace) read as their own.
     """

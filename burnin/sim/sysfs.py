@@ -48,7 +48,7 @@ class Tree:
     def host_link(self, path: str, target: str) -> None:
         """A symlink at ``path`` to the absolute ``target``: a file of the kernel the reader runs under.
 
-        Read inside a lab node's network namespace (``burnin_lab.netns``), ``/sys/class/net/...``
+        Read inside a lab node's network namespace (the lab's kernel-network racks), ``/sys/class/net/...``
         and ``/proc/sys/net/...`` are that namespace's own.
         """
         if not target.startswith("/"):

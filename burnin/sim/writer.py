@@ -98,7 +98,7 @@ def _sync(base: Path, tree: Tree, mode: int, scratch: Path) -> None:
             _remove(f"{root}/{path}")
         if path not in dirs:
             os.makedirs(f"{root}/{path}", exist_ok=True)
-    # Stale entries go first: a directory that becomes a link (to a kernel file, burnin_lab.netns) is
+    # Stale entries go first: a directory that becomes a link (to a kernel file: a lab node's netdevs) is
     # removed before the link exists, so nothing is ever unlinked through it.
     for path in [*(p for p in files if p not in tree.files), *(p for p in links if p not in tree.links)]:
         _remove(f"{root}/{path}")

@@ -5,7 +5,7 @@ Neither touches a disk. Each works out the bytes its arguments ask for
 storage mount of the node's topology, adds them to the byte counters of the
 netdev that carries that mount's target in the node's sysfs tree (unless those
 counters are the kernel's: a lab node in its own network namespace, whose
-write traffic the lab sends for real, burnin_lab.netstore): the
+write traffic the lab sends for real, docs/ssh.md): the
 BlueField netdev's ``statistics/tx_bytes`` (write) or ``rx_bytes`` (read), or,
 with the fault ``storage-traffic-on-ib``, compute HCA mlx5_2's
 ``ports/1/counters/port_xmit_data`` / ``port_rcv_data`` (4-byte units). Then it
