@@ -116,16 +116,13 @@ def _judge_run(run: Any, topology: Topology, compute: Sequence[str], storage_rdm
 
 
 def quote_line(line: str, device: str) -> str:
-    """NCCL's line, printable; a long one cut to its prefix and the entry of ``device``."""
+    """NCCL's line, printable; a long one cut to what precedes its ``Using`` list and the entry of ``device``."""
     text = printable(line)
     if len(text) <= QUOTE_CHARS:
         return text
-    using = text.find("Using")
-    head = text[:using + len("Using")] if 0 <= using < QUOTE_CHARS // 2 else text[:80]
-    at = text.find(f"]{device}", len(head)) if device else -1
-    if at < 0:
+    head, sep, listing = text.partition(" Using ")
+    entry = next((word for word in listing.split()
+                  if word.startswith("[") and word.partition("]")[2].split(":")[0] == device), None)
+    if not sep or entry is None:
         return text[:QUOTE_CHARS - 3] + "..."
-    start = text.rfind("[", 0, at)
-    end = text.find(" ", at)
-    entry = text[start:end] if end > 0 else text[start:]
-    return f"{head} ... {printable(entry, limit=100)} ..."
+    return f"{head} Using ... {printable(entry, limit=100)} ..."

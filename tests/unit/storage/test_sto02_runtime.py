@@ -277,3 +277,34 @@ def test_an_mpi_rank_prints_its_own_hosts_lines(rack: dict[str, SimNode]) -> Non
     assert rank1.returncode == 0 and "# nThread" not in rank1.stdout
     assert [h.host for h in parse_nccl_info(rank1.stdout).hosts] == ["sim02"]
     assert "[8]mlx5_8:1/RoCE" in rank1.stdout
+
+
+# ------------------------------------------------------------------ edges (bench/mutants)
+
+
+def test_a_device_without_a_name_is_incomplete(facts: dict[str, Any], sto_topology: Topology) -> None:
+    run = {"run": "group", "status": "read", "devices": {"IB": [{"name": "", "port": 1}]}}
+    expect(judge("STO-02", with_runtime(facts, run), sto_topology), INCOMPLETE, "a IB device without a name")
+
+
+def test_a_long_line_is_quoted_at_the_storage_device(facts: dict[str, Any], sto_topology: Topology) -> None:
+    spare = [(f"mlx5_{i}", "IB") for i in range(8)] * 3  # a long list: the line is cut around mlx5_8
+    run = read_run(*spare, ("mlx5_8", "RoCE"))
+    verdict = judge("STO-02", with_runtime(facts, run), sto_topology)
+    expect(verdict, FAIL, '"sim01:1:1 [0] NCCL INFO NET/IB : Using ... [24]mlx5_8:1/RoCE ..."')
+
+
+def test_the_ib_line_is_quoted_when_sockets_leak_too(facts: dict[str, Any], sto_topology: Topology) -> None:
+    run = read_run(("mlx5_0", "IB"), ("mlx5_8", "RoCE"), sockets=["enp41s0f0np0"])
+    verdict = judge("STO-02", with_runtime(facts, run), sto_topology)
+    expect(verdict, FAIL, "storage device mlx5_8 (enp41s0f0np0); storage netdev enp41s0f0np0 for its sockets: "
+                          '"sim01:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_8:1/RoCE')
+
+
+def test_a_line_of_exactly_the_quote_length_is_kept_whole() -> None:
+    prefix = "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB "
+    exact = prefix + "x" * (320 - len(prefix))
+    assert quote_line(exact, "mlx5_0") == exact
+    longer = exact + "y"
+    assert quote_line(longer, "mlx5_0") == "h:1:1 [0] NCCL INFO NET/IB : Using ... [0]mlx5_0:1/IB ..."
+    assert quote_line("z" * 400, "mlx5_0") == "z" * 317 + "..."  # no Using list: cut
