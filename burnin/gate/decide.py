@@ -106,7 +106,8 @@ def decide(nodes: Iterable[str], outcomes: Iterable[CheckOutcome]) -> dict[str, 
             admitted=not failed and not incomplete,
             failed=tuple(dict.fromkeys(o.check for o, _ in failed)),
             incomplete=tuple(dict.fromkeys(o.check for o, _ in incomplete)),
-            reasons=tuple(_reason(o, s) for o, s in (*failed, *incomplete)),
+            # one line per cause: a check judged in two suites of the run (STO-02) says it once
+            reasons=tuple(dict.fromkeys(_reason(o, s) for o, s in (*failed, *incomplete))),
             not_applicable=tuple((o.check, o.reason) for o in stand_aside),
         )
     return dict(sorted(decisions.items()))

@@ -22,6 +22,7 @@ from typing import Any
 from burnin.atomic import write_text_atomic
 
 CHECK_STATES = ("pass", "fail", "incomplete", "not-applicable")
+_SEVERITY = {"pass": 0, "not-applicable": 1, "incomplete": 2, "fail": 3}
 
 # name -> (type, help). Every metric burnin writes is declared here; the
 # Grafana dashboard test checks its queries against this table.
@@ -113,8 +114,13 @@ def verdict_metrics(exp: Exposition, gate: Mapping[str, Any], outcomes: Iterable
     for node, decision in nodes.items():
         exp.add("burnin_node_admitted", bool(decision.get("admitted")), node=node)
     counts: dict[str, dict[str, int]] = {node: dict.fromkeys(CHECK_STATES, 0) for node in nodes}
+    # A check judged in two suites of one run (STO-02 in node and fabric) is one state set: the worse state.
+    states: dict[tuple[str, str], str] = {}
     for outcome in outcomes:
-        node, check, state = str(outcome["node"]), str(outcome["check"]), str(outcome["status"])
+        key, state = (str(outcome["node"]), str(outcome["check"])), str(outcome["status"])
+        if key not in states or _SEVERITY.get(state, 0) > _SEVERITY.get(states[key], 0):
+            states[key] = state
+    for (node, check), state in states.items():
         counts.setdefault(node, dict.fromkeys(CHECK_STATES, 0))
         counts[node][state] = counts[node].get(state, 0) + 1
         for candidate in CHECK_STATES:

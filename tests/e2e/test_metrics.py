@@ -127,3 +127,15 @@ def test_textfile_is_written_atomically(tmp_path: Path) -> None:
     write_textfile(target, "burnin_run_partial 1\n")
     assert target.read_text(encoding="utf-8") == "burnin_run_partial 1\n"
     assert [p.name for p in target.parent.iterdir()] == ["burnin.prom"]
+
+
+def test_a_check_in_two_suites_is_one_state_set_with_the_worse_state() -> None:
+    gate = {"nodes": {"n1": {"admitted": False}}}
+    outcomes = [{"node": "n1", "check": "STO-02", "status": "pass"},
+                {"node": "n1", "check": "STO-02", "status": "fail"},
+                {"node": "n1", "check": "STO-04", "status": "incomplete"},
+                {"node": "n1", "check": "STO-04", "status": "pass"}]
+    samples = _families(exposition(gate, outcomes, {}, timestamp=0.0, duration_s=1.0))["burnin_check_state"].samples
+    current = {s.labels["check"]: s.labels["state"] for s in samples if s.value == 1}
+    assert current == {"STO-02": "fail", "STO-04": "incomplete"}
+    assert len(samples) == 2 * 4  # one state set (4 states) per check

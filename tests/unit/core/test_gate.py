@@ -37,3 +37,12 @@ def test_short_reason_names_checks_first() -> None:
     ]
     reason = decide(["n"], outcomes)["n"].short_reason()
     assert reason.startswith("IB-01,IB-02 mlx5_2 1: DOWN")
+
+
+def test_a_check_judged_in_two_suites_is_one_cause() -> None:
+    # STO-02 is judged by the node suite and by the fabric suite of the same run, from the same facts
+    same = "STO-02 /etc/nccl.conf NCCL_IB_HCA selects storage device mlx5_8 (expected compute HCAs only)"
+    decisions = decide(["n"], [CheckOutcome("n", "STO-02", "fail", same), CheckOutcome("n", "STO-02", "fail", same),
+                               CheckOutcome("n", "IB-01", "fail", "IB-01 mlx5_2 DOWN")])
+    assert decisions["n"].failed == ("STO-02", "IB-01")
+    assert decisions["n"].reasons == (same, "IB-01 mlx5_2 DOWN")
