@@ -244,13 +244,17 @@ def nccl_selects(selector: str, name: str) -> bool:
 
 
 def parse_nccl_conf(text: str) -> dict[str, str]:
-    """``KEY=VALUE`` lines of an nccl.conf (``#`` comments; the last setting of a key wins, as in NCCL)."""
+    """``KEY=VALUE`` lines of an nccl.conf (``#`` comments).
+
+    The first setting of a key wins, as in NCCL: it loads the file with
+    ``setenv(key, value, 0)``, which never overwrites (src/misc/param.cc).
+    """
     values: dict[str, str] = {}
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         key, sep, value = line.partition("=")
         if sep and key.strip().startswith("NCCL_"):
-            values[key.strip()] = value.strip()
+            values.setdefault(key.strip(), value.strip())
     return values
 
 

@@ -172,8 +172,9 @@ def test_nccl_selection_semantics(selector: str, name: str, expected: bool) -> N
 
 
 def test_nccl_conf_lines() -> None:
+    # NCCL loads the file with setenv(..., 0): the first setting of a key is the one a job gets
     assert parse_nccl_conf("# c\nNCCL_IB_HCA=a\nNCCL_DEBUG = INFO # x\nOTHER=1\nNCCL_IB_HCA=b\n") == {
-        "NCCL_IB_HCA": "b", "NCCL_DEBUG": "INFO"}
+        "NCCL_IB_HCA": "a", "NCCL_DEBUG": "INFO"}
 
 
 def test_burnins_own_job_environment_names_compute_hcas_only(sto_topology: Topology) -> None:
