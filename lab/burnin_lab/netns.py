@@ -56,6 +56,8 @@ IP = "/usr/sbin/ip"
 PING = "/usr/bin/ping"
 IP_TIMEOUT_S = 60.0
 MOUNTS_FILE = "storage-targets.json"
+MAX_NODES = 128
+"""A rack's management /31s fill one /24 of 198.18.0.0/15."""
 
 
 class NetnsError(UsageError):
@@ -274,6 +276,9 @@ def create(state_dir: Path, states: Sequence[NodeState]) -> dict[str, Any]:
     """Build the namespaces of a rack; the record that ``lab.json`` keeps (``destroy`` reads it)."""
     if not states:
         raise NetnsError("no nodes")
+    if len(states) > MAX_NODES:
+        raise NetnsError(f"a kernel-network lab rack holds at most {MAX_NODES} nodes (one /24 of management "
+                         f"addresses); {len(states)} asked: use --netns off")
     for state in states:
         check_topology(state)
     lab = lab_id(state_dir)
