@@ -72,15 +72,16 @@ def _lab(module: str) -> Any:
         raise
 
 
-def _kernel_network(choice: str, topology: Any) -> bool:
+def _kernel_network(choice: str, topology: Any, count: int) -> bool:
     """Whether a lab rack gets real interfaces (``--netns``): auto takes them where the host and topology allow."""
     if choice == "off":
         return False
     if choice == "on":
         return True
+    netns = _lab("netns")
     routing = topology.storage.routing if topology.storage is not None else None
     return (topology.storage is not None and (routing is None or routing.vrf is None)
-            and _lab("netns").unavailable() is None)
+            and count <= int(netns.MAX_NODES) and netns.unavailable() is None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
                 from burnin.errors import UsageError
 
                 raise UsageError("--watch needs --slurm: burnin watch acts through Slurm")
-            kernel_network = _kernel_network(args.netns, topology)
+            kernel_network = _kernel_network(args.netns, topology, count)
             lab_ssh.up(args.state, topology, names, faults, kernel_network=kernel_network)
             if kernel_network:
                 print("burnin sim: routes, MTUs and byte counters of the fabric netdevs are the kernel's "
