@@ -2,9 +2,11 @@
 
 ``timeout`` and a cancelled Slurm job send SIGTERM, a closed terminal SIGHUP.
 The handler stops every child process group at once (SIGTERM, then SIGKILL
-after a grace period) and raises :class:`Interrupted`, a ``KeyboardInterrupt``,
-so every ``finally`` and ``with`` on the way out runs, and pytest judging in
-this process unwinds as it does on Ctrl-C. A second signal while the command
+after a grace period), has every command running over SSH stopped on its node
+(burnin.transport.ssh: the same signals, sent through the connection), and
+raises :class:`Interrupted`, a ``KeyboardInterrupt``, so every ``finally`` and
+``with`` on the way out runs, and pytest judging in this process unwinds as it
+does on Ctrl-C. A second signal while the command
 cleans up kills the children outright and lets the cleanup finish.
 """
 
@@ -74,6 +76,9 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     local = sys.modules.get("burnin.transport.local")
     if local is not None:
         local.stop_children(force=not first)
+    ssh = sys.modules.get("burnin.transport.ssh")
+    if ssh is not None:  # sets a flag: each command's own thread signals its remote process group
+        ssh.stop_commands()
     if first:
         raise Interrupted(name)
 
@@ -84,3 +89,6 @@ def reset() -> None:
     local = sys.modules.get("burnin.transport.local")
     if local is not None:
         local.allow_children()
+    ssh = sys.modules.get("burnin.transport.ssh")
+    if ssh is not None:
+        ssh.allow_commands()

@@ -14,6 +14,11 @@
   value is ever pasted into a shell string unquoted. When ``timeout(1)`` exists
   on the node the command runs under it, so a hung command is killed there too,
   and a command killed by a signal says which on stderr.
+- An interrupted run (:func:`stop_commands`, called by the CLI's SIGINT/SIGTERM/SIGHUP
+  handler) and :meth:`SshTransport.close` stop the commands still running: each is sent
+  SSH's ``signal`` request (TERM, then KILL after :data:`STOP_GRACE_S`), which sshd
+  delivers to the command's process group, and its channel is closed. No new command
+  starts from a worker thread once the run is interrupted.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 import paramiko
+from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from burnin.errors import TransportError
 from burnin.text import printable
@@ -42,6 +48,33 @@ MAX_OUTPUT = 64 * 1024 * 1024
 _CHUNK = 32768
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 KILL_GRACE_S = 5
+# Seconds a stopped command gets between SIGTERM and SIGKILL, then to report its exit.
+STOP_GRACE_S = 2.0
+_POLL_S = 0.25  # how often a waiting command looks whether it must stop
+# Longest close() waits for running commands to stop before it closes their connections.
+CLOSE_WAIT_S = 10.0
+INTERRUPTED_ERROR = "not started: the run was interrupted"
+STOPPED_ERROR = "stopped: the run was interrupted"
+
+
+class _Stop:
+    """Whether the run was interrupted: a plain attribute, so a signal handler may set it."""
+
+    requested = False
+
+
+_STOP = _Stop()
+
+
+def stop_commands() -> None:
+    """Called from the interrupt handler: every running command stops (its own thread sends the
+    signal within :data:`_POLL_S`) and worker threads start no new one."""
+    _STOP.requested = True
+
+
+def allow_commands() -> None:
+    """Let commands start again (a process that runs more than one CLI command, e.g. tests)."""
+    _STOP.requested = False
 
 
 class SshError(TransportError):
@@ -64,6 +97,9 @@ class SshTransport:
         self._jumps: dict[tuple[str, ...], paramiko.Transport] = {}
         self._jump_locks: dict[tuple[str, ...], threading.Lock] = {}
         self._keys: dict[str, paramiko.PKey | str] = {}
+        self._running = 0  # commands between exec and their result
+        self._quiet = threading.Condition(self._lock)  # notified whenever one of them ends
+        self._closing = False
         self.connects = 0  # connections opened (targets and bastions), for tests and benchmarks
 
     # ------------------------------------------------------------------ public
@@ -73,6 +109,8 @@ class SshTransport:
         started = time.monotonic()
         deadline = started + timeout
         argv_t = tuple(argv)
+        if self._must_stop() and threading.current_thread() is not threading.main_thread():
+            return CommandResult(node, argv_t, None, "", "", 0.0, error=INTERRUPTED_ERROR)
         try:
             command = remote_command(argv_t, env, timeout if self._remote_timeout else None)
             with self._node_lock(node):
@@ -89,13 +127,25 @@ class SshTransport:
             conn.close()
 
     def close(self) -> None:
-        """Close every connection, targets first, then bastions."""
-        with self._lock:
+        """Stop the commands still running (at most :data:`CLOSE_WAIT_S`), then close every
+        connection, targets first, then bastions."""
+        with self._quiet:
+            self._closing = True
+            self._quiet.wait_for(lambda: self._running == 0, timeout=CLOSE_WAIT_S)
+            self._closing = False
             conns = list(self._conns.values()) + list(self._jumps.values())
             self._conns.clear()
             self._jumps.clear()
         for conn in conns:
             conn.close()
+
+    def running(self) -> int:
+        """Commands running right now (tests and diagnostics)."""
+        with self._lock:
+            return self._running
+
+    def _must_stop(self) -> bool:
+        return _STOP.requested or self._closing
 
     def open_connections(self) -> int:
         with self._lock:
@@ -274,6 +324,17 @@ class SshTransport:
 
     def _exec(self, node: str, argv: tuple[str, ...], conn: paramiko.Transport, command: str,
               stdin: bytes | None, started: float, deadline: float) -> CommandResult:
+        with self._lock:
+            self._running += 1
+        try:
+            return self._exec_counted(node, argv, conn, command, stdin, started, deadline)
+        finally:
+            with self._quiet:
+                self._running -= 1
+                self._quiet.notify_all()
+
+    def _exec_counted(self, node: str, argv: tuple[str, ...], conn: paramiko.Transport, command: str,
+                      stdin: bytes | None, started: float, deadline: float) -> CommandResult:
         aborted = threading.Event()
 
         def abort() -> None:
@@ -287,14 +348,20 @@ class SshTransport:
         err = bytearray()
         chan: paramiko.Channel | None = None
         try:
+            if self._must_stop():
+                return self._result(node, argv, started, out, err, error=INTERRUPTED_ERROR)
             chan = conn.open_session(timeout=_remaining(deadline))
             chan.exec_command(command)
             if stdin is not None:
-                _send_all(chan, stdin, deadline)
+                _send_all(chan, stdin, deadline, self._must_stop)
             chan.shutdown_write()
-            timed_out = not _read_all(chan, out, err, deadline)
-            if not timed_out and not chan.status_event.wait(_remaining(deadline)):
+            timed_out = not _read_all(chan, out, err, deadline, self._must_stop)
+            if not timed_out and not _wait_exit(chan, deadline, self._must_stop):
                 timed_out = True
+        except _Stopped:
+            assert chan is not None
+            stop_remote(chan)
+            return self._result(node, argv, started, out, err, error=STOPPED_ERROR)
         except SshError:  # no time left for a step of the command
             self._drop(node, conn)
             return self._result(node, argv, started, out, err, timed_out=True)
@@ -306,6 +373,10 @@ class SshTransport:
                 return self._result(node, argv, started, out, err, timed_out=True)
             return self._result(node, argv, started, out, err,
                                 error=f"connection lost during the command: {_text(exc)}")
+        except BaseException:  # interrupted in this (the main) thread: the command goes with us
+            if chan is not None:
+                stop_remote(chan)
+            raise
         finally:
             watchdog.cancel()
             if chan is not None:
@@ -337,9 +408,49 @@ class _Overflow(Exception):
     pass
 
 
+class _Stopped(Exception):
+    """The run was interrupted, or the transport is closing, while the command ran."""
+
+
+def stop_remote(chan: paramiko.Channel) -> None:
+    """Stop the command on ``chan``: SIGTERM its process group, SIGKILL after :data:`STOP_GRACE_S`.
+
+    sshd delivers a ``signal`` request to the session's process group (the login shell's);
+    :func:`remote_command`'s shell passes it on to a command that ``timeout(1)`` runs in a group
+    of its own. Errors are ignored: the channel is closed next whatever happens.
+    """
+    for name, wait_s in (("TERM", STOP_GRACE_S), ("KILL", _POLL_S)):
+        if chan.closed or chan.status_event.is_set():
+            return
+        try:
+            send_signal(chan, name)
+        except (paramiko.SSHException, OSError, EOFError, AttributeError):
+            return
+        if chan.status_event.wait(wait_s):
+            return
+
+
+def send_signal(chan: paramiko.Channel, name: str) -> None:
+    """RFC 4254 6.9 ``signal`` channel request (``TERM``, ``KILL``...), which paramiko has no method for."""
+    message = paramiko.Message()
+    message.add_byte(cMSG_CHANNEL_REQUEST)
+    message.add_int(chan.remote_chanid)
+    message.add_string("signal")
+    message.add_boolean(False)
+    message.add_string(name)
+    chan.get_transport()._send_user_message(message)  # type: ignore[attr-defined]  # as paramiko's own requests
+
+
 def remote_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
                    timeout: float | None = None) -> str:
-    """The shell command line for ``argv`` (every word quoted), under ``timeout(1)`` if present."""
+    """The shell command line for ``argv`` (every word quoted), under ``timeout(1)`` if present.
+
+    With a ``timeout`` the command runs in the background of the login shell, which waits
+    for it and passes on SIGTERM, SIGHUP and SIGINT: sshd delivers a ``signal`` request to
+    the login shell's process group, and ``timeout(1)`` puts the command in a group of its
+    own, which the shell's trap reaches (``timeout`` then signals its whole group, and
+    SIGKILLs it after :data:`KILL_GRACE_S`). Its input is the session's (file descriptor 3).
+    """
     if not argv:
         raise SshError("empty command")
     words = list(argv)
@@ -352,29 +463,40 @@ def remote_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
     if timeout is None:
         return line
     secs = max(1, int(timeout + 0.999))
-    return (f"if command -v timeout >/dev/null 2>&1; then timeout -k {KILL_GRACE_S} {secs} {line}; "
-            f"else {line}; fi; s=$?; if [ $s -gt 128 ] && [ $s -lt 160 ]; then "
+    return ("exec 3<&0; if command -v timeout >/dev/null 2>&1; "
+            f"then timeout -k {KILL_GRACE_S} {secs} {line} <&3 3<&- & else {line} <&3 3<&- & fi; "
+            "p=$!; exec 3<&-; trap 'kill -TERM $p 2>/dev/null' HUP INT TERM; wait $p; s=$?; "
+            "while kill -0 $p 2>/dev/null; do wait $p; s=$?; done; "
+            "if [ $s -gt 128 ] && [ $s -lt 160 ]; then "
             "echo \"burnin: the command was killed by signal $((s-128)) (SIG$(kill -l $((s-128))))\" >&2; "
             "fi; exit $s")
 
 
-def _send_all(chan: paramiko.Channel, data: bytes, deadline: float) -> None:
+def _send_all(chan: paramiko.Channel, data: bytes, deadline: float, stop: Callable[[], bool]) -> None:
     view = memoryview(data)
     while view:
-        chan.settimeout(_remaining(deadline))
-        sent = chan.send(bytes(view[:_CHUNK]))
+        if stop():
+            raise _Stopped
+        chan.settimeout(min(_remaining(deadline), _POLL_S))
+        try:
+            sent = chan.send(bytes(view[:_CHUNK]))
+        except TimeoutError:  # the node reads slowly: look again whether to stop, then go on
+            continue
         if sent <= 0:
             raise EOFError("the remote side closed its input")
         view = view[sent:]
 
 
-def _read_all(chan: paramiko.Channel, out: bytearray, err: bytearray, deadline: float) -> bool:
-    """Read stdout and stderr until EOF; False when the deadline passed first."""
+def _read_all(chan: paramiko.Channel, out: bytearray, err: bytearray, deadline: float,
+              stop: Callable[[], bool]) -> bool:
+    """Read stdout and stderr until EOF; False when the deadline passed first, _Stopped when ``stop()``."""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        chan.settimeout(min(left, 0.25))
+        if stop():
+            raise _Stopped
+        chan.settimeout(min(left, _POLL_S))
         try:
             data = chan.recv(_CHUNK)
         except TimeoutError:
@@ -389,6 +511,16 @@ def _read_all(chan: paramiko.Channel, out: bytearray, err: bytearray, deadline: 
             out += data
         if len(out) + len(err) > MAX_OUTPUT:
             raise _Overflow
+
+
+def _wait_exit(chan: paramiko.Channel, deadline: float, stop: Callable[[], bool]) -> bool:
+    """Wait for the exit status; False when the deadline passed first, _Stopped when ``stop()``."""
+    while not chan.status_event.wait(min(_POLL_S, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return False
+        if stop():
+            raise _Stopped
+    return True
 
 
 def _remaining(deadline: float, cap: float | None = None) -> float:
