@@ -18,7 +18,7 @@
   handler) and :meth:`SshTransport.close` stop the commands still running: each is sent
   SSH's ``signal`` request (TERM, then KILL after :data:`STOP_GRACE_S`), which sshd
   delivers to the command's process group, and its channel is closed. No new command
-  starts from a worker thread once the run is interrupted.
+  starts once the run is interrupted.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ _POLL_S = 0.25  # how often a waiting command looks whether it must stop
 CLOSE_WAIT_S = 10.0
 INTERRUPTED_ERROR = "not started: the run was interrupted"
 STOPPED_ERROR = "stopped: the run was interrupted"
+CLOSED_ERROR = "stopped: burnin closed its connections while the command ran"
 
 
 class _Stop:
@@ -68,7 +69,7 @@ _STOP = _Stop()
 
 def stop_commands() -> None:
     """Called from the interrupt handler: every running command stops (its own thread sends the
-    signal within :data:`_POLL_S`) and worker threads start no new one."""
+    signal within :data:`_POLL_S`) and no new one starts."""
     _STOP.requested = True
 
 
@@ -109,8 +110,8 @@ class SshTransport:
         started = time.monotonic()
         deadline = started + timeout
         argv_t = tuple(argv)
-        if self._must_stop() and threading.current_thread() is not threading.main_thread():
-            return CommandResult(node, argv_t, None, "", "", 0.0, error=INTERRUPTED_ERROR)
+        if self._must_stop():
+            return CommandResult(node, argv_t, None, "", "", 0.0, error=self._stop_reason(started=False))
         try:
             command = remote_command(argv_t, env, timeout if self._remote_timeout else None)
             with self._node_lock(node):
@@ -146,6 +147,11 @@ class SshTransport:
 
     def _must_stop(self) -> bool:
         return _STOP.requested or self._closing
+
+    def _stop_reason(self, *, started: bool) -> str:
+        if _STOP.requested:
+            return STOPPED_ERROR if started else INTERRUPTED_ERROR
+        return CLOSED_ERROR if started else "not started: burnin was closing its connections"
 
     def open_connections(self) -> int:
         with self._lock:
@@ -349,7 +355,7 @@ class SshTransport:
         chan: paramiko.Channel | None = None
         try:
             if self._must_stop():
-                return self._result(node, argv, started, out, err, error=INTERRUPTED_ERROR)
+                return self._result(node, argv, started, out, err, error=self._stop_reason(started=False))
             chan = conn.open_session(timeout=_remaining(deadline))
             chan.exec_command(command)
             if stdin is not None:
@@ -361,7 +367,7 @@ class SshTransport:
         except _Stopped:
             assert chan is not None
             stop_remote(chan)
-            return self._result(node, argv, started, out, err, error=STOPPED_ERROR)
+            return self._result(node, argv, started, out, err, error=self._stop_reason(started=True))
         except SshError:  # no time left for a step of the command
             self._drop(node, conn)
             return self._result(node, argv, started, out, err, timed_out=True)

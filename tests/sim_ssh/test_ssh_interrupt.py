@@ -195,7 +195,7 @@ def test_close_stops_a_command_still_running(hang_rack: Rack) -> None:
         future = pool.submit(transport.run, "sim02", SLEEPER, timeout=3600)
         _wait("the sleeper running", lambda: "sim02" in _nodes_running(hang_rack, "sleep 3602"))
         transport.close()
-        assert future.result(timeout=WAIT_S).error == ssh.STOPPED_ERROR
+        assert future.result(timeout=WAIT_S).error == ssh.CLOSED_ERROR
         _wait("node left without the sleeper", lambda: not _on_nodes(hang_rack, "sleep 36"))
         assert transport.run("sim02", ["echo", "again"], timeout=60).stdout == "again\n"  # still usable
     finally:
