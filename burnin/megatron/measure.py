@@ -95,9 +95,18 @@ def measure(settings: MegatronSettings, topology: Topology, nodes: Sequence[str]
             megatron[node]["multi"] = multi_section(launch.nodes, record)
     for node, section in megatron.items():
         section["settings"] = {"launcher": form, "binding": settings.binding_for(form),
-                               "train_iters": settings.train_iters, "model": settings.model.model_dump()}
+                               "train_iters": settings.train_iters, "model": settings.model.model_dump(),
+                               "peak_tflops_per_gpu": _peak(topology)}
         out.sections[node]["megatron"] = section
     return out
+
+
+def _peak(topology: Topology) -> float | None:
+    """The GPU's dense BF16 peak the topology names (MFU's denominator, kept for the metrics); None without it."""
+    from burnin.megatron.judge import PEAK_REF
+
+    ref = topology.references.get(PEAK_REF)
+    return float(ref.value) if ref is not None else None
 
 
 def unavailable(nodes: Sequence[str], reason: str) -> Measurement:

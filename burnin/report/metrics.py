@@ -47,6 +47,10 @@ METRICS: dict[str, tuple[str, str]] = {
     "burnin_ib_port_errors": ("gauge", "InfiniBand port error counters since boot, by counter."),
     "burnin_nccl_busbw_bytes_per_second": ("gauge", "Peak nccl-tests bus bandwidth of the node's single-node run."),
     "burnin_nvbandwidth_min_bytes_per_second": ("gauge", "Lowest nvbandwidth value of a test case on the node."),
+    "burnin_megatron_tflops_per_gpu": ("gauge", "Megatron run's median TFLOP/s per GPU after warm-up, computed by "
+                                       "burnin from the model's FLOPs and the iteration time (run: single|multi)."),
+    "burnin_megatron_mfu_ratio": ("gauge", "Model FLOPs utilisation of the Megatron run: TFLOP/s per GPU over the "
+                                  "GPU's dense BF16 peak (run: single|multi)."),
 }
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -199,6 +203,30 @@ def fabric_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None
                 exp.add("burnin_nvbandwidth_min_bytes_per_second", min(finite) * GB, node=node, testcase=testcase)
 
 
+def megatron_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
+    """TFLOP/s/GPU and MFU of the node's single-node run and of the multi-node run it took part in."""
+    from burnin.evaluate.verdict import Unmeasurable
+    from burnin.megatron.judge import throughput
+
+    section = facts.get("megatron")
+    if not isinstance(section, dict):
+        return
+    settings = section.get("settings")
+    peak = _num(settings.get("peak_tflops_per_gpu")) if isinstance(settings, dict) else None
+    multi = section.get("multi")
+    records = {"single": section.get("single"), "multi": multi.get("run") if isinstance(multi, dict) else None}
+    for run, record in records.items():
+        if not isinstance(record, dict) or record.get("timed_out"):
+            continue
+        try:
+            tflops = throughput(record).computed
+        except Unmeasurable:
+            continue  # no steady iteration: MEG-03/04 say why; nothing to plot
+        exp.add("burnin_megatron_tflops_per_gpu", tflops, node=node, run=run)
+        if peak is not None and peak > 0:
+            exp.add("burnin_megatron_mfu_ratio", tflops / peak, node=node, run=run)
+
+
 def exposition(gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]],
                facts: Mapping[str, Mapping[str, Any]], *, timestamp: float | None = None,
                duration_s: float | None = None) -> str:
@@ -212,6 +240,7 @@ def exposition(gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]],
         gpu_metrics(exp, node, node_facts)
         ib_metrics(exp, node, node_facts)
         fabric_metrics(exp, node, node_facts)
+        megatron_metrics(exp, node, node_facts)
     return exp.render()
 
 

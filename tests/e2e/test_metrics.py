@@ -107,9 +107,38 @@ def test_label_values_are_escaped() -> None:
     assert sample.labels["node"] == 'we"ird\\node\n'
 
 
-def test_dashboard_queries_name_written_metrics(faulted_run: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def megatron_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("metrics-megatron")
+    proc = subprocess.run(
+        [sys.executable, "-m", "burnin.cli.main", "run", "--sim", "2", "--suite", "megatron",
+         "--fault", "sim02:train-slow", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    gate = json.loads((out / "gate.json").read_text(encoding="utf-8"))
+    outcomes = json.loads((out / "verdicts.json").read_text(encoding="utf-8"))
+    facts = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in (out / "facts").glob("*.json")
+             if not p.name.startswith("_")}
+    return {"text": exposition(gate, outcomes, facts, timestamp=time.time(), duration_s=2.5), "facts": facts}
+
+
+def test_megatron_runs_give_tflops_and_mfu_per_node(megatron_run: dict[str, Any]) -> None:
+    families = _families(megatron_run["text"])
+    tflops = {(s.labels["node"], s.labels["run"]): s.value
+              for s in families["burnin_megatron_tflops_per_gpu"].samples}
+    mfu = {(s.labels["node"], s.labels["run"]): s.value for s in families["burnin_megatron_mfu_ratio"].samples}
+    assert set(tflops) == set(mfu) == {(n, r) for n in ("sim01", "sim02") for r in ("single", "multi")}
+    assert tflops[("sim01", "multi")] == tflops[("sim02", "multi")]  # one multi-node run, seen from each node
+    peak = megatron_run["facts"]["sim01"]["megatron"]["settings"]["peak_tflops_per_gpu"]
+    assert peak == 989
+    for key, value in tflops.items():
+        assert abs(mfu[key] - value / peak) < 1e-9
+    assert tflops[("sim02", "single")] < 0.9 * tflops[("sim01", "single")]  # the slow node shows on the panel
+
+
+def test_dashboard_queries_name_written_metrics(faulted_run: dict[str, Any], megatron_run: dict[str, Any]) -> None:
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    written = set(_families(faulted_run["text"]))
+    written = set(_families(faulted_run["text"])) | set(_families(megatron_run["text"]))
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     assert len(exprs) >= 8
     for expr in exprs:
@@ -117,7 +146,7 @@ def test_dashboard_queries_name_written_metrics(faulted_run: dict[str, Any]) -> 
         assert names, expr
         assert names <= written, f"{expr}: {names - written} not written by a run"
     titles = " ".join(p["title"].lower() for p in dashboard["panels"])
-    for topic in ("matrix", "rejected", "bandwidth"):
+    for topic in ("matrix", "rejected", "bandwidth", "mfu"):
         assert topic in titles
 
 
