@@ -59,15 +59,16 @@ def _read(gpu: dict[str, Any], field: FirmwareField) -> str:
     return value
 
 
-def _fold(indexes: list[int]) -> str:
-    """[0, 1, 2, 4, 5, 6, 7] -> ``gpu0-2,4-7``."""
+def _fold(subjects: list[str]) -> str:
+    """gpu0, gpu1, gpu2, gpu4 .. gpu7 -> ``gpu0-2,4-7``; a subject without a number is named as it is."""
     runs: list[list[int]] = []
-    for index in sorted(indexes):
+    for index in sorted(_index(s) for s in subjects if _index(s) >= 0):
         if runs and index == runs[-1][1] + 1:
             runs[-1][1] = index
         else:
             runs.append([index, index])
-    return "gpu" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    folded = ["gpu" + ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)] if runs else []
+    return ",".join(folded + sorted(s for s in subjects if _index(s) < 0))
 
 
 def _index(subject: str) -> int:
@@ -90,9 +91,9 @@ def _judge_field(field: FirmwareField, read: dict[str, str], topology: Topology
                  ) -> tuple[dict[str, str], str]:
     """(deviating GPU -> its version, what was expected) for one field over the GPUs that reported it."""
     wanted = _wanted(topology, field)
-    on: dict[str, list[int]] = {}
+    on: dict[str, list[str]] = {}
     for subject, value in read.items():
-        on.setdefault(value, []).append(_index(subject))
+        on.setdefault(value, []).append(subject)
     if wanted is not None:
         alike = f" as on {_fold(on[wanted])} and" if wanted in on else ""
         expected = f"{field.label} {_shown(wanted)}{alike} per topology {topology.name}"
@@ -143,10 +144,10 @@ def gpu_firmware(facts: Facts, topology: Topology) -> Verdict:
         if odd:
             expectations.append(expected)
     # GPUs that deviate alike are named together: gpu0-7 when the whole node runs an unqualified VBIOS.
-    alike: dict[str, list[int]] = {}
+    alike: dict[str, list[str]] = {}
     for subject, texts in deviations.items():
-        alike.setdefault(", ".join(texts), []).append(_index(subject))
-    findings += [bad(_fold(indexes), text, "; ".join(expectations)) for text, indexes in alike.items()]
+        alike.setdefault(", ".join(texts), []).append(subject)
+    findings += [bad(_fold(subjects), text, "; ".join(expectations)) for text, subjects in alike.items()]
     findings += [ok(subject, "firmware as expected", "") for subject in versions if subject not in deviations]
 
     if any(f.status is Status.FAIL for f in findings):
