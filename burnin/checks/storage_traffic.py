@@ -64,11 +64,11 @@ def _pair(counters: dict[str, Any], hca: str, keys: tuple[tuple[str, str], ...])
 def judge_traffic(node: str, section: dict[str, Any]) -> Verdict:
     """STO-03's verdict on one node's ``storage_traffic`` section."""
     written = measured_count(section.get("bytes_written"), "storage", "bytes written")
-    if written <= 0:
-        raise Unmeasurable("the storage write moved 0 bytes: nothing to attribute")
+    limit = int(written * COMPUTE_SHARE_LIMIT)
+    if limit <= 0:  # under 100 bytes: 1% of them is under one byte, which no compute HCA could stay below
+        raise Unmeasurable(f"the storage write moved {written} bytes: too few to attribute")
     read = measured_count(section.get("bytes_read", 0), "storage", "bytes read")
     mounts = ", ".join(str(m) for m in section.get("mounts") or []) or "the storage mounts"
-    limit = int(written * COMPUTE_SHARE_LIMIT)
     floor = int(written * STORAGE_SHARE_FLOOR)
     io = f"{written} bytes written and {read} read on {mounts}"
     expected = (f"each compute HCA < {limit} bytes (1% of the {written} written); "
