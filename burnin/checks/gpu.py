@@ -74,7 +74,7 @@ def row_remap(facts: Facts, topology: Topology) -> Verdict:
                    healthy="no pending or failed row remap")
 
 
-def _kernel_log(facts: Facts) -> str:
+def kernel_log_text(facts: Facts) -> str:
     """The collected kernel log; Unmeasurable when dmesg printed nothing at all."""
     text = facts.command("dmesg")
     record = facts.command_record("dmesg") or {}
@@ -99,7 +99,7 @@ def xid_scan(facts: Facts, topology: Topology) -> Verdict:
 
     expected = "no fatal Xid since boot"
     try:
-        report = parse_xid_events(_kernel_log(facts))
+        report = parse_xid_events(kernel_log_text(facts))
     except ParseError as exc:
         raise Unmeasurable(f"kernel log unreadable: {exc}") from None
     # Name the GPU by the topology's slot at its bus id; without one, by the PCI address.

@@ -22,6 +22,7 @@ from burnin.checks.base import (
 from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
+from burnin.text import printable
 from burnin.topology.model import Topology
 
 FABRIC_STATE_COMPLETED = 3
@@ -111,9 +112,10 @@ def driver_version(facts: Facts, topology: Topology) -> Verdict:
                    healthy=f"driver {want}")
 
 
-@check("INV-04", "Fabric Manager running and NVSwitch fabric registered", sources=("fabricmanager", "nvml"))
+@check("INV-04", "Fabric Manager running and NVSwitch fabric registered",
+       sources=("fabricmanager", "nvml", "dmesg"))
 def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
-    expected = "nvidia-fabricmanager active, fabric state Completed/Success on every GPU"
+    expected = "nvidia-fabricmanager active, fabric state Completed/Success on every GPU, no fatal NVSwitch SXid"
     if not topology.host.fabric_manager:
         return roll_up("INV-04", facts.node, [ok("node", "not required by topology", "n/a")],
                        expected="not required")
@@ -134,8 +136,43 @@ def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
         return judge(subject, healthy, f"fabric {names.get(state, state)}/status {status}", "Completed/0")
 
     findings += per_gpu(facts, topology, fabric)
+    fatal, non_fatal = sxid_findings(facts)
+    findings += fatal
+    noted = f" ({non_fatal} non-fatal SXid line(s))" if non_fatal else ""
     return roll_up("INV-04", facts.node, findings, expected=expected,
-                   healthy="fabric manager active, fabric Completed on all GPUs")
+                   healthy=f"fabric manager active, fabric Completed on all GPUs, no fatal SXid{noted}")
+
+
+def sxid_findings(facts: Facts) -> tuple[list[Finding], int]:
+    """NVSwitch errors in the kernel log since boot: a failing finding per fatal SXid, and how many were non-fatal.
+
+    The driver prints one headline per error (``SXid (PCI:…): 24007, Fatal, <text>``) and continuation lines
+    (``…: 24007, Severity 0 Engine instance …``, ``Data {…}``), which carry no severity and are not counted.
+    """
+    from burnin.checks.gpu import kernel_log_text
+    from burnin.errors import ParseError
+    from burnin.parsers.dmesg import parse_xid_events
+
+    try:
+        report = parse_xid_events(kernel_log_text(facts))
+    except ParseError as exc:
+        raise Unmeasurable(f"kernel log unreadable: {exc}") from None
+    want = "no fatal NVSwitch SXid since boot"
+    findings: list[Finding] = []
+    seen: set[tuple[str, int]] = set()
+    non_fatal = 0
+    for event in report.sxid_events:
+        severity = (event.severity or "").lower()
+        if severity == "non-fatal":
+            non_fatal += 1
+        if severity != "fatal":
+            continue
+        subject = event.device or f"NVSwitch PCI {event.pci}"
+        if (subject, event.sxid) in seen:
+            continue
+        seen.add((subject, event.sxid))
+        findings.append(bad(subject, printable(f"SXid {event.sxid} Fatal: {event.text}", limit=160), want))
+    return findings, non_fatal
 
 
 @check("INV-05", "GPUDirect RDMA peer-memory module loaded", sources=("kernel",))

@@ -125,6 +125,9 @@ _SPECS: tuple[FaultSpec, ...] = (
     _node("fabric-manager-down", "INV-04", "nvidia-fabricmanager is not running",
           "systemctl is-active nvidia-fabricmanager -> 'inactive' (exit 3); NVML fabric state "
           "NOT_STARTED (1) on every GPU; nvidia-smi -q 'Fabric State: Not Started'"),
+    _node("sxid-fatal", "INV-04", "an NVSwitch logged a fatal SXid (the fabric manager and NVML still look fine)",
+          "kernel log: 'nvidia-nvswitch2: SXid (PCI:<third NVSwitch>): 24007, Fatal, Link 40 sourcetrack TCEN0 "
+          "crumbstore ECC DBE Error' and its 'Severity 0 Engine instance' continuation line"),
     _node("peermem-missing", "INV-05", "nvidia_peermem is not loaded",
           "/sys/module/nvidia_peermem absent; no nvidia_peermem line in /proc/modules"),
     _node("driver-mismatch", "INV-03", "kernel module and NVML driver versions differ",

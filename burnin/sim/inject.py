@@ -267,6 +267,24 @@ def fabric_manager_down(state: NodeState, fault: Fault) -> None:
             gpu.fabric_status = 0
 
 
+SXID_FATAL = (24007, "Link 40 sourcetrack TCEN0 crumbstore ECC DBE Error")
+"""An uncorrectable ECC error in an NVSwitch's sourcetrack (Fabric Manager user guide's SXid list) [U]."""
+
+
+def sxid_fatal(state: NodeState, fault: Fault) -> None:
+    switches = sorted(d.bdf for d in state.pci if d.kind == "nvswitch")
+    if not switches:
+        raise UsageError(f"fault {fault.label!r} needs an NVSwitch; topology {state.topology_name} has none")
+    index = min(2, len(switches) - 1)
+    code, text = SXID_FATAL
+    head = f"nvidia-nvswitch{index}: SXid (PCI:{switches[index]}): {code}"
+    uptime = _uptime(state)
+    state.host.messages.append(KernelMessage(uptime_s=uptime, text=f"{head}, Fatal, {text}", level="err"))
+    state.host.messages.append(KernelMessage(uptime_s=uptime + 0.000008,
+                                             text=f"{head}, Severity 0 Engine instance 40 Sub-engine instance 00",
+                                             level="err"))
+
+
 def peermem_missing(state: NodeState, fault: Fault) -> None:
     state.host.peermem_loaded = False
 
@@ -375,6 +393,7 @@ MUTATORS: dict[str, Mutator] = {
     "nic-affinity": nic_affinity,
     "acs-enabled": acs_enabled,
     "fabric-manager-down": fabric_manager_down,
+    "sxid-fatal": sxid_fatal,
     "peermem-missing": peermem_missing,
     "driver-mismatch": driver_mismatch,
     "numa-balancing-on": numa_balancing_on,

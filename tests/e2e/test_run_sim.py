@@ -53,6 +53,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "nic-affinity": (frozenset({"TOP-03"}), frozenset()),
     "acs-enabled": (frozenset({"TOP-04"}), frozenset()),
     "fabric-manager-down": (frozenset({"INV-04"}), frozenset()),
+    "sxid-fatal": (frozenset({"INV-04"}), frozenset()),
     "peermem-missing": (frozenset({"INV-05"}), frozenset()),
     "driver-mismatch": (frozenset({"INV-03"}), frozenset()),
     "numa-balancing-on": (frozenset({"TOP-08"}), frozenset()),
