@@ -2,10 +2,10 @@
 
 Classification uses the tables the checks use: the Xid table of
 ``burnin.checks.xid`` (GPU-04), the check ids of the catalog (GPU-01 ECC,
-GPU-03 row remapping, INV-01 GPU present, IB-01 HCA port). Three actions:
+GPU-03 row remapping, INV-01 GPU present, IB-01 HCA port, INV-04 NVSwitch SXids). Three actions:
 
 - ``evict``: the job on the node cannot go on (GPU fallen off the bus,
-  uncorrectable ECC, GSP hung, IB port down by default): drain the node and
+  uncorrectable ECC, GSP hung, a fatal NVSwitch SXid, IB port down by default): drain the node and
   requeue its jobs now;
 - ``drain``: the node must not take the next job, the running one may finish;
 - ``record``: written to the event journal only (Xid 63, single-bit ECC, ...).
@@ -58,6 +58,8 @@ class Kind(str, enum.Enum):
     RECOVERY_ACTION = "recovery-action"
     IB_PORT_DOWN = "ib-port-down"
     IB_PORT_UP = "ib-port-up"
+    SXID_FATAL = "sxid-fatal"
+    SXID = "sxid"
     PROBE_FAIL = "probe-fail"
 
 
@@ -83,6 +85,9 @@ _FIXED: dict[Kind, tuple[Action, str, str]] = {
     Kind.POISON_FATAL: (Action.EVICT, "GPU-01", "fatal poison error"),
     Kind.GPU_LOST: (Action.EVICT, "INV-01", "GPU is lost"),
     Kind.IB_PORT_UP: (Action.RECORD, "IB-01", "port up"),
+    # An NVSwitch's fatal error takes down the NVLink traffic through it: the job cannot go on (INV-04).
+    Kind.SXID_FATAL: (Action.EVICT, "INV-04", "fatal SXid"),
+    Kind.SXID: (Action.RECORD, "INV-04", "non-fatal SXid"),
 }
 
 
@@ -177,5 +182,7 @@ def classify(event: WatchEvent, policy: Policy | None = None) -> Decision:
         return Decision(Action.DRAIN, check_ids, event.text, (check_ids, event.kind.value, "", ""))
     else:
         action, check_id, what = _FIXED[event.kind]
+        if event.kind in (Kind.SXID_FATAL, Kind.SXID) and event.code is not None:
+            what = f"{what} {event.code}"
     cause = what if event.kind is Kind.IB_PORT_DOWN and not event.device else f"{event.subject} {what}"
     return Decision(action, check_id, cause, (check_id, event.kind.value, event.device, key_code))

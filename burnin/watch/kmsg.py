@@ -8,8 +8,8 @@ as the text, without sequence number or time, so a plain log file can be
 followed too.
 
 What counts is recognised by the kernel-log parser the GPU-04 check uses
-(``burnin.parsers.dmesg``): NVRM Xid lines and link carrier changes; plus the
-mlx5 driver's port module (cable) events.
+(``burnin.parsers.dmesg``): NVRM Xid lines, NVSwitch SXid headlines and link
+carrier changes; plus the mlx5 driver's port module (cable) events.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def events_from_record(record: KernelRecord, detected_at: float,
         for xid in report.events:
             bus = gpu_bus(xid.pci)
             found.append(event(Kind.XID, bus, xid.xid, labels.get(bus)))
+        for sxid in report.sxid_events:  # continuation lines carry no severity: the headline was the event
+            severity = (sxid.severity or "").lower()
+            if severity in ("fatal", "non-fatal"):
+                found.append(event(Kind.SXID_FATAL if severity == "fatal" else Kind.SXID,
+                                   sxid.device or f"NVSwitch PCI {sxid.pci}", sxid.sxid))
         for link in report.link_events:
             if _IB_INTERFACE.fullmatch(link.interface):
                 found.append(event(Kind.IB_PORT_UP if link.up else Kind.IB_PORT_DOWN, link.interface))

@@ -104,3 +104,21 @@ def test_real_lines_wrapped_as_kmsg_records_give_the_same_events(reference_dir: 
     records = _events([f"4,{seq},{1000 * seq},-;{line}" for seq, line in enumerate(lines)])
     assert [(e.kind, e.device, e.code) for e in records] == [(e.kind, e.device, e.code) for e in plain]
     assert all(e.kernel_seq is not None for e in records)
+
+
+def test_nvswitch_sxid_headlines_are_events_and_continuations_are_not() -> None:
+    lines = [
+        "3,2001,2317531452,-;nvidia-nvswitch3: SXid (PCI:0000:8a:00.0): 24007, Fatal, Link 40 sourcetrack TCEN0 "
+        "crumbstore ECC DBE Error",
+        "3,2002,2317531460,-;nvidia-nvswitch3: SXid (PCI:0000:8a:00.0): 24007, Severity 0 Engine instance 40 "
+        "Sub-engine instance 00",
+        "4,2003,2318000001,-;nvidia-nvswitch1: SXid (PCI:0000:86:00.0): 12028, Non-fatal, Link 41 egress "
+        "non-posted PRIV error (First)",
+    ]
+    events = _events(lines)
+    assert [(e.kind, e.device, e.code) for e in events] == [
+        (Kind.SXID_FATAL, "nvidia-nvswitch3", 24007), (Kind.SXID, "nvidia-nvswitch1", 12028)]
+    fatal, non_fatal = (classify(e) for e in events)
+    assert (fatal.action, fatal.check_id, fatal.cause) == (Action.EVICT, "INV-04", "nvidia-nvswitch3 fatal SXid 24007")
+    assert fatal.reason() == "burnin: INV-04 nvidia-nvswitch3 fatal SXid 24007"
+    assert (non_fatal.action, non_fatal.check_id) == (Action.RECORD, "INV-04")
