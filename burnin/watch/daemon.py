@@ -119,7 +119,7 @@ class Watcher:
         """Classify, dedupe, act, record; the journal entry (None for a duplicate sighting)."""
         decision = classify(event, self.config.policy)
         now = self.clock()
-        if self.incidents.duplicate(decision.key, now):
+        if self.incidents.duplicate(decision.key, now) and not self._resumed_since(decision, now):
             if self.incidents.repeats(decision.key) == 1:  # say it once per incident, not per repeat
                 self.log(f"{event.source}: {decision.check_id} {decision.cause}: heard again, same incident "
                          "(further repeats not logged)")
@@ -139,6 +139,22 @@ class Watcher:
         self._say(entry, outcome)
         self._release_later(entry, outcome)
         return entry
+
+    def _resumed_since(self, decision: Decision, now: float) -> bool:
+        """A repeat of an incident that took the node out of the pool, heard after it was put back: a new incident.
+
+        Only when the watch did take it out (within the window) and the node is in the pool now, so two
+        sightings of one event (NVML and the kernel log) are still one action, and a failed action is
+        retried by its own schedule, not by a repeat.
+        """
+        if decision.action is Action.RECORD or self.config.dry_run:
+            return False
+        if self.incidents.covered(decision.action, now) is None:
+            return False
+        try:
+            return not self.actor.out_of_pool()
+        except Exception:  # noqa: BLE001 - Slurm unreadable: keep treating it as the same incident
+            return False
 
     def _release_later(self, entry: dict[str, Any], outcome: Outcome | None) -> None:
         """Let each requeued job start again at once, in a thread (it waits for the job to complete)."""

@@ -164,3 +164,16 @@ def test_hca_labels_from_sysfs(tmp_path: Path) -> None:
     (tmp_path / "sys/class/infiniband/mlx5_2").symlink_to(device / "infiniband/mlx5_2")
     assert hca_labels(str(tmp_path)) == {"0000:4f:00.0": "mlx5_2"}
     assert hca_labels(str(tmp_path / "nowhere")) == {}
+
+
+def test_the_same_xid_again_after_an_operator_resumed_the_node_is_a_new_incident(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    watcher.handle(_xid(79, clock))
+    clock.now += 0.01
+    assert watcher.handle(_xid(79, clock)) is None  # the kernel log's sighting of the same event: no second action
+    slurm.state, slurm.reason, slurm.jobs = "MIXED", "", ["42"]  # resumed within the window; a job landed
+    clock.now += 5
+    entry = watcher.handle(_xid(79, clock))  # same GPU, same Xid
+    assert entry is not None and entry["action"] == "evict" and entry["requeued"] == ["42"]
+    assert [e["action"] for e in _journal(tmp_path) if e["kind"] == "xid"] == ["evict", "evict"]
