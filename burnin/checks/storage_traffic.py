@@ -55,6 +55,11 @@ _PORT_COUNTERS = (("xmit", "port_xmit_data delta"), ("rcv", "port_rcv_data delta
 _IPOIB_COUNTERS = (("ipoib_tx", "IPoIB tx_bytes delta"), ("ipoib_rx", "IPoIB rx_bytes delta"))
 
 
+def _counter_note(reason: str) -> str:
+    """Why a counter delta is unusable; a negative one is a counter that reset or went backwards."""
+    return f"{reason} (a counter reset or went backwards)" if "outside its physical range" in reason else reason
+
+
 def _pair(counters: dict[str, Any], hca: str, keys: tuple[tuple[str, str], ...]) -> tuple[int, int]:
     """Two counter deltas of one compute HCA, each a measured count (Unmeasurable otherwise)."""
     first, second = (measured_count(counters.get(key), hca, label) for key, label in keys)
@@ -80,7 +85,7 @@ def judge_traffic(node: str, section: dict[str, Any]) -> Verdict:
             has_ipoib = any(key in counters for key, _ in _IPOIB_COUNTERS)
             ip_tx, ip_rx = _pair(counters, hca, _IPOIB_COUNTERS) if has_ipoib else (0, 0)
         except Unmeasurable as exc:
-            findings.append(unknown(hca, f"{exc.reason} (a counter reset or went backwards)", expected))
+            findings.append(unknown(hca, _counter_note(exc.reason.removeprefix(f"{hca} ")), expected))
             continue
         moved = xmit + rcv
         text = f"compute HCA moved {moved} bytes (xmit {xmit}, rcv {rcv}) while {io}"
@@ -93,7 +98,7 @@ def judge_traffic(node: str, section: dict[str, Any]) -> Verdict:
     try:
         carried = sum(measured_count(c.get("tx"), dev, "tx_bytes delta") for dev, c in storage.items())
     except Unmeasurable as exc:
-        findings.append(unknown("BlueField netdevs", f"{exc.reason} (a counter reset or went backwards)", expected))
+        findings.append(unknown("BlueField netdevs", _counter_note(exc.reason), expected))
     else:
         names = "+".join(sorted(storage))
         text = f"({names}) transmitted {carried} bytes while {written} bytes were written"

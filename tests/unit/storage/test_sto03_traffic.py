@@ -210,3 +210,12 @@ def test_the_larger_of_port_and_ipoib_counters_is_judged() -> None:
 def test_an_ipoib_counter_going_backwards_is_incomplete() -> None:
     verdict = judge_traffic("n1", section(compute={"mlx5_2": {"xmit": 0, "rcv": 0, "ipoib_tx": -1, "ipoib_rx": 0}}))
     assert verdict.status is Status.INCOMPLETE and "IPoIB tx_bytes delta" in verdict.reason
+
+
+def test_a_missing_counter_is_named_once_and_not_called_a_reset() -> None:
+    verdict = judge_traffic("n1", section(compute={"mlx5_2": {"xmit": 0, "rcv": 0, "ipoib_tx": 0}}))
+    assert verdict.status is Status.INCOMPLETE
+    assert "mlx5_2: IPoIB rx_bytes delta not reported" in verdict.reason
+    assert "mlx5_2: mlx5_2" not in verdict.reason and "went backwards" not in verdict.reason
+    negative = judge_traffic("n1", section(compute={"mlx5_2": {"xmit": -1, "rcv": 0}}))
+    assert "(a counter reset or went backwards)" in negative.reason
