@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from burnin.checks import xid as xid_table
@@ -24,8 +25,10 @@ from burnin.checks.base import (
     per_gpu,
 )
 from burnin.checks.references import reference
+from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
+from burnin.parsers.dmesg import XidReport, parse_xid_events
 from burnin.topology.model import Topology
 
 HW_SLOWDOWN = 0x8
@@ -74,8 +77,11 @@ def row_remap(facts: Facts, topology: Topology) -> Verdict:
                    healthy="no pending or failed row remap")
 
 
-def kernel_log_text(facts: Facts) -> str:
-    """The collected kernel log; Unmeasurable when dmesg printed nothing at all."""
+def kernel_log_report(facts: Facts) -> XidReport:
+    """The Xid and SXid events of the collected kernel log (GPU-04, INV-04 read it; parsed once per log).
+
+    Unmeasurable when dmesg printed nothing at all or the log cannot be parsed.
+    """
     text = facts.command("dmesg")
     record = facts.command_record("dmesg") or {}
     total = record.get("lines_total")
@@ -83,7 +89,15 @@ def kernel_log_text(facts: Facts) -> str:
     empty = total == 0 if isinstance(total, int) and not isinstance(total, bool) else not text.strip()
     if empty:
         raise Unmeasurable("dmesg printed nothing (kernel log empty or unreadable)")
-    return text
+    try:
+        return _parsed_kernel_log(text)
+    except ParseError as exc:
+        raise Unmeasurable(f"kernel log unreadable: {exc}") from None
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_kernel_log(text: str) -> XidReport:
+    return parse_xid_events(text)
 
 
 def _pci_device(address: str) -> str:
@@ -94,14 +108,8 @@ def _pci_device(address: str) -> str:
 
 @check("GPU-04", "No fatal Xid in the kernel log", sources=("dmesg",))
 def xid_scan(facts: Facts, topology: Topology) -> Verdict:
-    from burnin.errors import ParseError
-    from burnin.parsers.dmesg import parse_xid_events
-
     expected = "no fatal Xid since boot"
-    try:
-        report = parse_xid_events(kernel_log_text(facts))
-    except ParseError as exc:
-        raise Unmeasurable(f"kernel log unreadable: {exc}") from None
+    report = kernel_log_report(facts)
     # Name the GPU by the topology's slot at its bus id; without one, by the PCI address.
     bus_to_gpu = {_pci_device(device.bus_id): f"gpu{device.index}" for device in topology.gpus.devices}
     findings: list[Finding] = []

@@ -149,14 +149,9 @@ def sxid_findings(facts: Facts) -> tuple[list[Finding], int]:
     The driver prints one headline per error (``SXid (PCI:…): 24007, Fatal, <text>``) and continuation lines
     (``…: 24007, Severity 0 Engine instance …``, ``Data {…}``), which carry no severity and are not counted.
     """
-    from burnin.checks.gpu import kernel_log_text
-    from burnin.errors import ParseError
-    from burnin.parsers.dmesg import parse_xid_events
+    from burnin.checks.gpu import kernel_log_report
 
-    try:
-        report = parse_xid_events(kernel_log_text(facts))
-    except ParseError as exc:
-        raise Unmeasurable(f"kernel log unreadable: {exc}") from None
+    report = kernel_log_report(facts)
     want = "no fatal NVSwitch SXid since boot"
     findings: list[Finding] = []
     seen: set[tuple[str, int]] = set()

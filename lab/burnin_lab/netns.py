@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from burnin.errors import UsageError
-from burnin.sim.state import NodeState
+from burnin.sim.state import NodeState, topology_from_dict
 from burnin.sim.storage import KERNEL_NETWORK_MARK, SimStorage, derive
 from burnin_lab import netstore
 
@@ -185,8 +185,6 @@ def _bridge_of(storage: SimStorage, name: str) -> str:
 
 
 def _target_addresses(state: NodeState) -> list[str]:
-    from burnin.sim.state import topology_from_dict
-
     fabric = topology_from_dict(state.topology).storage
     out: list[str] = []
     for target in fabric.targets if fabric is not None else ():
@@ -198,16 +196,12 @@ def _target_addresses(state: NodeState) -> list[str]:
 
 def mounts(state: NodeState) -> dict[str, str]:
     """Mount point -> the address the node's writes there go to."""
-    from burnin.sim.state import topology_from_dict
-
     fabric = topology_from_dict(state.topology).storage
     return {str(t.mount): str(t.address or t.probe) for t in (fabric.targets if fabric is not None else ())
             if t.mount and (t.address or t.probe)}
 
 
 def check_topology(state: NodeState) -> None:
-    from burnin.sim.state import topology_from_dict
-
     fabric = topology_from_dict(state.topology).storage
     if fabric is None:
         raise NetnsError(f"topology {state.topology_name} declares no storage fabric: nothing to put in the kernel")
