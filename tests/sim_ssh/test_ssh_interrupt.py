@@ -32,6 +32,7 @@ pytestmark = pytest.mark.sim_ssh
 
 NODES = ["sim01", "sim02"]
 WAIT_S = 120.0  # bound on waiting for a marker or a process to go (a failure, never a measurement)
+HUNG_AFTER_S = 2.0  # a simulated all_reduce_perf alive this long is the hung one (a healthy run takes ms)
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +114,19 @@ def test_sigterm_during_the_fabric_phase_stops_the_tools_on_the_nodes(hang_rack:
                              "--fabric-config", str(config), "--out", str(tmp_path / "out")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        # hung, not just started: sim02's run of the same tool is over and sim01's goes on (a tool
-        # still printing would die of SIGPIPE once burnin's connections close, whatever burnin did)
-        seen: set[str] = set()
+        # hung, not just started: one all_reduce_perf process on sim01 has lived for a while, far
+        # longer than a healthy simulated run takes, and none runs elsewhere (a tool still printing
+        # would die of SIGPIPE once burnin's connections close, whatever burnin did). sim02's own
+        # run may be over between two looks at /proc under load, so it is not waited for.
+        first_seen: dict[int, float] = {}
 
         def hung_on_sim01() -> bool:
-            running = _nodes_running(hang_rack, "perf all_reduce")
-            seen.update(running)
-            return "sim02" in seen and running == {"sim01"}
+            running = [(pid, node) for pid, node, _ in _on_nodes(hang_rack, "perf all_reduce")]
+            now = time.monotonic()
+            for pid, _ in running:
+                first_seen.setdefault(pid, now)
+            return ({node for _, node in running} == {"sim01"}
+                    and any(now - first_seen[pid] >= HUNG_AFTER_S for pid, _ in running))
 
         _wait("all_reduce_perf hung on sim01", hung_on_sim01, proc)
         proc.send_signal(signal.SIGTERM)
