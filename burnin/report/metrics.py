@@ -6,8 +6,15 @@ directory, written atomically) or a Pushgateway. Pure: documents in, text out;
 
 Metric and label names follow Prometheus conventions: ``burnin_`` prefix,
 base units in the name (``_celsius``, ``_watts``, ``_bytes_per_second``),
-snake_case labels, one state set per check (``state`` label, value 1 for the
-state it is in, 0 for the others), gauges for since-boot counters read once.
+snake_case labels, gauges for since-boot counters read once.
+
+A check's verdict is one sample per node and check, ``state`` naming the
+verdict, value 1. The OpenMetrics state set would add a 0 sample for each
+state the check is not in: four series per check where one says the same,
+which at 1,024 nodes x 60 checks is most of the file (24 of 36 MB). A verdict
+that changes ends its old series (Prometheus marks it stale at the next
+scrape), so ``burnin_check_state{state="fail"}`` lists exactly the failing
+checks now.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "burnin_run_nodes": ("gauge", "Nodes judged by the run, by gate decision."),
     "burnin_node_admitted": ("gauge", "1 when the node was admitted into the pool, 0 when held back."),
     "burnin_node_checks": ("gauge", "Checks of the node by verdict."),
-    "burnin_check_state": ("gauge", "Verdict of one check on one node, as a state set (1 for its state)."),
+    "burnin_check_state": ("gauge", "Verdict of one check on one node: the state label names it (value 1)."),
     "burnin_gpu_temperature_celsius": ("gauge", "GPU temperature read by NVML."),
     "burnin_gpu_power_limit_watts": ("gauge", "Enforced GPU power limit."),
     "burnin_gpu_ecc_uncorrected_errors": ("gauge", "Uncorrected ECC errors, volatile or aggregate."),
@@ -118,7 +125,7 @@ def verdict_metrics(exp: Exposition, gate: Mapping[str, Any], outcomes: Iterable
     for node, decision in nodes.items():
         exp.add("burnin_node_admitted", bool(decision.get("admitted")), node=node)
     counts: dict[str, dict[str, int]] = {node: dict.fromkeys(CHECK_STATES, 0) for node in nodes}
-    # A check judged in two suites of one run (STO-02 in node and fabric) is one state set: the worse state.
+    # A check judged in two suites of one run (STO-02 in node and fabric) is one sample: the worse state.
     states: dict[tuple[str, str], str] = {}
     for outcome in outcomes:
         key, state = (str(outcome["node"]), str(outcome["check"])), str(outcome["status"])
@@ -127,8 +134,7 @@ def verdict_metrics(exp: Exposition, gate: Mapping[str, Any], outcomes: Iterable
     for (node, check), state in states.items():
         counts.setdefault(node, dict.fromkeys(CHECK_STATES, 0))
         counts[node][state] = counts[node].get(state, 0) + 1
-        for candidate in CHECK_STATES:
-            exp.add("burnin_check_state", candidate == state, node=node, check=check, state=candidate)
+        exp.add("burnin_check_state", 1, node=node, check=check, state=state)
     for node, by_state in counts.items():
         for state, count in by_state.items():
             exp.add("burnin_node_checks", count, node=node, state=state)
