@@ -30,7 +30,7 @@ PARSERS: dict[str, str] = {
     "ibstatus": "burnin.parsers.ibstat:parse_ibstatus",
     "ibv-devinfo": "burnin.parsers.ibv_devinfo:parse_ibv_devinfo",
     "nvbandwidth": "burnin.parsers.nvbandwidth:parse_nvbandwidth",
-    "p2p-bandwidth": "burnin.parsers.nvbandwidth:parse_p2p_bandwidth",
+    "p2p-bandwidth": "burnin.parsers.p2p_bandwidth:parse_p2p_bandwidth",
     "megatron-log": "burnin.parsers.megatron:parse_megatron_log",
     "dmesg-xid": "burnin.parsers.dmesg:parse_xid_events",
     "lscpu": "burnin.parsers.cpu:parse_lscpu",

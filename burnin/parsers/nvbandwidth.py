@@ -1,5 +1,7 @@
-"""nvbandwidth (per-testcase matrix and SUM) and the CUDA sample
-p2pBandwidthLatencyTest (bandwidth, latency and connectivity matrices).
+"""nvbandwidth (per-testcase matrix and SUM).
+
+The CUDA sample p2pBandwidthLatencyTest has its own parser,
+:mod:`burnin.parsers.p2p_bandwidth` (its names are re-exported here).
 
 Matrices are read row by row until a line that is not a row; ``N/A`` cells
 become None. ``[...]`` elisions and quoted (``> ``) lines are tolerated.
@@ -19,6 +21,10 @@ from burnin.parsers._common import (
     require_text,
     split_lines,
 )
+from burnin.parsers.p2p_bandwidth import P2pDevice, P2pMatrix, P2pReport, parse_p2p_bandwidth
+
+__all__ = ["NvbTestcase", "NvbandwidthReport", "P2pDevice", "P2pMatrix", "P2pReport", "parse_nvbandwidth",
+           "parse_p2p_bandwidth"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,32 +48,6 @@ class NvbandwidthReport:
     cuda_driver_version: str | None
     driver_version: str | None
     testcases: tuple[NvbTestcase, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class P2pMatrix:
-    title: str  # as printed, e.g. "Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)"
-    kind: str  # "bandwidth", "latency" or "connectivity"
-    p2p_enabled: bool | None
-    bidirectional: bool | None
-    unit: str | None  # "GB/s", "us" or None
-    axis: str  # "D\\D", "GPU" or "CPU" (latency matrices print both)
-    columns: tuple[int, ...]
-    rows: tuple[int, ...]
-    matrix: tuple[tuple[float | None, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class P2pDevice:
-    index: int
-    name: str
-    pci_bus_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class P2pReport:
-    devices: tuple[P2pDevice, ...]
-    matrices: tuple[P2pMatrix, ...]
 
 
 def _clean(line: str) -> str:
@@ -200,53 +180,3 @@ def parse_nvbandwidth(text: str) -> NvbandwidthReport:
 
 def _empty_case(name: str, status: str) -> NvbTestcase:
     return NvbTestcase(name, None, None, None, None, (), (), (), None, status)
-
-
-_DEVICE = re.compile(r"^Device: (\d{1,4}), (.{1,200}?), pciBusID: ([0-9a-fA-F]{1,4})")
-_AXES = ("D\\D", "GPU", "CPU")
-
-
-def _p2p_kind(title: str) -> tuple[str, bool | None, bool | None, str | None]:
-    low = title.lower()
-    kind = "latency" if "latency" in low else "connectivity" if "connectivity" in low else "bandwidth"
-    enabled = True if "p2p=enabled" in low else False if "p2p=disabled" in low else None
-    bidir = True if low.startswith("bidirectional") else False if "unidirectional" in low else None
-    unit = None
-    if title.endswith(")") and "(" in title:
-        unit = title[title.rfind("(") + 1 : -1]
-        if unit not in ("GB/s", "us", "ms", "GB/S"):
-            unit = None
-    return kind, enabled, bidir, unit
-
-
-def parse_p2p_bandwidth(text: str) -> P2pReport:
-    """Parse p2pBandwidthLatencyTest output (any subset of its matrices)."""
-    require_text("p2p-bandwidth", text)
-    lines = split_lines(text)
-    devices: list[P2pDevice] = []
-    matrices: list[P2pMatrix] = []
-    title: str | None = None
-    i = 0
-    while i < len(lines):
-        line = _clean(lines[i])
-        i += 1
-        if not line or is_elision(line):
-            continue
-        m = _DEVICE.match(line)
-        if m:
-            devices.append(P2pDevice(int(m.group(1)), m.group(2).strip(), m.group(3)))
-            continue
-        if "Matrix" in line:
-            title = line
-            continue
-        tokens = line.split()
-        if title is not None and tokens and tokens[0] in _AXES:
-            columns = _int_header(tokens[1:])
-            if columns is None:
-                continue
-            rows, matrix, i = _read_matrix(lines, i, columns)
-            kind, enabled, bidir, unit = _p2p_kind(title)
-            matrices.append(P2pMatrix(title, kind, enabled, bidir, unit, tokens[0], columns, rows, matrix))
-    if not matrices:
-        fail("p2p-bandwidth", "no 'D\\D'/'GPU'/'CPU' matrix found", head_excerpt(text))
-    return P2pReport(devices=tuple(devices), matrices=tuple(matrices))
