@@ -26,9 +26,9 @@ _NODE_MODULES = (
     "burnin.checks.hca",
     "burnin.checks.storage",
 )
-# ...and those that judge workloads run by a suite's measurement phase.
+# ...and those that judge what a suite's phase recorded (workloads it ran, the fleet's inventory counts).
 _WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.workload",
-                     "burnin.checks.storage_traffic")
+                     "burnin.checks.storage_traffic", "burnin.checks.fleet")
 
 
 def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
@@ -43,7 +43,7 @@ def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
     return CHECKS
 
 
-PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic")
+PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic", "fleet")
 """Fact sources that are a measurement phase's records, not something the collector reads."""
 
 

@@ -4,7 +4,8 @@ A phase runs between gathering and judging: it launches jobs on the nodes
 through the dispatcher's job launcher (:class:`burnin.dispatch.base.JobLauncher`)
 and records what it measured into each node's facts, which the suite's checks
 then judge. The fabric suite's phase runs nccl-tests and nvbandwidth; the
-megatron suite's runs a short training job and the placement probe.
+megatron suite's runs a short training job and the placement probe; the node
+suite's launches nothing and counts the fleet's inventory for INV-11.
 
 Adding a phase is one module with a :class:`Phase` subclass named ``PHASE`` and
 one line in :data:`PHASES` (docs/architecture.md). Every ``burnin run`` reads
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 # suite name -> module holding PHASE
 PHASES: dict[str, str] = {
+    "node": "burnin.phases.fleet",
     "fabric": "burnin.phases.fabric",
     "megatron": "burnin.phases.megatron",
     "storage": "burnin.phases.storage",

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from burnin.errors import UsageError
 from burnin.sim.faults import Fault
+from burnin.sim.hca_faults import ALT_FIRMWARE
 from burnin.sim.hca_faults import MUTATORS as HCA_MUTATORS
 from burnin.sim.host import HOST_MUTATORS
 from burnin.sim.megatron import MUTATORS as WORKLOAD_MUTATORS
@@ -30,6 +31,7 @@ from burnin.sim.storage import check_applicable as check_storage_fault
 
 NVLINK_FAULT_LINK = 7
 ALT_DRIVER = ("535.161.08", "535.183.01")
+ALT_STORAGE_FIRMWARE = ALT_FIRMWARE["storage"]
 ALT_VBIOS = ("96.00.74.00.0D", "96.00.89.00.01")  # real H100 VBIOS versions (shared/reference/nvidia-smi)
 CAPPED_POWER_MW = 500000
 
@@ -294,6 +296,15 @@ def driver_mismatch(state: NodeState, fault: Fault) -> None:
     state.host.module_version = ALT_DRIVER[0] if driver != ALT_DRIVER[0] else ALT_DRIVER[1]
 
 
+def storage_fw_drift(state: NodeState, fault: Fault) -> None:
+    storage = [hca for hca in state.hcas if hca.role == "storage"]
+    if not storage:
+        raise UsageError(f"fault {fault.label!r} needs a storage HCA; topology {state.topology_name} has none")
+    first, second = ALT_STORAGE_FIRMWARE
+    for hca in storage:
+        hca.fw_ver = first if hca.fw_ver != first else second
+
+
 def numa_balancing_on(state: NodeState, fault: Fault) -> None:
     state.host.numa_balancing = 1
 
@@ -396,6 +407,7 @@ MUTATORS: dict[str, Mutator] = {
     "sxid-fatal": sxid_fatal,
     "peermem-missing": peermem_missing,
     "driver-mismatch": driver_mismatch,
+    "storage-fw-drift": storage_fw_drift,
     "numa-balancing-on": numa_balancing_on,
     "iommu-dma": iommu_dma,
     "ib-port-down": ib_port_down,

@@ -23,7 +23,7 @@ FATAL_XID = 79
 # Every per-GPU check: a GPU that NVML cannot answer for (lost) or does not list (missing)
 # is not measured by any of them, so each is incomplete on that node, by design.
 PER_GPU_CHECKS = frozenset({"GPU-01", "GPU-03", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11",
-                            "INV-02", "INV-04", "INV-06", "INV-07", "INV-08"})
+                            "INV-02", "INV-04", "INV-06", "INV-07", "INV-08", "INV-11"})
 
 # fault -> (the exact failed checks, the exact incomplete checks) on the faulted node.
 # Extras are listed here on purpose: anything else failing or unmeasured there is a bug.
@@ -47,7 +47,8 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "mig-enabled": (frozenset({"INV-07"}), frozenset()),
     "persistence-off": (frozenset({"INV-06"}), frozenset()),
     "ecc-disabled": (frozenset({"INV-08"}), frozenset()),
-    "vbios-mismatch": (frozenset({"INV-02"}), frozenset()),
+    # INV-11: the node's inventory differs from the fleet's (the other nodes of the run)
+    "vbios-mismatch": (frozenset({"INV-02", "INV-11"}), frozenset()),
     "numa-mismatch": (frozenset({"TOP-01"}), frozenset()),
     "cpu-affinity": (frozenset({"TOP-02"}), frozenset()),
     "nic-affinity": (frozenset({"TOP-03"}), frozenset()),
@@ -55,7 +56,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "fabric-manager-down": (frozenset({"INV-04"}), frozenset()),
     "sxid-fatal": (frozenset({"INV-04"}), frozenset()),
     "peermem-missing": (frozenset({"INV-05"}), frozenset()),
-    "driver-mismatch": (frozenset({"INV-03"}), frozenset()),
+    "driver-mismatch": (frozenset({"INV-03", "INV-11"}), frozenset()),
     "numa-balancing-on": (frozenset({"TOP-08"}), frozenset()),
     "iommu-dma": (frozenset({"TOP-05"}), frozenset()),
     "governor-powersave": (frozenset({"TOP-06"}), frozenset()),
@@ -67,7 +68,8 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "ib-rate-200": (frozenset({"IB-02"}), frozenset()),
     "ib-link-layer": (frozenset({"IB-03"}), frozenset()),
     "ib-errors": (frozenset({"IB-04"}), frozenset()),
-    "hca-fw-mismatch": (frozenset({"INV-09"}), frozenset()),
+    "hca-fw-mismatch": (frozenset({"INV-09", "INV-11"}), frozenset()),
+    "storage-fw-drift": (frozenset({"INV-11"}), frozenset()),
     "hca-pcie-x8": (frozenset({"IB-06"}), frozenset()),
     "ib-mtu-2048": (frozenset({"IB-09"}), frozenset()),
     "ib-pkey-limited": (frozenset({"IB-09"}), frozenset()),

@@ -31,7 +31,6 @@ CATALOG = Path(os.environ.get("BURNIN_CATALOG", REPO.parent / "shared" / "docs" 
 
 NOT_IMPLEMENTED: dict[str, str] = {
     "INV-10": "no host software manifest is built",
-    "INV-11": "fleet consistency is controller-side, across nodes: no per-node check",
     "GPU-02": "a rate over time: judged by `burnin soak` (burnin.soak.verdicts), outside pytest",
     "GPU-09": "a growth over time: judged by `burnin soak` (burnin.soak.verdicts), outside pytest",
     "GPU-12": "DCGM is not integrated (no dcgmi health source)",

@@ -1,0 +1,286 @@
+"""INV-11 fleet consistency: each node's inventory against the mode of the run's nodes of its type.
+
+A node can pass every per-node check and still differ from its peers: all
+eight GPUs on one VBIOS that the topology does not name, a node left on the
+old driver after the fleet moved on. The run sees every node, so it compares.
+
+Two steps, split at the seam every measurement phase uses: the node suite's
+phase (:mod:`burnin.phases.fleet`) reads each reachable node's inventory
+(:func:`read_inventory`) and records, into every node's facts, how many nodes
+of its type run each value (:func:`fleet_sections`); the check reads its own
+node's inventory again and judges it against those counts.
+
+Judgement, per field, over the nodes of the type that reported it:
+
+- every node agrees: pass;
+- a value on a strict majority of at least :data:`MIN_FLEET` nodes is the
+  fleet's mode: a node on another value fails, naming the field, its value and
+  the mode's (``driver 550.54.15 (fleet: 550.90.07 on 7 of 8 nodes)``);
+- two nodes that differ, or no strict majority: nobody can say which node is
+  wrong, so each node's field is incomplete with the split;
+- a field the node did not report is incomplete with the collector's cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from burnin.checks.base import (
+    PhysicalRange,
+    bad,
+    check,
+    gpu_field,
+    iter_gpus,
+    measured_count,
+    ok,
+    unknown,
+    unlisted_gpus,
+)
+from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
+from burnin.facts import Facts
+from burnin.nodes import fold
+from burnin.text import printable
+from burnin.topology.model import Topology
+
+SECTION = "fleet"
+"""The facts key the node suite's phase records the fleet's counts under."""
+MIN_FLEET = 3
+"""Fewer nodes than this that differ have no mode: two nodes that disagree cannot say which one is wrong."""
+NAMED_NODES = 3
+"""A value run by at most this many nodes keeps their names in the fleet section (for the reason)."""
+VALUE_SHOWN = 48
+"""Characters of a node-reported value shown in a reason."""
+CUDA_VERSION = PhysicalRange(1000, 99_999)
+"""``nvmlSystemGetCudaDriverVersion``: 1000 x major + 10 x minor (CUDA 1.0 .. 99.9)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One inventory field of one node: its value, or why there is none."""
+
+    value: str | None
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryField:
+    key: str
+    """Its name in the fleet section (stable: it is written into the facts)."""
+    label: str
+    """How a reason names it."""
+    read: Callable[[Facts, Topology], str | None]
+    """The node's value; None when the node type has nothing of the kind; Unmeasurable when it was not read."""
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Unmeasurable(f"{what} {'not reported' if value is None else printable(repr(value), limit=40)}")
+    return value.strip()
+
+
+def _driver(facts: Facts, topology: Topology) -> str:
+    return _text(facts.nvml().get("driver_version"), "NVML driver version")
+
+
+def _cuda(facts: Facts, topology: Topology) -> str:
+    nvml = facts.nvml()
+    value = nvml.get("cuda_driver_version")
+    if value is None:
+        raise Unmeasurable(f"CUDA driver version: {nvml.get('cuda_driver_version_error') or 'not reported'}")
+    number = measured_count(value, "NVML", "CUDA driver version", CUDA_VERSION)
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def _module(facts: Facts, topology: Topology) -> str:
+    return _text(facts.kernel().get("nvidia_module_version"), "/sys/module/nvidia/version")
+
+
+def _per_gpu(label: str, *path: str) -> Callable[[Facts, Topology], str | None]:
+    """The values the node's GPUs report for ``path``, joined; every GPU of the topology must report one."""
+
+    def read(facts: Facts, topology: Topology) -> str | None:
+        values: set[str] = set()
+        for subject, gpu, why in iter_gpus(facts, topology):
+            if gpu is None:
+                raise Unmeasurable(f"{subject} {why}")
+            try:
+                values.add(_text(gpu_field(gpu, *path), label))
+            except Unmeasurable as exc:
+                raise Unmeasurable(f"{subject} {exc.reason}") from None
+        unlisted = unlisted_gpus(facts, topology)
+        if unlisted:
+            raise Unmeasurable(f"{unlisted[0].subject} {unlisted[0].note}")
+        if not values:
+            raise Unmeasurable("NVML listed no GPU")
+        return " + ".join(sorted(values))
+
+    return read
+
+
+def _per_hca(role: str, key: str, label: str) -> Callable[[Facts, Topology], str | None]:
+    """The values the node type's ``role`` HCAs show in sysfs ``key``, joined; None when the type has none."""
+
+    def read(facts: Facts, topology: Topology) -> str | None:
+        hcas = [hca for hca in topology.hcas if hca.role == role]
+        if not hcas:
+            return None
+        present = facts.hcas()
+        values: set[str] = set()
+        for hca in hcas:
+            data = present.get(hca.name)
+            if not isinstance(data, dict):
+                raise Unmeasurable(f"{hca.name} absent: its {label} is not known")
+            values.add(_text(data.get(key), f"{hca.name} {key}"))
+        return " + ".join(sorted(values))
+
+    return read
+
+
+FIELDS: tuple[InventoryField, ...] = (
+    InventoryField("driver", "driver", _driver),
+    InventoryField("cuda", "CUDA", _cuda),
+    InventoryField("nvidia_module", "kernel module", _module),
+    InventoryField("gpu_model", "GPU model", _per_gpu("model", "name")),
+    InventoryField("vbios", "VBIOS", _per_gpu("VBIOS", "vbios")),
+    InventoryField("inforom", "InfoROM", _per_gpu("InfoROM", "inforom", "image")),
+    InventoryField("compute_hca_firmware", "compute HCA firmware", _per_hca("compute", "fw_ver", "firmware")),
+    InventoryField("compute_hca_psid", "compute HCA PSID", _per_hca("compute", "board_id", "PSID")),
+    InventoryField("storage_hca_firmware", "storage HCA firmware", _per_hca("storage", "fw_ver", "firmware")),
+    InventoryField("storage_hca_psid", "storage HCA PSID", _per_hca("storage", "board_id", "PSID")),
+)
+
+
+def read_inventory(facts: Facts, topology: Topology) -> dict[str, Reading]:
+    """The node's inventory, field key -> reading (fields the node type has nothing of are left out)."""
+    if facts.unreachable:
+        raise Unmeasurable(facts.unreachable)
+    readings: dict[str, Reading] = {}
+    for field in FIELDS:
+        try:
+            value = field.read(facts, topology)
+        except Unmeasurable as exc:
+            readings[field.key] = Reading(None, exc.reason)
+            continue
+        if value is not None:
+            readings[field.key] = Reading(value)
+    return readings
+
+
+def fleet_sections(facts: Mapping[str, Facts], topologies: Mapping[str, Topology]) -> dict[str, dict[str, Any]]:
+    """Node -> its fleet section: for each field, how many reachable nodes of its type run each value.
+
+    ``topologies``: each node's type. Unreachable nodes get no section and count for nobody.
+    """
+    members: dict[str, list[tuple[str, dict[str, Reading]]]] = {}
+    for node, node_facts in facts.items():
+        if node_facts.unreachable:
+            continue
+        topology = topologies[node]
+        members.setdefault(topology.name, []).append((node, read_inventory(node_facts, topology)))
+    sections: dict[str, dict[str, Any]] = {}
+    for type_name, group in members.items():
+        on: dict[str, dict[str, list[str]]] = {}  # field -> value -> nodes
+        for node, readings in group:
+            for key, reading in readings.items():
+                if reading.value is not None:
+                    on.setdefault(key, {}).setdefault(reading.value, []).append(node)
+        values = {key: {value: {"count": len(nodes), **({"nodes": fold(nodes)} if len(nodes) <= NAMED_NODES else {})}
+                        for value, nodes in by_value.items()}
+                  for key, by_value in on.items()}
+        section = {"node_type": type_name, "nodes": len(group), "values": values}
+        for node, _ in group:
+            sections[node] = section
+    return sections
+
+
+# ------------------------------------------------------------------ the check
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    count: int
+    nodes: str
+
+
+def _section(facts: Facts, topology: Topology) -> tuple[int, dict[str, Any]]:
+    """(nodes of the type in the run, field -> value -> tally doc) from the node's fleet section."""
+    doc = facts.data.get(SECTION)
+    if doc is None:
+        raise Unmeasurable("fleet comparison not collected: the node suite's fleet phase did not run "
+                           "(burnin run --suite node)")
+    if not isinstance(doc, dict) or not isinstance(doc.get("values"), dict):
+        raise Unmeasurable(f"fleet section unreadable: {printable(repr(doc), limit=60)}")
+    if doc.get("node_type") != topology.name:
+        raise Unmeasurable(f"fleet section counts {printable(str(doc.get('node_type')), limit=40)} nodes, "
+                           f"not {topology.name}")
+    nodes = measured_count(doc.get("nodes"), "fleet", "node count", PhysicalRange(1, 10**7))
+    return nodes, doc["values"]
+
+
+def _tallies(table: object, label: str) -> dict[str, _Tally]:
+    if not isinstance(table, dict) or not table:
+        raise Unmeasurable(f"the fleet section has no {label} counts")
+    tallies: dict[str, _Tally] = {}
+    for value, doc in table.items():
+        entry = doc if isinstance(doc, dict) else {}
+        count = measured_count(entry.get("count"), "fleet", f"count of {label} {_shown(value)}",
+                               PhysicalRange(1, 10**7))
+        nodes = entry.get("nodes")
+        tallies[value] = _Tally(count, nodes if isinstance(nodes, str) else "")
+    return tallies
+
+
+def _shown(value: str) -> str:
+    return printable(value, limit=VALUE_SHOWN)
+
+
+def _where(tally: _Tally) -> str:
+    return printable(tally.nodes, limit=60) if tally.nodes else f"{tally.count} nodes"
+
+
+def judge_field(label: str, reading: Reading, table: object, type_name: str) -> Finding:
+    """One field of one node against the counts of its type's nodes (module docstring: the rules)."""
+    if reading.value is None:
+        return unknown(label, reading.why)
+    value = reading.value
+    try:
+        tallies = _tallies(table, label)
+    except Unmeasurable as exc:
+        return unknown(label, exc.reason)
+    if value not in tallies:
+        return unknown(label, f"{_shown(value)} is not among the fleet's counts (facts changed after the count?)")
+    if len(tallies) == 1:
+        return ok(label, _shown(value), "")
+    total = sum(t.count for t in tallies.values())
+    ranked = sorted(tallies.items(), key=lambda item: (-item[1].count, item[0]))
+    top, top_tally = ranked[0]
+    if total < MIN_FLEET:
+        others = "; ".join(f"{_shown(v)} on {_where(t)}" for v, t in ranked if v != value)
+        return unknown(label, f"{_shown(value)} here, {others}: {total} {type_name} nodes differ and no majority "
+                              "says which is wrong")
+    if 2 * top_tally.count > total:
+        if value == top:
+            return ok(label, _shown(value), "")
+        return bad(label, f"{_shown(value)} (fleet: {_shown(top)} on {top_tally.count} of {total} nodes)",
+                   "")
+    split = ", ".join(f"{_shown(v)} on {t.count}" for v, t in ranked)
+    return unknown(label, f"{_shown(value)} here; no {label} runs on most of the {total} {type_name} nodes "
+                          f"({split})")
+
+
+@check("INV-11", "Fleet consistency: the node's inventory as on most of the run's nodes of its type",
+       sources=(SECTION, "nvml", "kernel", "infiniband"), fast=False)
+def fleet_consistency(facts: Facts, topology: Topology) -> Verdict:
+    readings = read_inventory(facts, topology)
+    nodes, values = _section(facts, topology)
+    expected = f"as on most of the run's {nodes} {topology.name} nodes"
+    findings = [judge_field(field.label, readings[field.key], values.get(field.key), topology.name)
+                for field in FIELDS if field.key in readings]
+    findings = [Finding(f.subject, f.status, f.measured, expected, f.note) for f in findings]
+    inventory = ", ".join(f"{field.label} {_shown(str(readings[field.key].value))}"
+                          for field in FIELDS if field.key in readings)
+    alone = f"the only {topology.name} node of the run: nothing to compare with" if nodes == 1 else \
+        f"the fleet's on every field ({nodes} {topology.name} nodes in the run)"
+    return roll_up("INV-11", facts.node, findings, expected=expected, healthy=f"{inventory}; {alone}")
