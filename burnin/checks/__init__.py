@@ -23,6 +23,7 @@ _NODE_MODULES = (
     "burnin.checks.host_config",
     "burnin.checks.pci_census",
     "burnin.checks.infiniband",
+    "burnin.checks.ib_subnet",
     "burnin.checks.hca",
     "burnin.checks.storage",
 )

@@ -162,6 +162,12 @@ _SPECS: tuple[FaultSpec, ...] = (
     _hca("ib-pkey-limited", "IB-09", "the HCA's port is only a limited member of its partition",
          "sysfs ports/1/pkeys/0 0x7fff instead of 0xffff (the full-member bit of its first full-member key "
          "cleared); the rest of the 128-entry table stays 0x0000"),
+    _hca("sm-unreachable", "IB-05", "no subnet manager swept the HCA's port (it stays in INIT without a LID)",
+         "ports/1/state '2: INIT' (phys_state stays '5: LinkUp', rate unchanged), lid 0x0, sm_lid 0x0; ibstat "
+         "'State: Initializing', 'Base lid: 0', 'SM lid: 0'; ibv_devinfo PORT_INIT, sm_lid 0, port_lid 0"),
+    _hca("sm-split", "IB-05", "the HCA's port is managed by another subnet manager than the node's other ports",
+         "ports/1/sm_lid 0x5 (0x6 when the node's SM already has LID 5); ibstat 'SM lid: 5' and ibv_devinfo "
+         "sm_lid 5 agree; the port stays ACTIVE with its LID"),
     FaultSpec("slow-hca", "IB-08", "the HCA moves data at half its rate while its port looks healthy",
               "hca", DEFAULT_HCA,
               "no fast source changes (ibstat and sysfs say ACTIVE, 400 Gb/s, clean counters); ib_write_bw "

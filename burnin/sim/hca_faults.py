@@ -1,4 +1,4 @@
-"""Mutators of the HCA faults (INV-09, IB-06, IB-09): each changes what its check reads, on its HCA only.
+"""Mutators of the HCA faults (INV-09, IB-05, IB-06, IB-09): each changes what its check reads, on its HCA only.
 
 sysfs, ``ibstat``, ``ibv_devinfo`` and ``lspci`` all render from the one HcaState and
 PciDevice, so every source agrees (burnin.sim.inject applies these like its own).
@@ -62,9 +62,32 @@ def ib_pkey_limited(state: NodeState, fault: Fault) -> None:
                      f"({', '.join(hca.pkeys)}): nothing to make limited")
 
 
+OTHER_SM_LIDS = (5, 6)  # the LID of a second subnet manager (sm-split)
+
+
+def sm_unreachable(state: NodeState, fault: Fault) -> None:
+    """A port no subnet manager swept: the link trained (LinkUp) but the port stays INIT without LIDs."""
+    hca = _hca(state, fault)
+    if hca.link_layer != "InfiniBand":
+        raise UsageError(f"fault {fault.label!r}: {hca.name} runs {hca.link_layer}, which has no subnet manager")
+    hca.state = "2: INIT"
+    hca.lid = hca.sm_lid = 0
+
+
+def sm_split(state: NodeState, fault: Fault) -> None:
+    """The port answers to another subnet manager (split subnets, a rogue SM) than the node's other ports."""
+    hca = _hca(state, fault)
+    if hca.link_layer != "InfiniBand":
+        raise UsageError(f"fault {fault.label!r}: {hca.name} runs {hca.link_layer}, which has no subnet manager")
+    others = {h.sm_lid for h in state.hcas if h.name != hca.name and h.link_layer == "InfiniBand"}
+    hca.sm_lid = next(lid for lid in OTHER_SM_LIDS if lid not in others)
+
+
 MUTATORS: dict[str, Callable[[NodeState, Fault], None]] = {
     "hca-fw-mismatch": hca_fw_mismatch,
     "hca-pcie-x8": hca_pcie_x8,
     "ib-mtu-2048": ib_mtu_2048,
     "ib-pkey-limited": ib_pkey_limited,
+    "sm-unreachable": sm_unreachable,
+    "sm-split": sm_split,
 }

@@ -419,7 +419,7 @@ MUTATORS: dict[str, Mutator] = {
     "nccl-wrong": nccl_wrong,
     "nccl-hang": nccl_hang,
 }
-MUTATORS.update(HCA_MUTATORS)  # INV-09, IB-06, IB-09 (burnin.sim.hca_faults)
+MUTATORS.update(HCA_MUTATORS)  # INV-09, IB-05, IB-06, IB-09 (burnin.sim.hca_faults)
 MUTATORS.update(WORKLOAD_MUTATORS)  # suite megatron: recorded for the stand-ins (burnin.sim.megatron)
 MUTATORS.update(HOST_MUTATORS)  # TOP-06, 07, 09, 10: CPU governors, hugepages, memory, NVMe (burnin.sim.host)
 

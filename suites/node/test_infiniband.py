@@ -1,4 +1,4 @@
-"""InfiniBand compute fabric (IB): port state, rate, link layer and error counters."""
+"""InfiniBand compute fabric (IB): port state, rate, link layer, error counters and the subnet manager."""
 
 import pytest
 
@@ -27,4 +27,10 @@ def test_ib_link_layer(verdict: Verdict) -> None:
 @pytest.mark.check("IB-04")
 def test_ib_error_counters(verdict: Verdict) -> None:
     """No link-down or integrity errors; symbol/recovery/receive errors within limits."""
+    assert_passed(verdict)
+
+
+@pytest.mark.check("IB-05")
+def test_ib_subnet_manager(declared_applicable: None, verdict: Verdict) -> None:
+    """Every compute InfiniBand port has a LID and an SM LID, the same SM LID on all of them."""
     assert_passed(verdict)

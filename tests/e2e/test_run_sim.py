@@ -63,16 +63,20 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "hugepages-reserved": (frozenset({"TOP-07"}), frozenset()),
     "dimm-missing": (frozenset({"TOP-09"}), frozenset()),
     "nvme-missing": (frozenset({"TOP-10"}), frozenset()),
-    # a port that is down has no rate, MTU or partitions to judge: IB-02 and IB-09 say so instead of passing
-    "ib-port-down": (frozenset({"IB-01"}), frozenset({"IB-02", "IB-09"})),
+    # a port that is down has no rate, MTU, partitions or subnet manager to judge: IB-02, IB-05 and IB-09 say so
+    "ib-port-down": (frozenset({"IB-01"}), frozenset({"IB-02", "IB-05", "IB-09"})),
     "ib-rate-200": (frozenset({"IB-02"}), frozenset()),
-    "ib-link-layer": (frozenset({"IB-03"}), frozenset()),
+    # an Ethernet port where InfiniBand is designed has no subnet manager to judge: IB-05 says so
+    "ib-link-layer": (frozenset({"IB-03"}), frozenset({"IB-05"})),
     "ib-errors": (frozenset({"IB-04"}), frozenset()),
     "hca-fw-mismatch": (frozenset({"INV-09", "INV-11"}), frozenset()),
     "storage-fw-drift": (frozenset({"INV-11"}), frozenset()),
     "hca-pcie-x8": (frozenset({"IB-06"}), frozenset()),
     "ib-mtu-2048": (frozenset({"IB-09"}), frozenset()),
     "ib-pkey-limited": (frozenset({"IB-09"}), frozenset()),
+    # a port no subnet manager swept stays INIT: IB-01 fails it too, IB-02 and IB-09 judge ACTIVE ports only
+    "sm-unreachable": (frozenset({"IB-01", "IB-05"}), frozenset({"IB-02", "IB-09"})),
+    "sm-split": (frozenset({"IB-05"}), frozenset()),
     # storage fabric (STO): each changes only what its check reads
     "storage-route-via-ib": (frozenset({"STO-01"}), frozenset()),
     "nccl-hca-leak": (frozenset({"STO-02"}), frozenset()),
