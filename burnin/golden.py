@@ -85,6 +85,33 @@ def _hca_expectations(facts: Facts, hcas: dict[str, Any], compute: list[str],
     return (firmware if len(firmware) > 1 else None), partitions
 
 
+def _software(facts: Facts, source: str) -> dict[str, Any] | None:
+    """The golden node's software stack (INV-10): each component it reports one version of, in a form the
+    topology holds; a component it cannot report, or reports twice over (two NCCL installs), is left out."""
+    from burnin.checks.software import COMPONENTS
+    from burnin.evaluate.verdict import Unmeasurable
+    from burnin.topology.model import SoftwareManifest
+
+    section = facts.data.get("software")
+    if not isinstance(section, dict):
+        return None
+    found: dict[str, Any] = {"source": source}
+    for component in COMPONENTS:
+        try:
+            versions = {version for _, version in component.read(section)}
+        except Unmeasurable:
+            continue
+        if len(versions) != 1:
+            continue
+        value = versions.pop()
+        try:
+            SoftwareManifest(source=source, **{component.key: value})
+        except ValueError:
+            continue  # a form the topology cannot hold: left for the operator to write
+        found[component.key] = value
+    return found if len(found) > 1 else None
+
+
 def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
     """A topology document (plain data, ready for YAML) describing the node in ``facts``."""
     nvml, pci, hcas, numa = _require(facts)
@@ -156,6 +183,7 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
         "hcas": hca_rows,
         "hca_firmware": hca_firmware,
         "ib_partitions": ib_partitions,
+        "software": _software(facts, source),
         "numa": {"nodes": len(nodes), "cpulists": {int(k): v.get("cpulist") for k, v in sorted(nodes.items())}},
         "host": {
             "driver_version": nvml.get("driver_version"),

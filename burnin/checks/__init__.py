@@ -25,6 +25,7 @@ _NODE_MODULES = (
     "burnin.checks.infiniband",
     "burnin.checks.ib_subnet",
     "burnin.checks.hca",
+    "burnin.checks.software",
     "burnin.checks.storage",
 )
 # ...and those that judge what a suite's phase recorded (workloads it ran, the fleet's inventory counts).

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("burnin.cli.report_cmd", "render a run's report.html again from its output folder"),
     "watch": ("burnin.cli.watch_cmd", "node daemon: evict or drain this node within a second of a GPU/IB fault"),
     "soak": ("burnin.cli.soak_cmd", "burn-in: hours of load on every node while every health signal is watched"),
+    "history": ("burnin.cli.history_cmd", "fleet reliability from past runs: failures, MTTR, availability, lemons"),
 }
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3

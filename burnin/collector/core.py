@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from burnin.collector import commands, hca, node_env, nvml, storage, sysfs, telemetry
+from burnin.collector import commands, hca, node_env, nvml, software, storage, sysfs, telemetry
 from burnin.collector import host as host_facts
 
 SCHEMA_VERSION = 1
@@ -35,6 +35,7 @@ SOURCES: dict[str, tuple[str, Source]] = {
     "ibv-devinfo": ("commands", hca.ibv_devinfo),
     "host": ("host", lambda root, timeout: host_facts.collect_host(root)),
     "pci-census": ("pci_census", lambda root, timeout: host_facts.collect_pci_census(root)),
+    "software": ("software", software.collect_software),
 }
 
 ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
@@ -43,6 +44,7 @@ SOURCES.update(telemetry.SOAK_SOURCES)
 # Read-only and cheap: what the health probe gathers every few minutes.
 FAST_SOURCES: tuple[str, ...] = (
     "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager", "storage", "host", "pci-census",
+    "software",
 )
 
 

@@ -260,6 +260,10 @@ _HOST_SPECS: tuple[FaultSpec, ...] = (
     _node("nvme-missing", "TOP-10", "an NVMe drive is absent from the PCI bus",
           "the NVMe function with the highest address (0000:ea:00.0 on hgx-h100-8gpu) and its sysfs and lspci "
           "entries disappear; its root port stays"),
+    _node("kernel-drift", "INV-10", "the node booted another kernel than its fleet's (a stale boot entry)",
+          "/proc/sys/kernel/osrelease, /proc/version, the kernel log's 'Linux version' line and BOOT_IMAGE on "
+          "/proc/cmdline say 5.15.0-91-generic (5.15.0-112-generic when the node already runs that); OFED, "
+          "NCCL, DCGM and the NVIDIA driver unchanged"),
 )
 
 FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS, *_HOST_SPECS)}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from burnin.errors import UsageError
 from burnin.sim.pcie import PciDevice, PciKind
+from burnin.sim.software import software_files
 from burnin.topology.model import Topology
 
 if TYPE_CHECKING:
@@ -170,7 +171,8 @@ def host_files(state: NodeState, ncpus: int) -> tuple[dict[str, str], dict[str, 
         for name, value in (("nr_hugepages", count), ("free_hugepages", count), ("resv_hugepages", 0),
                             ("surplus_hugepages", 0), ("nr_overcommit_hugepages", 0)):
             files[f"{pool}/{name}"] = str(value)
-    return files, links
+    stack, stack_links = software_files(state)  # the NCCL library (INV-10, burnin.sim.software)
+    return {**files, **stack}, {**links, **stack_links}
 
 
 def _cpus(text: str) -> list[int]:

@@ -14,6 +14,7 @@ from burnin.sim.hca_faults import ALT_FIRMWARE
 from burnin.sim.hca_faults import MUTATORS as HCA_MUTATORS
 from burnin.sim.host import HOST_MUTATORS
 from burnin.sim.megatron import MUTATORS as WORKLOAD_MUTATORS
+from burnin.sim.software import SOFTWARE_MUTATORS
 from burnin.sim.pcie import ACS_REDIRECT, PciDevice, move_to_own_root_port, switch_downstream_ports
 from burnin.sim.state import (
     CLASS_ETH,
@@ -420,6 +421,7 @@ MUTATORS: dict[str, Mutator] = {
     "nccl-hang": nccl_hang,
 }
 MUTATORS.update(HCA_MUTATORS)  # INV-09, IB-05, IB-06, IB-09 (burnin.sim.hca_faults)
+MUTATORS.update(SOFTWARE_MUTATORS)  # INV-10: the host software stack (burnin.sim.software)
 MUTATORS.update(WORKLOAD_MUTATORS)  # suite megatron: recorded for the stand-ins (burnin.sim.megatron)
 MUTATORS.update(HOST_MUTATORS)  # TOP-06, 07, 09, 10: CPU governors, hugepages, memory, NVMe (burnin.sim.host)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 
-from burnin.sim import fabric, soak_shims
+from burnin.sim import fabric, soak_shims, software
 from burnin.sim.formats import dmesg, ibstat, ibv_devinfo, lspci, nvidia_smi
 from burnin.sim.megatron import outputs as megatron_outputs
 from burnin.sim.megatron import scripts as megatron_scripts
@@ -217,7 +217,9 @@ def render_scripts(state: NodeState) -> dict[str, str]:
         **fabric.scripts(),
         **megatron_scripts(),
         **soak_shims.scripts(),
+        "ofed_info": software.OFED_INFO_SCRIPT,
     }
+    bodies["dcgmi"] = software.DCGMI_VERSION_PREFIX + bodies["dcgmi"]  # --version without Python (INV-10)
     return {tool: _PREAMBLE.format(tool=tool, node=state.name) + body for tool, body in bodies.items()}
 
 
@@ -249,6 +251,7 @@ def render_outputs(state: NodeState, now: float | None = None) -> dict[str, str]
     out.update(fabric.outputs(state))
     out.update(megatron_outputs(state))
     out.update(soak_shims.outputs(state))
+    out.update(software.outputs(state))  # ofed_info -s, dcgmi --version (INV-10)
     lost = nvidia_smi.lost_message(state)
     if lost is not None:
         out["nvidia-smi/lost.txt"] = lost

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from burnin.sim.host import census_endpoints, node_memory, thp_mode
 from burnin.sim.pcie import PciDevice, attach_endpoints, build_tree
+from burnin.sim.software import software_state
 from burnin.topology.model import Hca, Topology
 
 GPU_PCI_ID = ("0x10de", "0x2330", "0x10de", "0x16c1")
@@ -158,6 +159,12 @@ class HostState(_Model):
     module_version: str
     cuda_version: int = 12020
     kernel_release: str = "5.15.0-112-generic"
+    ofed_release: str = "MLNX_OFED_LINUX-24.04-0.6.6.0"
+    """What ``ofed_info -s`` prints, without the colon (INV-10, burnin.sim.software)."""
+    nccl_version: str = "2.21.5"
+    """The version in the name of the node's libnccl.so (INV-10)."""
+    dcgm_version: str = "3.3.5"
+    """What ``dcgmi --version`` prints for dcgmi and its host engine (INV-10)."""
     fabric_manager_active: bool = True
     fabric_manager_installed: bool = True
     peermem_loaded: bool = True
@@ -374,6 +381,7 @@ def healthy_state(topology: Topology, name: str) -> NodeState:
         cpu_governor=topology.host.cpu_governor,
         thp_enabled=thp_mode(topology),
         node_memory_kib=node_memory(topology),
+        **software_state(topology),  # kernel, OFED, NCCL, DCGM (INV-10, burnin.sim.software)
     )
     return NodeState(
         name=name,

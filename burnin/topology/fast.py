@@ -26,6 +26,7 @@ from burnin.topology.model import (
     NumaSpec,
     NvlinkSpec,
     Reference,
+    SoftwareManifest,
     Topology,
     storage_from_dict,
 )
@@ -57,6 +58,7 @@ def _build(data: dict[str, Any]) -> Topology:
         hca_firmware=HcaFirmware(**data["hca_firmware"]) if data.get("hca_firmware") else None,
         ib_partitions=(IbPartitions(pkeys=tuple(data["ib_partitions"]["pkeys"]), source=data["ib_partitions"]["source"])
                        if data.get("ib_partitions") else None),
+        software=SoftwareManifest(**data["software"]) if data.get("software") else None,
     )
 
 

@@ -286,6 +286,67 @@ class IbPartitions:
         _check_source(self.source)
 
 
+_KERNEL_RELEASE = re.compile(r"^[0-9][0-9A-Za-z._+~-]{0,63}$")
+_OFED_RELEASE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}(?:-[A-Za-z][A-Za-z0-9_]{0,31}){0,3}"
+                           r"-[0-9][0-9A-Za-z._-]{0,31}$")
+_NCCL_VERSION = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$")
+_DOTTED_VERSION = re.compile(r"^[0-9]{1,4}(?:\.[0-9]{1,6}){1,3}$")
+
+
+def check_kernel_release(release: str | None) -> None:
+    if release is not None and not _KERNEL_RELEASE.match(release):
+        raise ValueError(f"kernel {release!r} must look like 5.15.0-105-generic (as uname -r prints it)")
+
+
+def check_ofed_release(release: str | None) -> None:
+    if release is not None and not _OFED_RELEASE.match(release):
+        raise ValueError(f"ofed {release!r} must look like MLNX_OFED_LINUX-23.10-1.1.9.0 (as ofed_info -s prints "
+                         "it, without the colon)")
+
+
+def check_nccl_version(version: str | None) -> None:
+    if version is not None and not _NCCL_VERSION.match(version):
+        raise ValueError(f"nccl {version!r} must look like 2.18.5 (the version in libnccl.so.2.18.5)")
+
+
+def check_dcgm_version(version: str | None) -> None:
+    if version is not None and not _DOTTED_VERSION.match(version):
+        raise ValueError(f"dcgm {version!r} must look like 3.3.1 (dcgmi --version: 'Version : 3.3.1')")
+
+
+@dataclass(frozen=True, slots=True)
+class SoftwareManifest:
+    """The golden host software stack (INV-10); a component left out is not judged.
+
+    Quote the versions in YAML (``nccl: "2.18.5"``): an unquoted ``3.3`` is a number, not a version.
+    """
+
+    __pydantic_config__ = _FORBID
+    source: Annotated[str, Checked(_check_source)]
+    """Where the versions come from (the golden node, the site's release manifest)."""
+    kernel: Annotated[str | None, Checked(check_kernel_release)] = None
+    """The running kernel, ``/proc/sys/kernel/osrelease`` (``uname -r``), e.g. ``5.15.0-105-generic``."""
+    ofed: Annotated[str | None, Checked(check_ofed_release)] = None
+    """The OFED release as ``ofed_info -s`` prints it, without the colon: ``MLNX_OFED_LINUX-23.10-1.1.9.0``."""
+    nccl: Annotated[str | None, Checked(check_nccl_version)] = None
+    """The host's NCCL, from the name of ``libnccl.so.X.Y.Z`` in the standard library folders, e.g. ``2.18.5``."""
+    dcgm: Annotated[str | None, Checked(check_dcgm_version)] = None
+    """DCGM, as ``dcgmi --version`` prints it (and its host engine, when it answers), e.g. ``3.3.1``."""
+
+    def __post_init__(self) -> None:
+        _check_source(self.source)
+        check_kernel_release(self.kernel)
+        check_ofed_release(self.ofed)
+        check_nccl_version(self.nccl)
+        check_dcgm_version(self.dcgm)
+        if all(getattr(self, name) is None for name in SOFTWARE_COMPONENTS):
+            raise ValueError("software names nothing: give kernel, ofed, nccl and/or dcgm, or leave software out")
+
+
+SOFTWARE_COMPONENTS = ("kernel", "ofed", "nccl", "dcgm")
+"""The components of the software manifest, in the order reasons name them."""
+
+
 _NETDEV = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _PCI_DEVICE_ID = re.compile(r"^0x[0-9a-f]{4}$")
 
@@ -499,6 +560,8 @@ class Topology:
     """Expected compute-HCA firmware and PSID (INV-09); None: the compute HCAs must only agree."""
     ib_partitions: IbPartitions | None = None
     """Expected partition keys of the compute ports (IB-09); None: the compute ports must only agree."""
+    software: SoftwareManifest | None = None
+    """The golden host software stack (INV-10); None: INV-10 does not apply to this node type."""
 
     def __post_init__(self) -> None:
         names = {h.name for h in self.hcas}

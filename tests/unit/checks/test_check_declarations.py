@@ -39,8 +39,10 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "NVL-03": "p2pBandwidthLatencyTest is not run (nvbandwidth covers NVL-01/02)",
     "NVL-04": "post-traffic NVLink counters are not compared yet",
     **{f"BRN-0{n}": "judged by `burnin soak` (burnin.soak.verdicts), outside pytest" for n in range(1, 8)},
-    "REL-01": "controller-side event history, not a node check",
-    "REL-02": "controller-side metrics from history, not a node check",
+    # not node checks: computed on the controller by `burnin history` (burnin.history) from past runs' gate.json
+    # and the watch's journal
+    "REL-01": "the event history: `burnin history` (burnin.history.load), controller-side, outside pytest",
+    "REL-02": "failures, MTTR, availability, lemons: `burnin history` (burnin.history.metrics), controller-side",
 }
 
 # What the probe ran before its set was derived (fast and cheap sources only): the derivation keeps it.

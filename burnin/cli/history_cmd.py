@@ -1,0 +1,144 @@
+"""``burnin history RUN...``: the fleet's reliability from past runs (REL-01/REL-02), on the controller.
+
+Reads each run's ``gate.json`` (a run folder, the file itself, or a folder of
+run folders such as ``reports/``) and the watch's journals (``--journal``), and
+prints per node the failures attributed to it, MTTR, availability and lemon
+nodes, then the fleet's figures. ``--json FILE`` writes everything as JSON
+(``-``: to stdout, instead of the table). Exit 0; 2 on a file that is not what
+it should be (one line naming it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from burnin.cli.argtypes import positive_int
+
+if TYPE_CHECKING:
+    from burnin.history.load import Inputs
+    from burnin.history.metrics import FleetHistory
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+MAX_WINDOW_DAYS = 3650
+
+
+def window(text: str) -> float:
+    """``30d``, ``72h``, ``90m``, ``3600s`` or a number of days -> seconds (above 0, at most ten years)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time window (30d, 72h, 90m, 3600s)")
+    seconds = float(match.group(1)) * _UNITS[match.group(2) or "d"]
+    if seconds <= 0 or seconds > MAX_WINDOW_DAYS * _UNITS["d"]:
+        raise argparse.ArgumentTypeError(f"{text!r}: a window must be above 0 and at most {MAX_WINDOW_DAYS} days")
+    return seconds
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", type=Path, metavar="RUN",
+                        help="a run's output folder (holds gate.json), a gate.json, or a folder of run folders")
+    parser.add_argument("--journal", action="append", type=Path, default=[], metavar="FILE",
+                        help="a burnin watch journal (events.jsonl, or its state folder): each drain or eviction "
+                             "is a rejection (repeatable)")
+    parser.add_argument("--json", dest="json_out", metavar="FILE",
+                        help="write the history as JSON to FILE ('-': to stdout instead of the table)")
+    parser.add_argument("--lemon-failures", type=positive_int, default=3, metavar="K",
+                        help="a lemon node has at least K attributed failures within the window (default 3)")
+    parser.add_argument("--lemon-window", type=window, default=window("30d"), metavar="TIME",
+                        help="the lemon window: 30d, 72h, ... (a bare number is days; default 30d)")
+    parser.add_argument("--all", action="store_true", help="list every node, not only those that left the pool")
+
+
+def _table(fleet: FleetHistory, every_node: bool) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    from burnin.history.document import duration_text, percent
+    from burnin.history.records import stamp
+    from burnin.text import printable
+
+    table = Table(expand=False)
+    for column in ("node", "failures", "checks", "outages", "MTTR", "availability", "lemon", "out since"):
+        table.add_column(column, justify="right" if column in ("failures", "outages", "MTTR", "availability")
+                         else "left")
+    for node, history in fleet.nodes.items():
+        if not (every_node or history.outages):
+            continue
+        checks = sorted({c for o in history.failures for c in o.failed})
+        lemon = history.lemon
+        table.add_row(Text(printable(node, limit=60)), str(len(history.failures)),
+                      Text(printable(",".join(checks), limit=80)), str(len(history.outages)),
+                      duration_text(history.mttr_s), percent(history.availability),
+                      Text("LEMON" if lemon else "", style="bold red"),
+                      "" if history.out_since is None else stamp(history.out_since))
+    return table
+
+
+def _print(fleet: FleetHistory, inputs: Inputs, every_node: bool) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    from burnin.history.document import duration_text, percent
+    from burnin.history.records import stamp
+    from burnin.nodes import fold
+    from burnin.text import printable
+
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160, highlight=False)
+
+    def say(text: str) -> None:
+        console.print(Text(printable(text)), soft_wrap=True)
+
+    say(f"burnin history: {len(fleet.nodes)} nodes, {len(inputs.runs)} runs and {len(inputs.journals)} journals, "
+        f"from {stamp(fleet.start)} to {stamp(fleet.end)} ({duration_text(fleet.end - fleet.start)})")
+    left_pool = [n for n, h in fleet.nodes.items() if h.outages]
+    if left_pool or every_node:
+        console.print(_table(fleet, every_node))
+    if not every_node:
+        say(f"never out of the pool: {len(fleet.nodes) - len(left_pool)} nodes")
+    by_check = ", ".join(f"{check} {count}" for check, count in sorted(fleet.failures_by_check.items()))
+    rate = fleet.failures_per_1000_node_days
+    say(f"fleet: {fleet.failures} failures attributed" + (f" ({by_check})" if by_check else "") +
+        f"; {'-' if rate is None else f'{rate:.1f}'} per 1000 node-days in the pool; MTTR "
+        f"{duration_text(fleet.mttr_s)}; availability {percent(fleet.availability)}")
+    window_text = duration_text(fleet.lemon_window_s)
+    lemons = [f"{node} ({h.lemon.failures} failures {stamp(h.lemon.first)} .. {stamp(h.lemon.last)})"
+              for node, h in fleet.nodes.items() if h.lemon is not None]
+    say(f"lemons (>= {fleet.lemon_failures} failures within {window_text}): " + ("; ".join(lemons) or "none"))
+    say(f"out of the pool now: {fold(fleet.out_now) or 'none'}")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from burnin.atomic import write_text_atomic
+    from burnin.errors import UsageError
+    from burnin.history.document import history_document
+    from burnin.history.load import collect
+    from burnin.history.metrics import fleet_history
+    from burnin.text import printable
+
+    inputs = collect(args.paths, args.journal)
+    for skipped in inputs.skipped:
+        print(printable(f"burnin history: skipped {skipped.path}: {skipped.reason}"), file=sys.stderr)
+    if not inputs.observations:
+        raise UsageError("no run to read: " + ("every one was skipped" if inputs.skipped else
+                                               "no gate.json and no journal entry found"))
+    fleet = fleet_history(inputs.observations, lemon_failures=args.lemon_failures,
+                          lemon_window_s=args.lemon_window)
+    document = json.dumps(history_document(fleet, inputs), indent=1) + "\n"
+    if args.json_out == "-":
+        sys.stdout.write(document)
+        return 0
+    if args.json_out is not None:
+        target = Path(args.json_out)
+        try:
+            write_text_atomic(target, document)
+        except OSError as exc:
+            raise UsageError(f"--json {printable(str(target))}: cannot write ({exc.strerror or exc})") from None
+    _print(fleet, inputs, args.all)
+    if args.json_out is not None:
+        print(f"history: {args.json_out}")
+    return 0
