@@ -7,6 +7,7 @@ Missing openssh-server (or not root) fails the tier under CI and skips it elsewh
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -69,10 +70,17 @@ def require_sim_ssh() -> None:
 
 
 def worker_subnet(offset: int = 0) -> str:
-    """A loopback /24 per xdist worker, so parallel racks do not fight over addresses."""
+    """A loopback /24 per xdist worker and test session, so parallel racks do not fight over addresses.
+
+    The third octet tells the workers of one session apart; the second comes from the session
+    (xdist's run id, shared by its workers, or this process), so two sessions running on one
+    machine at the same time (two developers, a CI run) land on different addresses too.
+    """
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     number = int(worker[2:]) if worker[2:].isdigit() else 0
-    return f"127.0.{40 + 4 * number + offset}"
+    session = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+    second = 1 + int(hashlib.sha256(session.encode()).hexdigest(), 16) % 254
+    return f"127.{second}.{40 + 4 * number + offset}"
 
 
 def make_state_dir(prefix: str) -> Path:
