@@ -49,7 +49,8 @@ NODE_PYTHON = "/usr/bin/python3"
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 TRANSPORT_FAULTS = ("hang", "garbage", "no-python3", "refuse-key", "host-key-changed", "host-key-unknown")
 NO_PYTHON_TOOLS = ("sh", "bash", "env", "timeout", "cat", "sleep", "ls", "uname")
-START_TIMEOUT = 10.0
+START_TIMEOUT = 60.0
+"""Bound on sshd starting and listening (a failure limit: a loaded machine may take seconds)."""
 STORAGE_TARGET = "storage-target"
 """The supervisor's name for a kernel-network lab's storage target (burnin_lab.netstore)."""
 
@@ -501,7 +502,8 @@ def _stop_all(lab: dict[str, Any]) -> None:
     pid = int(lab.get("supervisor") or 0)
     if supervisor.is_supervisor(pid, _plan_path(lab)):
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + supervisor.STOP_GRACE_S * 2 + 5.0
+        # its own stop takes at most two grace periods; the rest is slack for a loaded machine
+        deadline = time.monotonic() + supervisor.STOP_GRACE_S * 2 + 50.0
         while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
         if pid_alive(pid):
@@ -585,7 +587,7 @@ def _write_client_files(lab: Mapping[str, Any]) -> None:
             f"Host {name}", f"  HostName {address}", f"  Port {port}", f"  User {lab['user']}",
             f"  IdentityFile {lab['identity']}", "  IdentitiesOnly yes",
             f"  UserKnownHostsFile {lab['known_hosts']}", "  GlobalKnownHostsFile /dev/null",
-            "  StrictHostKeyChecking yes", "  CheckHostIP no", "  BatchMode yes", "  ConnectTimeout 10",
+            "  StrictHostKeyChecking yes", "  CheckHostIP no", "  BatchMode yes", "  ConnectTimeout 30",
             "  LogLevel ERROR", "",
         ]
     _write(Path(lab["known_hosts"]), "\n".join(known_hosts) + "\n", 0o644)
