@@ -35,12 +35,14 @@ the supervisor's children and stop with it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import ipaddress
 import json
 import os
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,8 @@ IP_TIMEOUT_S = 60.0
 MOUNTS_FILE = "storage-targets.json"
 MAX_NODES = 128
 """A rack's management /31s fill one /24 of 198.18.0.0/15."""
+SLOT_LOCK = Path("/run/burnin-lab-netns.lock")
+"""Held while a lab picks its /24 and adds its addresses: two labs built at once never pick the same one."""
 
 
 class NetnsError(UsageError):
@@ -266,8 +270,21 @@ def _node_sysctls(storage: SimStorage) -> list[tuple[str, int | str]]:
     return values
 
 
+@contextlib.contextmanager
+def _slot_lock() -> Iterator[None]:
+    """One lab at a time between reading the host's addresses (:func:`_free_slot`) and adding its own."""
+    with SLOT_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def create(state_dir: Path, states: Sequence[NodeState]) -> dict[str, Any]:
     """Build the namespaces of a rack; the record that ``lab.json`` keeps (``destroy`` reads it)."""
+    with _slot_lock():
+        return _create(state_dir, states)
+
+
+def _create(state_dir: Path, states: Sequence[NodeState]) -> dict[str, Any]:
     if not states:
         raise NetnsError("no nodes")
     if len(states) > MAX_NODES:
