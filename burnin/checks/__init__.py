@@ -29,7 +29,8 @@ _NODE_MODULES = (
     "burnin.checks.storage",
 )
 # ...and those that judge what a suite's phase recorded (workloads it ran, the fleet's inventory counts).
-_WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.workload",
+_WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.fabric_nvlink",
+                     "burnin.checks.workload",
                      "burnin.checks.storage_traffic", "burnin.checks.fleet")
 
 

@@ -19,9 +19,10 @@ from burnin.fabric.results import D2D_READ, D2H, H2D
 from burnin.facts import Facts
 from burnin.topology.model import Topology
 
-SINGLE_NODE_CHECKS = ("NCCL-01", "NCCL-02", "NCCL-05", "NVL-01", "NVL-02", "IB-08")
+SINGLE_NODE_CHECKS = ("NCCL-01", "NCCL-02", "NCCL-05", "NVL-01", "NVL-02", "NVL-03", "NVL-04", "IB-08")
 """The fabric checks that judge one node alone: a node that does not pass them all is left out of
-multi-node runs and localisation (burnin.fabric.phase), so it is never a healthy node's partner."""
+multi-node runs and localisation (burnin.fabric.phase), so it is never a healthy node's partner.
+NVL-03 and NVL-04 are in burnin.checks.fabric_nvlink; NVL-04 also reads the facts gathered before the phase."""
 
 
 def single_node_verdicts(facts: Facts, topology: Topology) -> list[Verdict]:
@@ -192,6 +193,8 @@ def _multi(facts: Facts) -> dict[str, Any]:
         raise Unmeasurable(f"not applicable: {multi.get('reason')}")
     if multi.get("excluded"):
         raise Unmeasurable(str(multi["excluded"]))
+    if multi.get("unavailable"):
+        raise Unmeasurable(f"no multi-node run: {multi['unavailable']}")
     if not multi.get("group"):
         raise Unmeasurable("no multi-node run")
     return multi

@@ -161,6 +161,11 @@ def nvbandwidth_command(settings: FabricSettings) -> list[str]:
     return with_timeout(tool, settings.timeout_s)
 
 
+def p2p_bandwidth_command(settings: FabricSettings) -> list[str]:
+    """NVL-03: the CUDA sample ``p2pBandwidthLatencyTest`` as it ships (no options: P2P writes, copy engines)."""
+    return with_timeout([settings.p2p_bandwidth], settings.timeout_s)
+
+
 # ---------------------------------------------------------------- Slurm
 
 

@@ -53,6 +53,13 @@ class Launcher(Protocol):
         """One multi-node nccl-tests run over ``nodes``: the job's output (rank 0's table; with ``evidence``,
         every rank's NCCL INFO lines too)."""
 
+    def pause(self) -> None:
+        """Let the dispatcher reach the nodes itself for a while (NVL-04 gathers NVML again between the
+        single-node and the multi-node runs): an allocation of the launcher's own is given back."""
+
+    def resume(self, nodes: Sequence[str]) -> str | None:
+        """Take the nodes again after :meth:`pause`; a reason when that failed."""
+
     def close(self) -> None: ...
 
 
@@ -100,6 +107,12 @@ class TransportLauncher:
         self._on_command([f"[{nodes[0]}]", *argv], result)
         return result
 
+    def pause(self) -> None:
+        """Nothing is held: the dispatcher's transport reaches the nodes all along."""
+
+    def resume(self, nodes: Sequence[str]) -> str | None:
+        return None
+
     def close(self) -> None:
         """The transport belongs to the dispatcher, which closes it."""
 
@@ -127,6 +140,7 @@ class SlurmLauncher:
                                recheck_drained=recheck_drained)
         self._job_id = job_id
         self._allocation: Allocation | None = None
+        self._paused = False
         self._name = "burnin-fabric"
         self._on_command = on_command or _ignore
 
@@ -170,6 +184,20 @@ class SlurmLauncher:
         result = self._run(argv, timeout + 2 * SLACK_S)
         return CommandResult(nodes[0], tuple(argv), result.exit_status, result.stdout, result.stderr,
                              result.duration_s, timed_out=result.timed_out, error=result.error)
+
+    def pause(self) -> None:
+        """An allocation of our own is released (it is exclusive: the dispatcher's own steps would wait for
+        it); inside the allocation burnin runs in, nothing changes."""
+        if self._allocation is not None:
+            self.close()
+            self._paused = True
+
+    def resume(self, nodes: Sequence[str]) -> str | None:
+        """Allocate the nodes again after :meth:`pause` (waiting as long as the first time)."""
+        if not self._paused:
+            return None
+        self._paused = False
+        return self.open(nodes)
 
     def close(self) -> None:
         if self._allocation is not None:

@@ -5,23 +5,28 @@ Order (each launch bounded by ``timeout_s``; every command goes to
 
 1. single-node nccl-tests on every node, one collective after the other;
 2. nvbandwidth on every node;
-3. ``ib_write_bw`` loopback through each compute HCA of every node, from the
+3. p2pBandwidthLatencyTest on every node (NVL-03, :mod:`burnin.fabric.p2p`);
+4. ``ib_write_bw`` loopback through each compute HCA of every node, from the
    paired GPU's memory and from host memory (IB-08), one HCA after the other;
-4. the single-node checks judge those results (NCCL-01/02/05, NVL-01/02,
+5. the collector's ``nvml`` source gathered again through the dispatcher: the
+   NVLink states and error counters after that traffic (NVL-04,
+   :mod:`burnin.fabric.nvlink_after`; the launcher gives an allocation of its
+   own back meanwhile, and takes the nodes again for what follows);
+6. the single-node checks judge those results (NCCL-01/02/05, NVL-01..04,
    IB-08): a node that failed one, or could not be measured, is left out of
    everything multi-node, with the reason recorded;
-5. one multi-node all_reduce over the other nodes (none when fewer than two
+7. one multi-node all_reduce over the other nodes (none when fewer than two
    are left: the multi-node checks then do not apply to them, as in a run of
    one node); where the topology has a storage fabric it runs with
    ``NCCL_DEBUG=INFO``, and one short run more over the same nodes leaves
    ``NCCL_IB_HCA`` to each node's own NCCL configuration (setting
    ``nccl_evidence``): the devices NCCL opened on each node are STO-02's
    runtime evidence (:mod:`burnin.fabric.nccl_evidence`);
-6. localisation rounds (:mod:`burnin.fabric.localize`) when that group fails
+8. localisation rounds (:mod:`burnin.fabric.localize`) when that group fails
    (below its reference, wrong values, hang) or with ``--localize``;
-7. single-rail runs (``NCCL_IB_HCA=<one HCA>``) of each named node with a
+9. single-rail runs (``NCCL_IB_HCA=<one HCA>``) of each named node with a
    known-good partner, one HCA after the other, to name the slow HCA;
-8. the nodes localisation cleared, alone together again, to confirm them.
+10. the nodes localisation cleared, alone together again, to confirm them.
 
 The results are merged into each node's facts (``fabric``, and ``nccl_runtime``
 for the nodes of an evidence run) and written to ``OUT/fabric.json``.
@@ -32,17 +37,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from burnin.dispatch.base import launcher_of
 from burnin.errors import UsageError
-from burnin.fabric import commands, judge, nccl_evidence
+from burnin.fabric import commands, judge, nccl_evidence, nvlink_after
 from burnin.fabric.launch import Launcher, OnCommand, SlurmLauncher, TransportLauncher
 from burnin.fabric.localize import Job, Localizer
 from burnin.fabric.measure import NcclMeasurement, gdr_measurement, nccl_measurement, nvb_measurement
+from burnin.fabric.p2p import TOOL as P2P_TOOL
+from burnin.fabric.p2p import p2p_measurement
 from burnin.fabric.results import JobRecord, Localization, PhaseResult, node_documents
 from burnin.fabric.settings import FabricSettings, load_settings, size_bytes
 from burnin.facts import Facts
@@ -51,6 +58,8 @@ from burnin.transport.base import CommandResult
 
 FABRIC_FILE = "fabric.json"
 LOG_FILE = "fabric-commands.log"
+Recollect = Callable[[Sequence[str]], Mapping[str, Facts]]
+"""Gather the collector's NVML source again on these nodes (the dispatcher's ``gather``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +85,8 @@ def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: T
     launcher = launcher_for(dispatcher, topology, settings, on_command=log.command, facts=facts)
     hosts = {node: nccl_evidence.nccl_host(node, facts[node].data.get("hostname")) for node in reachable}
     try:
-        result = Phase(launcher, topology, settings, log, hosts=hosts).run(reachable)
+        result = Phase(launcher, topology, settings, log, hosts=hosts, facts=facts,
+                       recollect=recollector(dispatcher, settings)).run(reachable)
     finally:
         launcher.close()
     for node, doc in node_documents(result).items():
@@ -85,6 +95,20 @@ def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: T
         facts[node].data[nccl_evidence.SECTION] = {"runs": runs}
     (out_dir / FABRIC_FILE).write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
     return result
+
+
+def recollector(dispatcher: object, settings: FabricSettings) -> Recollect | None:
+    """NVL-04's second look: the dispatcher's ``gather`` of the collector's ``nvml`` source (None: it has none)."""
+    gather = getattr(dispatcher, "gather", None)
+    if not callable(gather):
+        return None
+
+    def recollect(nodes: Sequence[str]) -> Mapping[str, Facts]:
+        gathered: Mapping[str, Facts] = gather(sources=nvlink_after.SOURCES,
+                                               timeout=settings.nvlink_recollect_timeout_s)
+        return {node: gathered[node] for node in nodes if node in gathered}
+
+    return recollect
 
 
 def launcher_for(dispatcher: object, topology: Topology, settings: FabricSettings, *,
@@ -124,9 +148,14 @@ class _CommandLog:
 
 class Phase:
     def __init__(self, launcher: Launcher, topology: Topology, settings: FabricSettings, log: _CommandLog, *,
-                 hosts: Mapping[str, str] | None = None) -> None:
-        """``hosts``: node -> the host name NCCL prints for it (default: the node's name up to its first dot)."""
+                 hosts: Mapping[str, str] | None = None, facts: Mapping[str, Facts] | None = None,
+                 recollect: Recollect | None = None) -> None:
+        """``hosts``: node -> the host name NCCL prints for it (default: the node's name up to its first dot);
+        ``facts``: what was gathered before the phase (NVL-04 compares NVLink with it); ``recollect``: how to
+        gather NVML again after the single-node traffic (None: NVL-04 has no second look and is incomplete)."""
         self.launcher = launcher
+        self.facts = dict(facts or {})
+        self.recollect = recollect
         self.topology = topology
         self.settings = settings
         self.log = log
@@ -148,10 +177,16 @@ class Phase:
             return result
         self._single(result, nodes)
         self._nvbandwidth(result, nodes)
+        self._p2p(result, nodes)
         self._ib_write_bw(result, nodes)
-        if self.settings.multi_node and len(nodes) >= 2:
+        multi = self.settings.multi_node and len(nodes) >= 2
+        self._nvlink_after(result, nodes, take_back=multi)
+        if multi:
             self._leave_out_failed(result, nodes)
-            self._multi(result, nodes)
+            if result.multi_unavailable:
+                self.log.line(f"# no multi-node run: {result.multi_unavailable}")
+            else:
+                self._multi(result, nodes)
         return result
 
     # -- single node ----------------------------------------------------------------------
@@ -169,6 +204,44 @@ class Phase:
         runs = self._per_node(nodes, commands.nvbandwidth_command(self.settings))
         for node, run in runs.items():
             result.nvb[node] = nvb_measurement(run, self.settings.nvbandwidth_testcases, timeout_s=self.timeout)
+
+    def _p2p(self, result: PhaseResult, nodes: list[str]) -> None:
+        """NVL-03: the CUDA sample's connectivity, bandwidth and latency matrices on every node."""
+        runs = self._per_node(nodes, commands.p2p_bandwidth_command(self.settings))
+        for node, run in runs.items():
+            result.p2p[node] = p2p_measurement(run, timeout_s=self.timeout)
+
+    def _traffic(self) -> list[str]:
+        """The single-node tools that ran before NVL-04's second look, in their order."""
+        tools = [f"{c}_perf" for c in self.settings.collectives] + ["nvbandwidth", P2P_TOOL]
+        return tools + (["ib_write_bw"] if self.topology.compute_hcas else [])
+
+    def _nvlink_after(self, result: PhaseResult, nodes: list[str], *, take_back: bool) -> None:
+        """NVL-04: NVML gathered again through the dispatcher; ``take_back``: multi-node runs follow."""
+        after = self._traffic()
+        if self.recollect is None:
+            for node in nodes:
+                result.nvlink_after[node] = nvlink_after.unavailable(
+                    "the fabric phase had no way to gather NVML again (no dispatcher gather)", after)
+            return
+        why = ""
+        started = time.perf_counter()
+        self.launcher.pause()
+        try:
+            gathered = self.recollect(nodes)
+        except Exception as exc:  # noqa: BLE001 - a failed second look makes NVL-04 incomplete, not the run fail
+            gathered, why = {}, f"gathering NVML again failed: {type(exc).__name__}: {exc}"
+        finally:
+            failure = self.launcher.resume(nodes) if take_back else None
+        for node in nodes:
+            facts = gathered.get(node)
+            result.nvlink_after[node] = (nvlink_after.snapshot(facts, after) if facts is not None else
+                                         nvlink_after.unavailable(why or f"{node} was not gathered again", after))
+        read = sum(1 for facts in gathered.values() if not facts.unreachable)
+        self.log.line(f"# NVL-04: NVML gathered again on {read} of {len(nodes)} nodes after "
+                      f"{', '.join(after)} in {time.perf_counter() - started:.2f} s{'; ' + why if why else ''}")
+        if failure:
+            result.multi_unavailable = f"the nodes could not be taken back after NVML was gathered again: {failure}"
 
     def _ib_write_bw(self, result: PhaseResult, nodes: list[str]) -> None:
         """IB-08: each compute HCA in loopback, from its paired GPU's memory, then from host memory."""
@@ -194,7 +267,9 @@ class Phase:
 
         documents = node_documents(result)
         for node in nodes:
-            verdicts = single_node_verdicts(Facts(node, {"fabric": documents[node]}), self.topology)
+            before = self.facts.get(node)
+            data = {**(before.data if before is not None else {}), "fabric": documents[node]}
+            verdicts = single_node_verdicts(Facts(node, data), self.topology)
             bad = [v for v in verdicts if v.status is not Status.PASS]
             if bad:
                 ids = ", ".join(f"{v.check_id} {'failed' if v.status is Status.FAIL else v.status.value}"

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from burnin.fabric import judge
 from burnin.fabric.measure import GdrMeasurement, NcclMeasurement, NvbMeasurement, bandwidth_ok
+from burnin.fabric.nvlink_after import SECTION as NVLINK_AFTER
+from burnin.fabric.p2p import P2pMeasurement
 
 if TYPE_CHECKING:
     from burnin.fabric.settings import FabricSettings
@@ -80,6 +82,12 @@ class PhaseResult:
     nvb: dict[str, NvbMeasurement] = field(default_factory=dict)
     gdr: dict[str, dict[str, dict[str, GdrMeasurement]]] = field(default_factory=dict)
     """node -> HCA -> ``cuda`` / ``host`` -> the ib_write_bw loopback (IB-08)."""
+    p2p: dict[str, P2pMeasurement] = field(default_factory=dict)
+    """node -> its p2pBandwidthLatencyTest run (NVL-03)."""
+    nvlink_after: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """node -> its NVLink snapshot after the single-node traffic (NVL-04, burnin.fabric.nvlink_after)."""
+    multi_unavailable: str | None = None
+    """Why no multi-node run could start after the single-node part (the launcher could not get the nodes back)."""
     excluded: dict[str, str] = field(default_factory=dict)
     """Nodes left out of multi-node runs and localisation, and why (a single-node check did not pass)."""
     excluded_by: dict[str, str] = field(default_factory=dict)
@@ -111,6 +119,8 @@ class PhaseResult:
             "nvbandwidth": {n: m.to_json() for n, m in self.nvb.items()},
             "ib_write_bw": {n: {h: {k: m.to_json() for k, m in kinds.items()} for h, kinds in hcas.items()}
                             for n, hcas in self.gdr.items()},
+            "p2p": {n: m.to_json() for n, m in self.p2p.items()},
+            NVLINK_AFTER: self.nvlink_after, "multi_unavailable": self.multi_unavailable,
             "excluded": self.excluded, "excluded_reasons": self.excluded_why, "alone": self.alone,
             "group": self.group.to_json() if self.group else None,
             "group_floor_gbps": self.group_floor_gbps, "group_passed": self.group_passed,
@@ -167,6 +177,9 @@ def node_documents(result: PhaseResult) -> dict[str, dict[str, Any]]:
         doc["nvbandwidth"] = nvb.to_json() if nvb else None
         doc["ib_write_bw"] = {h: {k: m.to_json() for k, m in kinds.items()}
                               for h, kinds in result.gdr.get(node, {}).items()}
+        p2p = result.p2p.get(node)
+        doc["p2p"] = p2p.to_json() if p2p else None
+        doc[NVLINK_AFTER] = result.nvlink_after.get(node)
         doc["multi"] = _multi(result, node)
         docs[node] = doc
     return docs
@@ -180,6 +193,8 @@ def _multi(result: PhaseResult, node: str) -> dict[str, Any]:
         return {**multi, "applicable": False, "reason": "a single node: no multi-node run"}
     if node in result.excluded:
         return {**multi, "applicable": True, "excluded": result.excluded[node]}
+    if result.multi_unavailable:
+        return {**multi, "applicable": True, "unavailable": result.multi_unavailable}
     if node in result.alone:
         return {**multi, "applicable": False, "reason": result.alone[node]}
     multi["applicable"] = True

@@ -61,6 +61,8 @@ class FabricSettings:
     nccl_tests_dir: str | None = None
     """Folder of the ``*_perf`` binaries on the nodes; None: found on the nodes' PATH."""
     nvbandwidth: str = "nvbandwidth"
+    p2p_bandwidth: str = "p2pBandwidthLatencyTest"
+    """Path of the CUDA sample on the nodes (NVL-03), run without options: every matrix it prints."""
     container: str | None = None
     """srun ``--container-image`` (pyxis/enroot) holding nccl-tests and nvbandwidth."""
 
@@ -104,7 +106,10 @@ class FabricSettings:
     nvbandwidth_testcases: tuple[str, ...] = NVB_TESTCASES
     nvbandwidth_iters: int = 10
     timeout_s: float = 600.0
-    """Every launch (single-node, multi-node, nvbandwidth, ib_write_bw) is killed after this many seconds."""
+    """Every launch (single-node, multi-node, nvbandwidth, p2pBandwidthLatencyTest, ib_write_bw) is killed after
+    this many seconds."""
+    nvlink_recollect_timeout_s: float = 120.0
+    """NVL-04: the collector's ``nvml`` source, gathered again after the single-node traffic, within this long."""
 
     # IB-08: perftest ib_write_bw loopback through each compute HCA, GPU memory and host memory
     ib_write_bw: str = "ib_write_bw"
@@ -142,8 +147,9 @@ class FabricSettings:
             raise ValueError(f"ib_write_bw_port must be within 1024..{65535 - 64}")
         if self.warmup < 0 or not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
             raise ValueError("warmup must be >= 0 and timeout_s a finite number > 0")
-        if not (self.nccl_evidence_timeout_s > 0 and math.isfinite(self.nccl_evidence_timeout_s)):
-            raise ValueError("nccl_evidence_timeout_s must be a finite number > 0")
+        for name in ("nccl_evidence_timeout_s", "nvlink_recollect_timeout_s"):
+            if not (getattr(self, name) > 0 and math.isfinite(getattr(self, name))):
+                raise ValueError(f"{name} must be a finite number > 0")
 
     @property
     def gpus_per_node(self) -> int:

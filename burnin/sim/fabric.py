@@ -1,11 +1,14 @@
-"""Fabric tools of a simulated node: ``bin/<collective>_perf``, ``bin/nvbandwidth``, ``bin/ib_write_bw``.
+"""Fabric tools of a simulated node: ``bin/<collective>_perf``, ``bin/nvbandwidth``, ``bin/ib_write_bw``,
+``bin/p2pBandwidthLatencyTest``.
 
 ``out/fabric/health.json`` is what the model needs of the node (NVLink share
-per GPU, PCIe share, each HCA's state, link layer and bandwidth factor, the NCCL faults, the
-interface NCCL bootstraps over); the model reads each member's ``root/etc/nccl.conf`` itself;
-``out/fabric/model.py`` is a copy of :mod:`burnin.sim.fabric_model` (standard
-library only), which reads the health of every member of a job, and
-``out/fabric/perftest_format.py`` a copy of :mod:`burnin.sim.formats.perftest`. The shims
+per GPU, PCIe share, peer access, the link that retrains under traffic, each HCA's state, link
+layer and bandwidth factor, the NCCL faults, the interface NCCL bootstraps over); the model
+reads each member's ``root/etc/nccl.conf`` itself; ``out/fabric/model.py`` is a copy of
+:mod:`burnin.sim.fabric_model` (standard library only), which reads the health of every member
+of a job; ``out/fabric/perftest_format.py`` and ``out/fabric/p2p_format.py`` are copies of
+:mod:`burnin.sim.formats.perftest` and :mod:`burnin.sim.formats.p2p`, ``out/fabric/traffic.py``
+of :mod:`burnin.sim.traffic` (NVLink counters that grow under traffic). The shims
 prefer the interpreter that rendered the node (fast to start) and fall back to
 the node's ``python3``.
 """
@@ -25,6 +28,9 @@ from burnin.sim.state import NodeState
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
 MODEL = "fabric/model.py"
 PERFTEST_FORMAT = "fabric/perftest_format.py"
+P2P_FORMAT = "fabric/p2p_format.py"
+TRAFFIC = "fabric/traffic.py"
+P2P_TOOL = "p2pBandwidthLatencyTest"
 HEALTH = "fabric/health.json"
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
@@ -63,6 +69,16 @@ def perftest_format_source() -> str:
     return (Path(__file__).parent / "formats" / "perftest.py").read_text(encoding="utf-8")
 
 
+@cache
+def p2p_format_source() -> str:
+    return (Path(__file__).parent / "formats" / "p2p.py").read_text(encoding="utf-8")
+
+
+@cache
+def traffic_source() -> str:
+    return Path(__file__).with_name("traffic.py").read_text(encoding="utf-8")
+
+
 def _rate(text: str) -> float:
     match = _RATE.match(text)
     return float(match.group(1)) if match else 0.0
@@ -81,6 +97,8 @@ def health(state: NodeState) -> dict[str, Any]:
             "factor": gpu.nvlink_bandwidth_factor,
             "pcie": min(1.0, gpu.pcie_gen_current / 5) * min(1.0, gpu.pcie_width_current / 16),
             "lost": gpu.lost,
+            "p2p": gpu.p2p_access,
+            "flaky_link": gpu.nvlink_flaky_link,
         })
     hcas = [{"name": hca.name, "role": hca.role, "up": hca.state.endswith("ACTIVE"),
              "rate_gbps": _rate(hca.rate), "factor": hca.bandwidth_factor, "link_layer": hca.link_layer}
@@ -104,7 +122,7 @@ def _oob(state: NodeState) -> str:
 def outputs(state: NodeState) -> dict[str, str]:
     """``out/<path>`` -> text."""
     return {HEALTH: json.dumps(health(state), indent=1) + "\n", MODEL: model_source(),
-            PERFTEST_FORMAT: perftest_format_source()}
+            PERFTEST_FORMAT: perftest_format_source(), P2P_FORMAT: p2p_format_source(), TRAFFIC: traffic_source()}
 
 
 def scripts() -> dict[str, str]:
@@ -112,5 +130,6 @@ def scripts() -> dict[str, str]:
     python = shlex.quote(sys.executable)
     bodies = {f"{c}_perf": _SHIM.format(python=python, tool=f"perf {c}") for c in COLLECTIVES}
     bodies["nvbandwidth"] = _SHIM.format(python=python, tool="nvbandwidth")
+    bodies[P2P_TOOL] = _SHIM.format(python=python, tool=P2P_TOOL)
     bodies["ib_write_bw"] = _IB_WRITE_BW_SERVER + _SHIM.format(python=python, tool="ib_write_bw")
     return bodies

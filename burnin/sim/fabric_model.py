@@ -1,10 +1,14 @@
-"""Simulated ``*_perf`` (nccl-tests), ``nvbandwidth`` and ``ib_write_bw``: real formats, bandwidth from node health.
+"""Simulated ``*_perf`` (nccl-tests), ``nvbandwidth``, ``p2pBandwidthLatencyTest`` and ``ib_write_bw``: real
+formats, bandwidth from node health.
 
 Standard library only: each simulated node carries a copy as
 ``out/fabric/model.py``, run by its ``bin/all_reduce_perf`` (and the other
-``*_perf``), ``bin/nvbandwidth`` and ``bin/ib_write_bw`` shims with whatever
-``python3`` the node has (``ib_write_bw`` prints through ``perftest_format.py``,
-a copy of :mod:`burnin.sim.formats.perftest`). It reads ``out/fabric/health.json`` of every member of the job, found
+``*_perf``), ``bin/nvbandwidth``, ``bin/p2pBandwidthLatencyTest`` and ``bin/ib_write_bw`` shims with
+whatever ``python3`` the node has (``ib_write_bw`` prints through ``perftest_format.py``, a copy of
+:mod:`burnin.sim.formats.perftest`, ``p2pBandwidthLatencyTest`` through ``p2p_format.py``, a copy of
+:mod:`burnin.sim.formats.p2p`; ``traffic.py``, a copy of :mod:`burnin.sim.traffic`, grows the NVLink
+counters of a GPU whose link retrains under traffic, for every node a tool moves data on).
+It reads ``out/fabric/health.json`` of every member of the job, found
 next to its own node directory (``<rack>/nodes/<member>/``).
 
 Who is in the job: ``BURNIN_SIM_JOB_NODES`` (a comma list: burnin's local
@@ -29,7 +33,8 @@ The model (figures from shared/reference/NUMBERS.md; the shape is [U]):
 
 - one node, all_reduce: 480 GB/s with NVLS, which needs every NVLink up;
   otherwise the ring rate (367 GB/s); times the slowest GPU's NVLink share
-  (active links / links x its bandwidth factor);
+  (active links / links x its bandwidth factor); a GPU without peer access
+  leaves NCCL its shared-memory path through the host (24 GB/s) [U];
 - several nodes: each rail (HCA, one per GPU) carries 46 GB/s of busbw; a ring
   goes as fast as the slowest rail of the slowest member, times the number of
   rails every member has up, capped by the members' intra-node ring;
@@ -37,6 +42,14 @@ The model (figures from shared/reference/NUMBERS.md; the shape is [U]):
   fraction, default 0.005; ``BURNIN_SIM_SEED``);
 - ``nccl_wrong``: non-zero ``#wrong`` from 1 KiB up; ``nccl_hang``: the header
   and the first rows, then nothing (until killed);
+- nvbandwidth: the device-to-device pairs at the lower NVLink share of the two
+  GPUs, ``N/A`` for a pair without peer access [U]; host copies at the GPU's
+  PCIe share;
+- p2pBandwidthLatencyTest: P2P writes at 376 GB/s (the real 8x H100 matrix's
+  median) times the pair's lower NVLink share, P2P latency 2.5 us (catalog
+  NVL-03: ~2-3 us); a pair without peer access prints 0 in the connectivity
+  matrix and copies through host memory (38 GB/s, 14.5 us), as do all pairs
+  with P2P disabled [U];
 - ``ib_write_bw`` (perftest): the server (no host argument) prints its banner
   and exits; the client writes through the HCA at 392 Gb/s (the real sample)
   times the HCA's bandwidth factor, or with ``--use_cuda=N`` at 388 Gb/s times
@@ -76,6 +89,12 @@ NVB = {
     "device_to_device_bidirectional_memcpy_write_ce": ("memcpy CE GPU(row) <-> GPU(column) bandwidth (GB/s)",
                                                        "peer", 783.7),
 }
+SHM_GBPS = 24.0  # single-node collectives through host memory when a GPU has no peer access [U]
+P2P_GBPS = {"uni": 376.0, "bi": 742.0}  # P2P writes: the real 8x H100 sample's median; both ways [U]
+P2P_HOST_GBPS = {"uni": 38.0, "bi": 56.0}  # copies staged through host memory (P2P disabled or refused) [U]
+P2P_SELF_GBPS = {"uni": 2520.0, "bi": 2540.0}  # a GPU copying within itself (the real sample's diagonal)
+P2P_LATENCY_US = {"p2p": 2.5, "host": 14.5, "self": 2.1}  # GPU-timed; catalog NVL-03: P2P ~2-3 us [U]
+P2P_CPU_LATENCY_US = {"p2p": 2.2, "host": 12.0, "self": 2.0}  # the CPU table: submitting the copies [U]
 WRITE_BW_HOST_GBPS = 392.0  # the real CX-7 NDR ib_write_bw --report_gbits sample: 392.34 Gb/s average
 WRITE_BW_CUDA_GBPS = 388.0  # GPU memory through the HCA's PCIe switch: a little below host memory [U]
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -150,6 +169,18 @@ class Node:
     @property
     def all_links_up(self) -> bool:
         return all(g["active"] == g["links"] for g in self.gpus)
+
+    def peer_access(self, a: int, b: int) -> bool:
+        """CUDA grants peer access between GPUs ``a`` and ``b`` (fault p2p-disabled refuses every pair with one)."""
+        return bool(self.gpus[a].get("p2p", True) and self.gpus[b].get("p2p", True))
+
+    @property
+    def all_peers(self) -> bool:
+        return all(g.get("p2p", True) for g in self.gpus)
+
+    def ring(self, base: float) -> float:
+        """The node's intra-node collective rate: over NVLink, or through host memory without peer access."""
+        return base * self.nvlink_share if self.all_peers else min(base, SHM_GBPS)
 
     def rails(self, selector: str | None) -> list[dict[str, Any]]:
         return [h for h in self.data["hcas"] if h["up"] and selected(h["name"], selector)]
@@ -253,6 +284,23 @@ def node_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _sibling(module: str, package_module: str) -> Any:
+    """A helper module: its copy next to this file on a node, the package module in the repository."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return importlib.import_module(package_module)
+
+
+def record_traffic(nodes: list[Node]) -> None:
+    """Data moved over the NVLink of these nodes: counters of a link that retrains under load grow."""
+    traffic = _sibling("traffic", "burnin.sim.traffic")
+    for node in nodes:
+        traffic.record(os.path.join(os.path.dirname(node_dir()), node.name), node.gpus)
+
+
 def load(name: str) -> Node:
     path = os.path.join(os.path.dirname(node_dir()), name, "out", "fabric", "health.json")
     try:
@@ -312,10 +360,10 @@ def peak_busbw(collective: str, members: list[Node]) -> float:
     ring = RING_GBPS.get(collective, 360.0)
     if len(members) == 1:
         node = members[0]
-        if nvls and collective == "all_reduce" and node.all_links_up:
+        if nvls and collective == "all_reduce" and node.all_links_up and node.all_peers:
             return NVLS_GBPS * node.nvlink_share
-        return ring * node.nvlink_share
-    intra = min(ring * n.nvlink_share for n in members)
+        return node.ring(ring)
+    intra = min(n.ring(ring) for n in members)
     rails = [n.rails(nccl_setting(n.name, "NCCL_IB_HCA")) for n in members]
     for node, usable in zip(members, rails, strict=True):
         if not usable:
@@ -352,6 +400,7 @@ def perf(collective: str, args: list[str]) -> int:
     members = [load(name) for name in names]
     hang = any(n.data.get("nccl_hang") for n in members)
     own = [m for m in members if os.environ.get("BURNIN_SIM_JOB_NODES") or m.name == me]
+    record_traffic(own)
     out = sys.stdout
     if rank != 0:
         for member in own:
@@ -451,6 +500,7 @@ def nvbandwidth(args: list[str]) -> int:
         if name not in NVB:
             raise SimFailure(f"ERROR: Testcase {name} not found!")
     node = load(os.path.basename(node_dir()))
+    record_traffic([node])
     data = node.data
     out = sys.stdout
     out.write("nvbandwidth Version: v0.8\nBuilt from Git version: v0.8\n\n"
@@ -474,7 +524,7 @@ def nvbandwidth(args: list[str]) -> int:
         for row in rows:
             cells = []
             for col in range(count):
-                if kind == "peer" and row[0] == col:
+                if kind == "peer" and (row[0] == col or not node.peer_access(row[0], col)):
                     cells.append(f"{'N/A':>10}")
                     continue
                 share = node.gpus[col]["pcie"] if kind == "host" else min(node.gpu_share(row[0]),
@@ -484,6 +534,66 @@ def nvbandwidth(args: list[str]) -> int:
                 cells.append(f"{value:10.2f}")
             out.write(f"{max(row[0], 0):2d}" + "".join(cells) + "\n")
         out.write(f"\nSUM {name} {total:.2f}\n\n")
+    return 0
+
+
+# ---------------------------------------------------------------- p2pBandwidthLatencyTest
+
+
+def _p2p_values(node: Node, rng: random.Random, way: str, enabled: bool) -> list[list[float]]:
+    """One bandwidth matrix: a GPU within itself, P2P writes at the pair's NVLink share, or through the host."""
+    count, sigma = len(node.gpus), noise() / 2
+    rows = []
+    for a in range(count):
+        row = []
+        for b in range(count):
+            if a == b:
+                base = P2P_SELF_GBPS[way]
+            elif enabled and node.peer_access(a, b):
+                base = P2P_GBPS[way] * min(node.gpu_share(a), node.gpu_share(b))
+            else:
+                base = P2P_HOST_GBPS[way]
+            row.append(max(0.01, base * (1.0 + rng.gauss(0.0, sigma))))
+        rows.append(row)
+    return rows
+
+
+def _p2p_latency(node: Node, rng: random.Random, table: dict[str, float], enabled: bool) -> list[list[float]]:
+    count = len(node.gpus)
+    return [[table["self" if a == b else "p2p" if enabled and node.peer_access(a, b) else "host"]
+             * (1.0 + abs(rng.gauss(0.0, noise()))) for b in range(count)] for a in range(count)]
+
+
+def p2p(args: list[str]) -> int:
+    """The CUDA sample: every matrix it prints (its options change nothing here)."""
+    if "--help" in args or "-help" in args:
+        sys.stdout.write("Usage:  p2pBandwidthLatencyTest [OPTION]...\n"
+                         "Tests bandwidth/latency of GPU pairs using P2P and without P2P\n")
+        return 0
+    fmt = _sibling("p2p_format", "burnin.sim.formats.p2p")
+    node = load(os.path.basename(node_dir()))
+    out = sys.stdout
+    out.write(fmt.BANNER + "\n")
+    if any(g["lost"] for g in node.gpus):
+        out.write("Cuda failure p2pBandwidthLatencyTest.cu:632: 'unknown error'\n")
+        out.flush()
+        raise SimFailure("")
+    record_traffic([node])
+    devices = []
+    for gpu in node.gpus:
+        domain, bus, device = (int(part, 16) for part in gpu["bus_id"].split(":"))
+        devices.append((node.data["gpu_name"], bus, device, domain))
+    count = len(node.gpus)
+    out.write(fmt.devices(devices))
+    out.write(fmt.access([[a != b and node.peer_access(a, b) for b in range(count)] for a in range(count)]))
+    rng = rng_for("p2p", node.name)
+    for title, way, enabled in zip(fmt.BANDWIDTH_TITLES, ("uni", "uni", "bi", "bi"), (False, True, False, True),
+                                   strict=True):
+        out.write(fmt.bandwidth(title, _p2p_values(node, rng, way, enabled)))
+    for title, enabled in zip(fmt.LATENCY_TITLES, (False, True), strict=True):
+        out.write(fmt.latency(title, _p2p_latency(node, rng, P2P_LATENCY_US, enabled),
+                              _p2p_latency(node, rng, P2P_CPU_LATENCY_US, enabled)))
+    out.write(fmt.CLOSING_NOTE)
     return 0
 
 
@@ -597,10 +707,14 @@ def main(argv: list[str]) -> int:
             return nvbandwidth(argv[1:])
         if argv and argv[0] == "ib_write_bw":
             return ib_write_bw(argv[1:])
-        raise SimFailure("usage: model.py perf COLLECTIVE ARGS... | nvbandwidth ARGS... | ib_write_bw ARGS...")
+        if argv and argv[0] == "p2pBandwidthLatencyTest":
+            return p2p(argv[1:])
+        raise SimFailure("usage: model.py perf COLLECTIVE ARGS... | nvbandwidth ARGS... | ib_write_bw ARGS... | "
+                         "p2pBandwidthLatencyTest ARGS...")
     except SimFailure as exc:
         sys.stdout.flush()
-        sys.stderr.write(f"{exc}\n")
+        if str(exc):
+            sys.stderr.write(f"{exc}\n")
         return 1
 
 

@@ -178,6 +178,20 @@ _SPECS: tuple[FaultSpec, ...] = (
               "gpu", DEFAULT_GPU,
               "NVML and nvidia-smi still show 18/18 links at 26.562 GB/s; nvbandwidth pairs with the GPU at 60% "
               "(NVL-01), single-node all_reduce at 60% of the NVLS rate (NCCL-01)", suite="fabric"),
+    FaultSpec("p2p-disabled", "NVL-03", "CUDA refuses peer access between the GPU and every other GPU",
+              "gpu", DEFAULT_GPU,
+              "NVML and nvidia-smi unchanged (18/18 links up); p2pBandwidthLatencyTest prints 'Device=N CANNOT Access "
+              "Peer Device=M' and 0 in the connectivity matrix for every pair with the GPU, whose P2P=Enabled copies "
+              "fall back through host memory (38 GB/s, 14.5 us: NVL-03); nvbandwidth prints N/A for those pairs "
+              "(NVL-01 incomplete) and single-node nccl-tests run through host memory (24 GB/s: NCCL-01)",
+              suite="fabric"),
+    FaultSpec("nvlink-flaky-under-load", "NVL-04", "one NVLink link of the GPU retrains under traffic, not at rest",
+              "gpu", DEFAULT_GPU,
+              "at rest NVML shows 18/18 links and clean counters (GPU-10/11 pass); each nccl-tests, nvbandwidth or "
+              "p2pBandwidthLatencyTest run on the node adds DL recovery 1 and DL replay 150 on link 7 "
+              "(nvmlDeviceGetNvLinkErrorCounter, the node's NVML state file); the link comes back up and bandwidth "
+              "is unchanged: NVL-04 compares the counters before and after the single-node traffic",
+              suite="fabric"),
     FaultSpec("nccl-wrong", "NCCL-05", "collectives through the node return corrupted data", "node", None,
               "every nccl-tests run with the node prints non-zero #wrong from 1 KiB up and 'Out of bounds "
               "values : N FAILED'; bandwidth unchanged", suite="fabric"),

@@ -374,6 +374,15 @@ def slow_nvlink(state: NodeState, fault: Fault) -> None:
     gpu.nvlink_bandwidth_factor = SLOW_NVLINK_FACTOR
 
 
+def p2p_disabled(state: NodeState, fault: Fault) -> None:
+    _gpu(state, fault).p2p_access = False
+
+
+def nvlink_flaky_under_load(state: NodeState, fault: Fault) -> None:
+    gpu = _gpu(state, fault)
+    gpu.nvlink_flaky_link = _link(state, gpu, fault)
+
+
 def nccl_wrong(state: NodeState, fault: Fault) -> None:
     state.host.nccl_wrong = True
 
@@ -417,6 +426,8 @@ MUTATORS: dict[str, Mutator] = {
     "ib-errors": ib_errors,
     "slow-hca": slow_hca,
     "slow-nvlink": slow_nvlink,
+    "p2p-disabled": p2p_disabled,
+    "nvlink-flaky-under-load": nvlink_flaky_under_load,
     "nccl-wrong": nccl_wrong,
     "nccl-hang": nccl_hang,
 }

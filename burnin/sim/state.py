@@ -102,6 +102,11 @@ class GpuState(_Model):
     nvlink_speed_mbps: int = 26562
     nvlink_bandwidth_factor: float = 1.0
     """Share of its NVLink bandwidth the GPU delivers with every link up (fault slow-nvlink)."""
+    p2p_access: bool = True
+    """CUDA grants peer access between the GPU and the others (fault p2p-disabled; the fabric tools read it)."""
+    nvlink_flaky_link: int | None = None
+    """The link that retrains under traffic (fault nvlink-flaky-under-load): its counters grow with each
+    fabric tool run (burnin.sim.traffic), never at rest."""
     fabric_supported: bool = True
     fabric_state: int = 3
     fabric_status: int = 0

@@ -35,8 +35,6 @@ NOT_IMPLEMENTED: dict[str, str] = {
     "GPU-12": "DCGM is not integrated (no dcgmi health source)",
     "GPU-13": "DCGM diag is a prolog/soak step (BRN-01), not a suite check",
     "IB-07": "physical layer (BER, FEC, optics via mlxlink) is not collected",
-    "NVL-03": "p2pBandwidthLatencyTest is not run (nvbandwidth covers NVL-01/02)",
-    "NVL-04": "post-traffic NVLink counters are not compared yet",
     **{f"BRN-0{n}": "judged by `burnin soak` (burnin.soak.verdicts), outside pytest" for n in range(1, 8)},
     # not node checks: computed on the controller by `burnin history` (burnin.history) from past runs' gate.json
     # and the watch's journal
@@ -90,7 +88,7 @@ def test_a_missing_declared_reference_is_unjudgeable_and_incomplete(check_id: st
 
 def test_unjudgeable_lists_exactly_the_checks_that_read_the_reference() -> None:
     readers = {cid for cid, spec in CHECKS.items() if "nvlink_links_active" in spec.references}
-    assert set(unjudgeable_checks(without(TOPOLOGY, "nvlink_links_active"))) == readers == {"GPU-10"}
+    assert set(unjudgeable_checks(without(TOPOLOGY, "nvlink_links_active"))) == readers == {"GPU-10", "NVL-04"}
 
 
 def test_node_checks_read_no_reference_they_do_not_declare(facts: dict[str, Any]) -> None:

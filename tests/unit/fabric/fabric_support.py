@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from burnin.fabric.commands import NcclEvidence
 from burnin.fabric.measure import GdrMeasurement, NcclMeasurement, NvbMeasurement
+from burnin.fabric.nvlink_after import snapshot
+from burnin.fabric.p2p import P2pMeasurement, p2p_measurement
+from burnin.facts import Facts
 from burnin.transport.base import CommandResult
 
 GIB8 = 8 << 30
@@ -48,12 +51,15 @@ def fleet(single: float = 480.0, d2d: float = 392.0, h2d: float = 55.3, d2h: flo
 
 
 def section(node: str = "sim01", *, single: NcclMeasurement | None = None, nvbw: NvbMeasurement | None = None,
-            multi: dict[str, Any] | None = None, fleet_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+            multi: dict[str, Any] | None = None, fleet_stats: dict[str, Any] | None = None,
+            p2p: P2pMeasurement | None = None, after: dict[str, Any] | None = None) -> dict[str, Any]:
     """A node's ``fabric`` facts section, healthy unless told otherwise."""
     return {
         "settings": {"nvls": True}, "fleet": fleet_stats if fleet_stats is not None else fleet(), "run_nodes": 8,
         "single": {"all_reduce": (single or nccl([node])).to_json()},
         "nvbandwidth": (nvbw or nvb()).to_json(),
+        "p2p": (p2p or p2p_run()).to_json(),
+        "nvlink_after": after if after is not None else nvlink_after(),
         "ib_write_bw": gdr_section(),
         "multi": multi if multi is not None else {"applicable": True, "group": nccl(["sim01", "sim02"], 360).to_json(),
                                                   "group_passed": True, "floor_gbps": 300.0},
@@ -66,24 +72,42 @@ def result(node: str, stdout: str = "", *, status: int | None = 0, stderr: str =
 
 
 class FakeLauncher:
-    """A launcher whose per-node and job results come from functions of the nodes."""
+    """A launcher whose per-node and job results come from functions of the nodes.
+
+    p2pBandwidthLatencyTest answers healthy (every pair at 376 GB/s) unless ``p2p`` says otherwise.
+    """
 
     name = "fake"
 
     def __init__(self, per_node: Callable[[str, Sequence[str]], CommandResult],
-                 job: Callable[[Sequence[str], str | None], CommandResult], unavailable: str | None = None) -> None:
+                 job: Callable[[Sequence[str], str | None], CommandResult], unavailable: str | None = None,
+                 p2p: Callable[[str, Sequence[str]], CommandResult] | None = None,
+                 resume: str | None = None) -> None:
         self._per_node = per_node
         self._job = job
         self._unavailable = unavailable
+        self._p2p = p2p or (lambda node, command: result(node, p2p_output(), argv=command))
+        self._resume = resume
         self.jobs: list[tuple[tuple[str, ...], str | None]] = []
         self.evidence_jobs: list[tuple[tuple[str, ...], str]] = []
+        self.steps: list[str] = []
         self.closed = False
 
     def open(self, nodes: Sequence[str]) -> str | None:
         return self._unavailable
 
     def per_node(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> dict[str, CommandResult]:
+        if any(part.endswith("p2pBandwidthLatencyTest") for part in command):
+            self.steps.append("p2p")
+            return {node: self._p2p(node, command) for node in nodes}
         return {node: self._per_node(node, command) for node in nodes}
+
+    def pause(self) -> None:
+        self.steps.append("pause")
+
+    def resume(self, nodes: Sequence[str]) -> str | None:
+        self.steps.append("resume")
+        return self._resume
 
     def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
             evidence: NcclEvidence | None = None) -> CommandResult:
@@ -170,3 +194,81 @@ def ib_write_bw_output(command: Sequence[str], gbps: float = 392.0) -> str:
                                "NVIDIA H100 80GB HBM3", 4242, 1 << 21) if cuda is not None else ""
     return text + perftest.client_report(hca, qps=4, size=1 << 20, iterations=5000, peak_gbps=gbps + 0.3,
                                          average_gbps=gbps, lid=1, qpn=0x4a, psn=0xbe352e, vaddr=0x7E6F4ED11000)
+
+
+# ---------------------------------------------------------------- NVL-03 (p2pBandwidthLatencyTest) and NVL-04
+
+
+def p2p_output(gpus: int = 8, bw: float = 376.0, *, refused: Collection[int] = (), latency: float = 2.5,
+               low: Mapping[tuple[int, int], float] | None = None) -> str:
+    """p2pBandwidthLatencyTest's whole text (the simulator's format): ``refused`` GPUs have no peer access."""
+    from burnin.sim.formats import p2p
+
+    def can(a: int, b: int) -> bool:
+        return a != b and a not in refused and b not in refused
+
+    def values(p2p_on: bool, base: float, host: float, self_value: float,
+               pairs: Mapping[tuple[int, int], float] | None = None) -> list[list[float]]:
+        return [[self_value if a == b else (pairs or {}).get((a, b), base) if p2p_on and can(a, b) else host
+                 for b in range(gpus)] for a in range(gpus)]
+
+    text = p2p.BANNER + "\n" + p2p.devices([("NVIDIA H100 80GB HBM3", 0x1B + a, 0, 0) for a in range(gpus)])
+    text += p2p.access([[can(a, b) for b in range(gpus)] for a in range(gpus)])
+    for title, p2p_on, base in zip(p2p.BANDWIDTH_TITLES, (False, True, False, True), (38.0, bw, 56.0, 2 * bw),
+                                   strict=True):
+        text += p2p.bandwidth(title, values(p2p_on, base, 38.0, 2520.0, low if base == bw else None))
+    for title, p2p_on in zip(p2p.LATENCY_TITLES, (False, True), strict=True):
+        text += p2p.latency(title, values(p2p_on, latency, 14.5, 2.1), values(p2p_on, 2.2, 12.0, 2.0))
+    return text + p2p.CLOSING_NOTE
+
+
+def p2p_run(gpus: int = 8, bw: float = 376.0, **kwargs: Any) -> P2pMeasurement:
+    """A measured p2pBandwidthLatencyTest run (through the real reader of the launch)."""
+    argv = ("timeout", "-k", "5", "60", "p2pBandwidthLatencyTest")
+    return p2p_measurement(result("sim01", p2p_output(gpus, bw, **kwargs), argv=argv), timeout_s=60.0)
+
+
+def nvml_gpus(gpus: int = 8, links: int = 18, *, down: Mapping[int, Collection[int]] | None = None,
+              counters: Mapping[tuple[int, int], Mapping[str, int]] | None = None) -> list[dict[str, Any]]:
+    """The collector's NVML GPU entries: ``down`` gpu -> inactive links, ``counters`` (gpu, link) -> values."""
+    out = []
+    for index in range(gpus):
+        nvlink = []
+        for link in range(links):
+            entry: dict[str, Any] = {"link": link, "active": link not in (down or {}).get(index, ()),
+                                     "replay": 0, "recovery": 0, "crc_flit": 0}
+            entry.update((counters or {}).get((index, link), {}))
+            nvlink.append(entry)
+        out.append({"index": index, "bus_id": None, "lost": False, "errors": {}, "nvlink": nvlink})
+    return out
+
+
+def nvml_facts(node: str = "sim01", gpus: list[dict[str, Any]] | None = None) -> Facts:
+    """A node's facts as gathered: the ``nvml`` source with its GPUs (healthy by default)."""
+    return Facts(node, {"sources": {"nvml": {"ok": True, "error": None, "duration_s": 0.1}},
+                        "nvml": {"driver_version": "535.183.01", "gpus": gpus if gpus is not None else nvml_gpus()}})
+
+
+AFTER = ["all_reduce_perf", "nvbandwidth", "p2pBandwidthLatencyTest", "ib_write_bw"]
+
+
+def nvlink_after(gpus: list[dict[str, Any]] | None = None, node: str = "sim01") -> dict[str, Any]:
+    """The ``fabric.nvlink_after`` snapshot the phase records (healthy by default)."""
+    return snapshot(nvml_facts(node, gpus), AFTER)
+
+
+def fabric_facts(node: str = "sim01", before: list[dict[str, Any]] | None = None, **kwargs: Any) -> Facts:
+    """A node's facts after the fabric phase: NVML gathered before it, and the ``fabric`` section."""
+    facts = nvml_facts(node, before)
+    facts.data["fabric"] = section(node, **kwargs)
+    return facts
+
+
+def before(nodes: Sequence[str]) -> dict[str, Facts]:
+    """Healthy facts gathered before the phase, for :class:`burnin.fabric.phase.Phase`."""
+    return {node: nvml_facts(node) for node in nodes}
+
+
+def recollect_healthy(nodes: Sequence[str]) -> dict[str, Facts]:
+    """The dispatcher's second gather on a healthy rack."""
+    return {node: nvml_facts(node) for node in nodes}

@@ -183,7 +183,7 @@ def test_ib_08_is_one_of_the_single_node_checks_where_there_are_compute_hcas(h10
 
     facts = Facts("sim01", {"fabric": section()})
     assert [v.check_id for v in single_node_verdicts(facts, h100_topology)] == [
-        "NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "IB-08"]
+        "NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "NVL-03", "NVL-04", "IB-08"]
     unpaired = tuple(dataclasses.replace(d, hca=None) for d in h100_topology.gpus.devices)
     no_storage_section = {"storage": None} if "storage" in {f.name for f in dataclasses.fields(h100_topology)} \
         else {}

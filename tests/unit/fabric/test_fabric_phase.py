@@ -7,7 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from fabric_support import FakeLauncher, ib_write_bw_output, nvbandwidth_output, perf_output, result
+from fabric_support import (
+    FakeLauncher,
+    before,
+    ib_write_bw_output,
+    nvbandwidth_output,
+    nvml_facts,
+    perf_output,
+    recollect_healthy,
+    result,
+)
 
 from burnin.errors import UsageError
 from burnin.fabric.phase import FabricOptions, Phase, _CommandLog, launcher_for, run_fabric_phase
@@ -47,7 +56,8 @@ def fake(slow_node: str | None = "sim04", hang: str | None = "sim06", wrong: str
 
 
 def phase(launcher: FakeLauncher, topology: Topology, tmp_path: Path, **settings: object) -> Phase:
-    return Phase(launcher, topology, SIMULATED.replace(**settings), _CommandLog(tmp_path / "log"))
+    return Phase(launcher, topology, SIMULATED.replace(**settings), _CommandLog(tmp_path / "log"),
+                 facts=before(NODES), recollect=recollect_healthy)
 
 
 def test_slow_hca_named_with_rails_and_the_rest_cleared(h100_topology: Topology, tmp_path: Path) -> None:
@@ -130,14 +140,44 @@ def test_run_fabric_phase_merges_facts_and_writes_fabric_json(h100_topology: Top
 
     launcher = fake()
     monkeypatch.setattr(phase_module, "launcher_for", lambda *a, **k: launcher)
-    facts = {n: Facts(n, {"root": f"/tmp/rack/{n}/root", "sources": {}}) for n in NODES}
+    facts = {n: Facts(n, {**nvml_facts(n).data, "root": f"/tmp/rack/{n}/root"}) for n in NODES}
     facts["sim08"] = Facts.unreachable_node("sim08", "ssh: timed out")
-    res = run_fabric_phase(object(), facts, topology=h100_topology, out_dir=tmp_path, options=FabricOptions())
+    dispatcher = _Gathering()
+    res = run_fabric_phase(dispatcher, facts, topology=h100_topology, out_dir=tmp_path, options=FabricOptions())
     assert res.settings.mpi == "pmi2"  # simulated nodes: the simulated preset
     assert "sim08" not in res.nodes and "fabric" not in facts["sim08"].data
     assert facts["sim04"].data["fabric"]["multi"]["localization"]["status"] == "named"
-    assert json.loads((tmp_path / "fabric.json").read_text())["localization"]["named"] == ["sim04"]
+    fabric_json = json.loads((tmp_path / "fabric.json").read_text())
+    assert fabric_json["localization"]["named"] == ["sim04"]
     assert launcher.closed
+    # NVL-04: NVML gathered again through the dispatcher (its own timeout), between the single-node and the
+    # multi-node runs; recorded for every measured node, the one the gather lost as unreachable
+    assert dispatcher.calls == [("nvml", 120.0)]
+    assert launcher.steps == ["p2p", "pause", "resume"]
+    after = facts["sim01"].data["fabric"]["nvlink_after"]
+    assert after["after"] == ["all_reduce_perf", "nvbandwidth", "p2pBandwidthLatencyTest", "ib_write_bw"]
+    assert after["nvml"]["gpus"][0]["nvlink"][0] == {"link": 0, "active": True, "replay": 0, "recovery": 0,
+                                                     "crc_flit": 0}
+    assert facts["sim07"].data["fabric"]["nvlink_after"] == {
+        "unreachable": "collector: timed out", "after": after["after"]}
+    assert fabric_json["nvlink_after"]["sim07"]["unreachable"] == "collector: timed out"
+    assert "sim07" in res.excluded and "NVL-04 incomplete" in res.excluded["sim07"]
+    assert facts["sim01"].data["fabric"]["p2p"]["status"] == "ok"
+    log = (tmp_path / "fabric-commands.log").read_text()
+    assert "# NVL-04: NVML gathered again on 6 of 7 nodes after all_reduce_perf, nvbandwidth" in log
+
+
+class _Gathering:
+    """A dispatcher that gathers NVML again: healthy, but sim07's collector times out."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, float]] = []
+
+    def gather(self, *, sources: str, timeout: float) -> dict[str, Facts]:
+        self.calls.append((sources, timeout))
+        facts = {n: nvml_facts(n) for n in NODES}
+        facts["sim07"] = Facts.unreachable_node("sim07", "collector: timed out")
+        return facts
 
 
 def test_launcher_for_needs_a_transport_or_slurm(h100_topology: Topology) -> None:

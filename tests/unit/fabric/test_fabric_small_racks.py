@@ -9,7 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from fabric_support import FakeLauncher, ib_write_bw_output, nvbandwidth_output, perf_output, result
+from fabric_support import (
+    FakeLauncher,
+    before,
+    ib_write_bw_output,
+    nvbandwidth_output,
+    perf_output,
+    recollect_healthy,
+    result,
+)
 
 from burnin.checks.base import evaluate
 from burnin.evaluate.verdict import Status
@@ -104,7 +112,8 @@ def rack(slow_gdr: str | None = None, slow_link: str | None = None, wrong: str |
 
 def measure(launcher: FakeLauncher, topology: Topology, tmp_path: Path, size: int) -> PhaseResult:
     nodes = [f"sim{i:02d}" for i in range(1, size + 1)]
-    return Phase(launcher, topology, SIMULATED, _CommandLog(tmp_path / "log")).run(nodes)
+    return Phase(launcher, topology, SIMULATED, _CommandLog(tmp_path / "log"), facts=before(nodes),
+                 recollect=recollect_healthy).run(nodes)
 
 
 def verdict(res: PhaseResult, node: str, check_id: str, topology: Topology) -> Status:
