@@ -138,6 +138,35 @@ def _per_hca(role: str, key: str, label: str) -> Callable[[Facts, Topology], str
     return read
 
 
+NOT_INSTALLED = "not installed"
+"""The value of a software component the node does not have (its tool not on PATH, no libnccl.so found): a node
+without it differs from a fleet with it, and a fleet without it agrees."""
+
+
+_SOFTWARE_RECORD = {"ofed": "ofed_info", "dcgm": "dcgmi"}
+"""Where the collector's software source keeps a component's tool record, where it is not under its own key."""
+
+
+def _software(key: str) -> Callable[[Facts, Topology], str | None]:
+    """A component of the host software stack as INV-10 reads it (burnin.checks.software), its readings joined."""
+
+    def read(facts: Facts, topology: Topology) -> str | None:
+        from burnin.checks.software import COMPONENTS
+
+        component = next(c for c in COMPONENTS if c.key == key)
+        section = facts._require("software")
+        if not isinstance(section, dict):
+            raise Unmeasurable(f"software facts unreadable: {printable(repr(section), limit=40)}")
+        record = section.get(_SOFTWARE_RECORD.get(key, key))
+        if isinstance(record, dict) and (str(record.get("error") or "").endswith("command not found")
+                                         or (key == "nccl" and record.get("libraries") == [])):
+            return NOT_INSTALLED
+        return " + ".join(version if label == component.label else f"{label.removeprefix(component.label + ' ')} "
+                          f"{version}" for label, version in component.read(section))
+
+    return read
+
+
 FIELDS: tuple[InventoryField, ...] = (
     InventoryField("driver", "driver", _driver),
     InventoryField("cuda", "CUDA", _cuda),
@@ -149,6 +178,10 @@ FIELDS: tuple[InventoryField, ...] = (
     InventoryField("compute_hca_psid", "compute HCA PSID", _per_hca("compute", "board_id", "PSID")),
     InventoryField("storage_hca_firmware", "storage HCA firmware", _per_hca("storage", "fw_ver", "firmware")),
     InventoryField("storage_hca_psid", "storage HCA PSID", _per_hca("storage", "board_id", "PSID")),
+    InventoryField("kernel", "kernel", _software("kernel")),
+    InventoryField("ofed", "OFED", _software("ofed")),
+    InventoryField("nccl", "NCCL", _software("nccl")),
+    InventoryField("dcgm", "DCGM", _software("dcgm")),
 )
 
 

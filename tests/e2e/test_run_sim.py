@@ -77,7 +77,7 @@ EXPECTED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # a port no subnet manager swept stays INIT: IB-01 fails it too, IB-02 and IB-09 judge ACTIVE ports only
     "sm-unreachable": (frozenset({"IB-01", "IB-05"}), frozenset({"IB-02", "IB-09"})),
     "sm-split": (frozenset({"IB-05"}), frozenset()),
-    "kernel-drift": (frozenset({"INV-10"}), frozenset()),
+    "kernel-drift": (frozenset({"INV-10", "INV-11"}), frozenset()),  # INV-11: the other nodes run the golden kernel
     # storage fabric (STO): each changes only what its check reads
     "storage-route-via-ib": (frozenset({"STO-01"}), frozenset()),
     "nccl-hca-leak": (frozenset({"STO-02"}), frozenset()),

@@ -29,7 +29,8 @@ PLAN: dict[str, tuple[str, set[str], set[str], str]] = {
     # a port no SM swept stays INIT: IB-01 fails it too; IB-02 and IB-09 judge an ACTIVE port only
     "sim02": ("sm-unreachable@mlx5_3", {"IB-01", "IB-05"}, {"IB-02", "IB-09"}, UNSWEPT),
     "sim03": ("sm-split@mlx5_7", {"IB-05"}, set(), SPLIT),
-    "sim04": ("kernel-drift", {"INV-10"}, set(), DRIFT),
+    # INV-11 too: the other four nodes run the golden kernel
+    "sim04": ("kernel-drift", {"INV-10", "INV-11"}, set(), DRIFT),
 }
 
 
@@ -87,10 +88,13 @@ def test_a_topology_without_a_manifest_stands_inv10_aside(tmp_path: Path) -> Non
     bare = tmp_path / "bare.yaml"
     bare.write_text(text[:text.index("software:\n")] + text[text.index("numa:\n"):])
     out = tmp_path / "run"
-    proc = burnin("run", "--sim", "2", "--topology", str(bare), "--fault", "sim02:kernel-drift", "--out", str(out))
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    proc = burnin("run", "--sim", "3", "--topology", str(bare), "--fault", "sim02:kernel-drift", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
     gate = json.loads((out / "gate.json").read_text())
-    assert gate["admitted"] == "sim[01-02]"
+    # without a manifest only the fleet comparison (INV-11) names the drifted kernel: the other two agree
+    assert gate["admitted"] == "sim[01,03]" and gate["nodes"]["sim02"]["failed"] == ["INV-11"]
+    assert gate["nodes"]["sim02"]["reasons"][0].startswith(
+        "INV-11 kernel 5.15.0-91-generic (fleet: 5.15.0-112-generic on 2 of 3 nodes)")
     inv10 = [v for v in json.loads((out / "verdicts.json").read_text()) if v["check"] == "INV-10"]
     assert {v["status"] for v in inv10} == {"not-applicable"}
     assert "declares no software manifest" in inv10[0]["reason"]

@@ -68,8 +68,9 @@ def test_a_healthy_fleet_passes_whole_and_says_what_it_runs(healthy_facts: Doc) 
     assert verdicts["sim01"].reason == (
         "INV-11 ok: driver 535.183.01, CUDA 12.2, kernel module 535.183.01, GPU model NVIDIA H100 80GB HBM3, "
         "VBIOS 96.00.74.00.01, InfoROM G520.0200.00.05, compute HCA firmware 28.41.1000, compute HCA PSID "
-        "MT_0000000838, storage HCA firmware 32.39.2048, storage HCA PSID MT_0000000884; the fleet's on every "
-        "field (8 hgx-h100-8gpu nodes in the run)")
+        "MT_0000000838, storage HCA firmware 32.39.2048, storage HCA PSID MT_0000000884, kernel 5.15.0-112-generic, "
+        "OFED MLNX_OFED_LINUX-24.04-0.6.6.0, NCCL 2.21.5, DCGM 3.3.5 + hostengine 3.3.5; the fleet's on every field "
+        "(8 hgx-h100-8gpu nodes in the run)")
 
 
 def test_the_node_off_the_mode_fails_naming_field_value_and_fleet(healthy_facts: Doc) -> None:
@@ -97,6 +98,26 @@ def _set_hcas(role: str, key: str, value: str) -> Callable[[Doc], None]:
     return mutate
 
 
+def _tool(key: str, stdout: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        doc["software"][key]["stdout"] = stdout
+    return mutate
+
+
+def _nccl(*files: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        doc["software"]["nccl"]["libraries"] = [{"path": f"/usr/lib/x86_64-linux-gnu/{f}", "file": f,
+                                                 "real_path": f"/usr/lib/x86_64-linux-gnu/{f}"} for f in files]
+    return mutate
+
+
+def _not_found(key: str) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        doc["software"][key] = {"argv": [key], "exit_status": None, "stdout": "", "stderr": "",
+                                "error": f"{key}: command not found"}
+    return mutate
+
+
 def _set(section: str, key: str, value: object) -> Callable[[Doc], None]:
     def mutate(doc: Doc) -> None:
         doc[section][key] = value
@@ -121,6 +142,12 @@ EVERY_FIELD: dict[str, tuple[Callable[[Doc], None], str]] = {
                              "storage HCA firmware 32.38.3056 (fleet: 32.39.2048 on 5 of 6 nodes)"),
     "storage_hca_psid": (_set_hcas("storage", "board_id", "MT_0000000999"),
                          "storage HCA PSID MT_0000000999 (fleet: MT_0000000884 on 5 of 6 nodes)"),
+    "kernel": (_set("software", "kernel_release", "5.15.0-91-generic"),
+               "kernel 5.15.0-91-generic (fleet: 5.15.0-112-generic on 5 of 6 nodes)"),
+    "ofed": (_tool("ofed_info", "MLNX_OFED_LINUX-23.10-1.1.9.0:\n"),
+             "OFED MLNX_OFED_LINUX-23.10-1.1.9.0 (fleet: MLNX_OFED_LINUX-24.04-0.6.6.0 on 5 of 6 nodes)"),
+    "nccl": (_nccl("libnccl.so.2.18.5"), "NCCL 2.18.5 (fleet: 2.21.5 on 5 of 6 nodes)"),
+    "dcgm": (_tool("dcgmi", "Version : 3.3.1\n"), "DCGM 3.3.1 (fleet: 3.3.5 + hostengine 3.3.5 on 5 of 6 nodes)"),
 }
 
 
@@ -434,3 +461,58 @@ def test_the_phase_groups_nodes_by_the_dispatchers_node_types(healthy_facts: Doc
     phase.run(PhaseContext(dispatcher, facts, TOPOLOGY, tmp_path), None)
     assert [facts[n].data["fleet"]["node_type"] for n in names(4)] == ["hgx-h100-8gpu"] * 2 + ["h100-site"] * 2
     assert facts["sim03"].data["fleet"]["nodes"] == 2
+
+
+# ---------------------------------------------------------------- the software stack (INV-10's facts)
+
+
+@pytest.mark.parametrize(("key", "record"), [("ofed", "ofed_info"), ("dcgm", "dcgmi")])
+def test_a_tool_not_installed_is_a_value_the_fleet_compares(healthy_facts: Doc, key: str, record: str) -> None:
+    verdicts = judge_fleet(fleet(healthy_facts, 4, {"sim04": _not_found(record)}))
+    label = {"ofed": "OFED", "dcgm": "DCGM"}[key]
+    assert_status(verdicts["sim04"], FAIL, f"INV-11 {label} not installed (fleet: ")
+    assert {n for n, s in statuses(verdicts).items() if s is not PASS} == {"sim04"}
+    nowhere = judge_fleet(fleet(healthy_facts, 3, dict.fromkeys(names(3), _not_found(record))))
+    assert set(statuses(nowhere).values()) == {PASS}
+    assert f"{label} not installed" in nowhere["sim01"].reason
+
+
+def test_no_nccl_library_is_a_value_the_fleet_compares(healthy_facts: Doc) -> None:
+    verdicts = judge_fleet(fleet(healthy_facts, 3, {"sim02": _nccl()}))
+    assert_status(verdicts["sim02"], FAIL, "INV-11 NCCL not installed (fleet: 2.21.5 on 2 of 3 nodes)")
+
+
+def test_two_nccl_installs_are_named_by_place(healthy_facts: Doc) -> None:
+    doc = copy.deepcopy(healthy_facts)
+    doc["software"]["nccl"]["libraries"].append({"path": "/usr/local/lib/libnccl.so.2", "file": "libnccl.so.2.18.5",
+                                                 "real_path": "/usr/local/lib/libnccl.so.2.18.5"})
+    assert read_inventory(Facts("n", doc), TOPOLOGY)["nccl"] == Reading(
+        "in /usr/lib/x86_64-linux-gnu 2.21.5 + in /usr/local/lib 2.18.5")
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    (lambda d: d["software"]["ofed_info"].update(exit_status=1, stdout="", stderr="broken"),
+     "ofed_info -s exited 1: broken"),
+    (lambda d: d["software"]["ofed_info"].update(error="ofed_info timed out after 5 s"), "ofed_info timed out"),
+    (lambda d: d["software"]["dcgmi"].update(stdout="garbage"), "dcgmi --version output unreadable"),
+    (lambda d: d["software"].update(kernel_release=None), "/proc/sys/kernel/osrelease unreadable"),
+    (lambda d: d["software"]["nccl"].update(libraries=[{"file": "libnccl.so"}]), "names no version"),
+])
+def test_a_software_reading_that_failed_is_unmeasured(healthy_facts: Doc, change: Callable[[Doc], object],
+                                                      why: str) -> None:
+    doc = copy.deepcopy(healthy_facts)
+    change(doc)
+    readings = read_inventory(Facts("n", doc), TOPOLOGY)
+    unread = [r.why for r in readings.values() if r.value is None]
+    assert len(unread) == 1 and why in unread[0], unread
+
+
+def test_software_facts_not_collected_or_unreadable_are_unmeasured(healthy_facts: Doc) -> None:
+    doc = copy.deepcopy(healthy_facts)
+    doc["software"] = ["garbage"]
+    readings = read_inventory(Facts("n", doc), TOPOLOGY)
+    assert readings["kernel"] == Reading(None, "software facts unreadable: ['garbage']")
+    del doc["sources"]["software"]
+    readings = read_inventory(Facts("n", doc), TOPOLOGY)
+    assert readings["ofed"] == Reading(None, "source 'software' was not collected")
+    assert readings["driver"].value == DRIVER
