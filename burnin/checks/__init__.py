@@ -27,6 +27,7 @@ _NODE_MODULES = (
     "burnin.checks.hca",
     "burnin.checks.software",
     "burnin.checks.storage",
+    "burnin.checks.dcgm",
 )
 # ...and those that judge what a suite's phase recorded (workloads it ran, the fleet's inventory counts).
 _WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.fabric_nvlink",

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from burnin.collector import commands, hca, node_env, nvml, software, storage, sysfs, telemetry
+from burnin.collector import dcgm as dcgm_facts
 from burnin.collector import host as host_facts
 
 SCHEMA_VERSION = 1
@@ -37,6 +38,7 @@ SOURCES: dict[str, tuple[str, Source]] = {
     "pci-census": ("pci_census", lambda root, timeout: host_facts.collect_pci_census(root)),
     "software": ("software", software.collect_software),
 }
+SOURCES.update(dcgm_facts.SOURCES)  # GPU-12, GPU-13: dcgmi health -c, dcgmi diag -r 1
 
 ALL_SOURCES: tuple[str, ...] = tuple(SOURCES)
 # Asked for by name only (burnin soak samples them every interval): not part of "all".
@@ -46,6 +48,7 @@ FAST_SOURCES: tuple[str, ...] = (
     "nvml", "pci", "infiniband", "numa", "kernel", "dmesg", "fabricmanager", "storage", "host", "pci-census",
     "software",
 )
+FAST_SOURCES += dcgm_facts.FAST  # dcgmi health -c only: the probe never runs a diag
 
 
 class _Bounded:

@@ -37,6 +37,7 @@ PARSERS: dict[str, str] = {
     "numactl": "burnin.parsers.cpu:parse_numactl_hardware",
     "lspci": "burnin.parsers.lspci:parse_lspci",
     "dcgmi-diag": "burnin.parsers.dcgmi:parse_dcgmi_diag",
+    "dcgmi-health": "burnin.parsers.dcgmi_health:parse_dcgmi_health",
     "perftest": "burnin.parsers.perftest:parse_perftest",
     "nvidia-smi-dmon": "burnin.parsers.dmon:parse_dmon",
     # storage fabric (check-catalog 8, STO)

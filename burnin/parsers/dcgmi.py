@@ -275,6 +275,24 @@ def _parse_json(doc: Any) -> DcgmiDiag:
     )
 
 
+_COMMAND_ERROR = re.compile(r"^\s{0,8}Error: (\S.{0,400})$")
+
+
+def command_errors(text: str) -> tuple[str, ...]:
+    """dcgmi's own failure lines, ``Error: <what>`` outside any table (every ``dcgmi`` subcommand prints them).
+
+    E.g. ``Error: Unable to connect to host engine. Host engine connection invalid/disconnected.``
+    (NVIDIA/DCGM ``dcgmi/Command.cpp``) or ``Error: Health watches not enabled. Please enable watches.``
+    (``dcgmi/Health.cpp``). Returned without the ``Error:`` prefix, in order.
+    """
+    out: list[str] = []
+    for line in iter_lines(text):
+        match = _COMMAND_ERROR.match(line.rstrip())
+        if match is not None:
+            out.append(match.group(1).strip())
+    return tuple(out)
+
+
 def parse_dcgmi_diag(text: str) -> DcgmiDiag:
     """Parse ``dcgmi diag`` output, text table or ``-j`` JSON (leading chatter allowed)."""
     require_text(TOOL, text)

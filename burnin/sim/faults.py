@@ -280,8 +280,20 @@ _HOST_SPECS: tuple[FaultSpec, ...] = (
           "NCCL, DCGM and the NVIDIA driver unchanged"),
 )
 
-FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS, *_HOST_SPECS)}
+# NVIDIA DCGM (GPU-12, GPU-13; burnin.sim.dcgm renders them): what only DCGM's own tools report.
+_DCGM_SPECS: tuple[FaultSpec, ...] = (
+    _gpu("dcgm-diag-fail", "GPU-13", "the GPU's InfoROM is corrupt: a DCGM deployment test fails on it",
+         "dcgmi diag -r 1: 'Inforom' Fail with Error 'A corrupt InfoROM has been detected in GPU N.' (N: DCGM's id, "
+         "the GPU's NVML position); NVML, nvidia-smi and dcgmi health unchanged"),
+    _gpu("dcgm-health-warn", "GPU-12", "DCGM's passive PCIe watch saw more than 8 replays a minute on the GPU",
+         "dcgmi health -c: Overall Health Warning, GPU N PCIe system Warning 'Detected more than 8 PCIe replays per "
+         "minute for GPU N : 13'; NVML PCIe replay counter 13 (no node check reads it)"),
+    _gpu("dcgm-health-fail", "GPU-12", "DCGM's memory watch holds an uncontained error (Xid 95) on the GPU",
+         "dcgmi health -c: Overall Health Failure, GPU N Memory system Failure 'GPU had an uncontained error "
+         "(XID 95)'; the Xid line itself has left the kernel ring buffer (dmesg unchanged), NVML unchanged"),
+)
 
+FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS, *_HOST_SPECS, *_DCGM_SPECS)}
 _XID = re.compile(r"^xid:(\d+)$")
 _XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")
 _GPU_TARGET = re.compile(r"^gpu(\d+)$")

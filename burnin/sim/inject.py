@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from burnin.errors import UsageError
+from burnin.sim.dcgm import MUTATORS as DCGM_MUTATORS
 from burnin.sim.faults import Fault
 from burnin.sim.hca_faults import ALT_FIRMWARE
 from burnin.sim.hca_faults import MUTATORS as HCA_MUTATORS
@@ -435,6 +436,7 @@ MUTATORS.update(HCA_MUTATORS)  # INV-09, IB-05, IB-06, IB-09 (burnin.sim.hca_fau
 MUTATORS.update(SOFTWARE_MUTATORS)  # INV-10: the host software stack (burnin.sim.software)
 MUTATORS.update(WORKLOAD_MUTATORS)  # suite megatron: recorded for the stand-ins (burnin.sim.megatron)
 MUTATORS.update(HOST_MUTATORS)  # TOP-06, 07, 09, 10: CPU governors, hugepages, memory, NVMe (burnin.sim.host)
+MUTATORS.update(DCGM_MUTATORS)  # GPU-12, GPU-13: DCGM's health watches and deployment tests (burnin.sim.dcgm)
 
 
 

@@ -220,6 +220,8 @@ def render_scripts(state: NodeState) -> dict[str, str]:
         "ofed_info": software.OFED_INFO_SCRIPT,
     }
     bodies["dcgmi"] = software.DCGMI_VERSION_PREFIX + bodies["dcgmi"]  # --version without Python (INV-10)
+    if not state.host.dcgm.installed:
+        del bodies["dcgmi"]  # a node type without DCGM has no dcgmi (GPU-12, GPU-13 not applicable)
     return {tool: _PREAMBLE.format(tool=tool, node=state.name) + body for tool, body in bodies.items()}
 
 

@@ -20,7 +20,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from burnin.sim.state import NodeState
+from burnin.sim import dcgm
+from burnin.sim.state import GPU_PCI_ID, NodeState
 
 PYTHON_TOOLS = ("gpu_burn", "dcgmi")
 STREAM_TRIAD_MBS = 322000.0
@@ -101,8 +102,11 @@ def node_document(state: NodeState) -> dict[str, Any]:
     return {
         "name": state.name,
         "gpus": [{"index": position, "name": gpu.name, "uuid": gpu.uuid, "temperature_c": gpu.temperature_c,
-                  "dcgm_fail": _dcgm_failure(state, gpu.index)}
+                  "dcgm_fail": _dcgm_failure(state, gpu.index),
+                  "dcgm_deployment": dcgm.deployment_failures(state, gpu)}
                  for position, gpu in enumerate(state.visible_gpus)],
+        "dcgm": {"hostengine": state.host.dcgm.hostengine, "driver": state.host.driver_version,
+                 "device_ids": [GPU_PCI_ID[1].removeprefix("0x") for _ in state.visible_gpus]},
         "sockets": sockets,
         "cpus": cpus,
         "cores_per_socket": cpus // max(1, len(sockets)) // 2 or 1,
@@ -192,7 +196,7 @@ def outputs(state: NodeState) -> dict[str, str]:
     """``out/<path>`` -> text."""
     out = {TOOLS_SOURCE: tools_source(), NODE_FILE: json.dumps(node_document(state), indent=1) + "\n",
            DMON_FILE: dmon(state), "soak/stress-ng.txt": stress_ng(state), "soak/nvme-list.json": nvme_list(),
-           "soak/nvme-smart.json": nvme_smart()}
+           "soak/nvme-smart.json": nvme_smart(), **dcgm.outputs(state)}
     for socket in sorted(state.host.numa_cpulists):
         out[f"soak/stream{socket}.txt"] = stream(state, socket)
     return out
@@ -202,6 +206,7 @@ def scripts() -> dict[str, str]:
     """``bin/<tool>`` -> body (after the shim preamble)."""
     python = shlex.quote(sys.executable)
     bodies = {tool: _SHIM.format(python=python, tool=tool) for tool in PYTHON_TOOLS}
+    bodies["dcgmi"] = dcgm.shim()  # `health -c` from a pre-rendered file (the probe runs it), the rest in Python
     cases = "\n".join(f'      {d}) exec cat "$out/nvme-smart.json" ;;' for d in NVME_DEVICES)
     bodies.update({"stress-ng": _STRESS_NG, "stream": _STREAM, "numactl": _NUMACTL,
                    "nvme": _NVME.replace("{cases}", cases)})

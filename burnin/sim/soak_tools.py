@@ -129,6 +129,79 @@ _DCGM_TESTS = (
     ("Stress", ("Targeted Stress", "Targeted Power", "Memory Bandwidth")),
 )
 _PER_GPU = frozenset({"Integration", "Hardware", "Stress"})
+# Level 1 runs the deployment (software) tests only; level 2 adds integration and hardware ones.
+_LEVEL_CATEGORIES = {"1": ("Deployment",), "2": ("Deployment", "Integration", "Hardware")}
+DCGM_VERSION = "3.3.5"
+_NO_HOSTENGINE = ("Error: unable to establish a connection to the specified host: localhost\n"
+                  "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.")
+_EXIT_NO_HOSTENGINE = 256 - 21  # DCGM_ST_CONNECTION_NOT_VALID
+_CELL = 45  # dcgmi diag cuts a detail's text every 45 characters, mid-word (shared/reference/dcgmi)
+
+
+def _dcgm_results(info: dict[str, Any], category: str, name: str) -> list[dict[str, Any]]:
+    gpus = info.get("gpus", [])
+    if category not in _PER_GPU:
+        failing = [(int(g["index"]), message) for g in gpus
+                   for test, message in g.get("dcgm_deployment") or [] if test == name]
+        if not failing:
+            return [{"status": "Pass"}]
+        return [{"gpu_ids": str(index), "status": "Fail", "warnings": [{"warning": message}]}
+                for index, message in failing]
+    results = []
+    for g in gpus:
+        memory_fault = name == "GPU Memory" and bool(g.get("dcgm_fail"))
+        result: dict[str, Any] = {"gpu_id": str(g["index"]), "status": "Fail" if memory_fault else "Pass"}
+        if memory_fault:
+            result["warnings"] = [{"warning": str(g["dcgm_fail"])}]
+        results.append(result)
+    return results
+
+
+def _row(name: str, value: str) -> str:
+    return f"| {name:<25} | {value:<46} |"
+
+
+def _detail_rows(kind: str, text: str) -> list[str]:
+    chunks = [text[i:i + _CELL] for i in range(0, len(text), _CELL)] or [""]
+    return [_row(kind if k == 0 else "", chunk) for k, chunk in enumerate(chunks)]
+
+
+def _gpu_list(ids: list[str]) -> str:
+    return ("GPU: " if len(ids) == 1 else "GPUs: ") + ", ".join(ids)
+
+
+def _dcgm_table(info: dict[str, Any], categories: list[dict[str, Any]]) -> list[str]:
+    """dcgmi diag's text table (DCGM 3.x, as in shared/reference/dcgmi)."""
+    border = "+---------------------------+------------------------------------------------+"
+    dcgm = info.get("dcgm") or {}
+    lines = ["Successfully ran diagnostic for group.", border, _row("Diagnostic", "Result"),
+             border.replace("-", "="), "|-----  Metadata  ----------+------------------------------------------------|",
+             _row("DCGM Version", DCGM_VERSION), _row("Driver Version Detected", str(dcgm.get("driver", ""))),
+             _row("GPU Device IDs Detected", ",".join(dcgm.get("device_ids", [])))]
+    for number, entry in enumerate(categories):
+        name = entry["category"]
+        edge = "|" if number == 0 else "+"
+        lines.append(f"{edge}-----  {name}  " + "-" * max(1, 18 - len(name)) + "+" + "-" * 48 + edge)
+        for test in entry["tests"]:
+            results = test["results"]
+            failed = [r for r in results if r["status"] == "Fail"]
+            if entry["category"] not in _PER_GPU:
+                lines.append(_row(test["name"], "Fail" if failed else "Pass"))
+            else:
+                passed = [r["gpu_id"] for r in results if r["status"] == "Pass"]
+                bad = [r["gpu_id"] for r in failed]
+                if not bad:
+                    lines.append(_row(test["name"], "Pass - All"))
+                elif not passed:
+                    lines.append(_row(test["name"], f"Fail - {_gpu_list(bad)}"))
+                else:
+                    lines += [_row(test["name"], f"Pass - {_gpu_list(passed)}"), _row("", f"Fail - {_gpu_list(bad)}")]
+            for result in failed:
+                for warning in result.get("warnings", []):
+                    lines += _detail_rows("Error" if entry["category"] not in _PER_GPU else "Warning",
+                                          str(warning["warning"]))
+    lines.append(border)
+    return lines
 
 
 def dcgmi(args: list[str]) -> int:
@@ -140,39 +213,20 @@ def dcgmi(args: list[str]) -> int:
         print(f"Error: Invalid run level '{level}'", file=sys.stderr)
         return 255
     info = node()
-    bad = {int(g["index"]): str(g["dcgm_fail"]) for g in info.get("gpus", []) if g.get("dcgm_fail")}
-    categories: list[dict[str, Any]] = []
-    for category, names in _DCGM_TESTS:
-        if category == "Stress" and level in ("1", "2"):
-            continue
-        tests = []
-        for name in names:
-            if category in _PER_GPU:
-                results = []
-                for g in info.get("gpus", []):
-                    failing = name == "GPU Memory" and int(g["index"]) in bad
-                    result: dict[str, Any] = {"gpu_id": str(g["index"]), "status": "Fail" if failing else "Pass"}
-                    if failing:
-                        result["warnings"] = [{"warning": bad[int(g["index"])]}]
-                    results.append(result)
-            else:
-                results = [{"status": "Pass"}]
-            tests.append({"name": name, "results": results})
-        categories.append({"category": category, "tests": tests})
-    doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": "3.3.5"}}
+    if not (info.get("dcgm") or {}).get("hostengine", True):
+        print(_NO_HOSTENGINE)
+        return _EXIT_NO_HOSTENGINE
+    wanted = _LEVEL_CATEGORIES.get(level)
+    categories: list[dict[str, Any]] = [{"category": category, "tests": [{"name": name, "results": _dcgm_results(info, category, name)}
+                                                   for name in names]}
+                  for category, names in _DCGM_TESTS if wanted is None or category in wanted]
+    failed = any(r["status"] == "Fail" for entry in categories for test in entry["tests"] for r in test["results"])
+    doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": DCGM_VERSION}}
     if "-j" in args:
         print(json.dumps(doc, indent=4))
     else:
-        print("Successfully ran diagnostic for group.")
-        print("+---------------------------+------------------------------------------------+")
-        for entry in categories:
-            print(f"|-----  {entry['category']}  " + "-" * max(1, 18 - len(entry["category"]))
-                  + "+------------------------------------------------|")
-            for test in entry["tests"]:
-                worst = "Fail" if any(r["status"] == "Fail" for r in test["results"]) else "Pass"
-                print(f"| {test['name']:<25} | {worst:<46} |")
-        print("+---------------------------+------------------------------------------------+")
-    return 1 if bad else 0
+        print("\n".join(_dcgm_table(info, categories)))
+    return 1 if failed else 0
 
 
 TOOLS = {"gpu_burn": gpu_burn, "dcgmi": dcgmi}

@@ -115,6 +115,8 @@ class GpuState(_Model):
     minor: int
     module_id: int
     hca: str | None = None
+    inforom_valid: bool = True
+    """DCGM's InfoROM validity (DCGM_FI_DEV_INFOROM_CONFIG_VALID): the ``Inforom`` deployment test (GPU-13)."""
 
 
 class HcaState(_Model):
@@ -159,6 +161,25 @@ class KernelMessage(_Model):
     level: str = "info"
 
 
+class DcgmIncident(_Model):
+    """One finding of DCGM's passive health watches (burnin.sim.dcgm renders them)."""
+
+    gpu: int  # the GPU's topology slot (DCGM's id is its NVML position, worked out when rendered)
+    system: str  # "PCIe system", "Memory system", ... as dcgmi names it
+    health: str  # "Warning" or "Failure"
+    message: str  # DCGM's message; "{gpu}" stands for DCGM's id of the GPU
+
+
+class DcgmState(_Model):
+    """NVIDIA DCGM on the node (GPU-12, GPU-13; burnin.sim.dcgm)."""
+
+    installed: bool = True
+    """``bin/dcgmi`` exists (a topology with ``dcgm: {required: false}`` has none)."""
+    hostengine: bool = True
+    """nv-hostengine answers."""
+    incidents: list[DcgmIncident] = Field(default_factory=list)
+
+
 class HostState(_Model):
     driver_version: str
     module_version: str
@@ -190,6 +211,7 @@ class HostState(_Model):
     """Workload faults that only the Megatron and placement-probe stand-ins read (burnin.sim.megatron)."""
     xids: list[XidEvent] = Field(default_factory=list)
     messages: list[KernelMessage] = Field(default_factory=list)
+    dcgm: DcgmState = Field(default_factory=DcgmState)
 
 
 class NodeState(_Model):
@@ -386,6 +408,7 @@ def healthy_state(topology: Topology, name: str) -> NodeState:
         cpu_governor=topology.host.cpu_governor,
         thp_enabled=thp_mode(topology),
         node_memory_kib=node_memory(topology),
+        dcgm=DcgmState(installed=topology.dcgm.required),
         **software_state(topology),  # kernel, OFED, NCCL, DCGM (INV-10, burnin.sim.software)
     )
     return NodeState(

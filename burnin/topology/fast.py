@@ -16,6 +16,7 @@ from typing import Any
 
 from burnin.topology.catalog import resolve
 from burnin.topology.model import (
+    DcgmSpec,
     GpuDevice,
     GpuFirmware,
     GpuSpec,
@@ -59,6 +60,7 @@ def _build(data: dict[str, Any]) -> Topology:
         ib_partitions=(IbPartitions(pkeys=tuple(data["ib_partitions"]["pkeys"]), source=data["ib_partitions"]["source"])
                        if data.get("ib_partitions") else None),
         software=SoftwareManifest(**data["software"]) if data.get("software") else None,
+        dcgm=DcgmSpec(**data["dcgm"]) if data.get("dcgm") else DcgmSpec(),
     )
 
 

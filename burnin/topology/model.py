@@ -286,6 +286,22 @@ class IbPartitions:
         _check_source(self.source)
 
 
+@dataclass(frozen=True, slots=True)
+class DcgmSpec:
+    """Whether the node type runs NVIDIA DCGM (``nv-hostengine`` and ``dcgmi``): GPU-12 and GPU-13 read it.
+
+    Left out, DCGM is expected: a node where ``dcgmi`` is missing or the host engine does not answer is
+    then not measured (incomplete). A site without DCGM writes ``dcgm: {required: false}``, and the DCGM
+    checks are not applicable to its nodes.
+    """
+
+    __pydantic_config__ = _FORBID
+    required: bool = True
+    """False: this node type runs no DCGM (GPU-12 and GPU-13 do not apply)."""
+    source: str = ""
+    """Why: the image that ships DCGM, or the site's decision to run without it."""
+
+
 _KERNEL_RELEASE = re.compile(r"^[0-9][0-9A-Za-z._+~-]{0,63}$")
 _OFED_RELEASE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}(?:-[A-Za-z][A-Za-z0-9_]{0,31}){0,3}"
                            r"-[0-9][0-9A-Za-z._-]{0,31}$")
@@ -562,6 +578,8 @@ class Topology:
     """Expected partition keys of the compute ports (IB-09); None: the compute ports must only agree."""
     software: SoftwareManifest | None = None
     """The golden host software stack (INV-10); None: INV-10 does not apply to this node type."""
+    dcgm: DcgmSpec = field(default_factory=DcgmSpec)
+    """Whether DCGM runs on this node type (GPU-12, GPU-13); expected unless the topology says ``required: false``."""
 
     def __post_init__(self) -> None:
         names = {h.name for h in self.hcas}

@@ -32,8 +32,6 @@ CATALOG = Path(os.environ.get("BURNIN_CATALOG", REPO.parent / "shared" / "docs" 
 NOT_IMPLEMENTED: dict[str, str] = {
     "GPU-02": "a rate over time: judged by `burnin soak` (burnin.soak.verdicts), outside pytest",
     "GPU-09": "a growth over time: judged by `burnin soak` (burnin.soak.verdicts), outside pytest",
-    "GPU-12": "DCGM is not integrated (no dcgmi health source)",
-    "GPU-13": "DCGM diag is a prolog/soak step (BRN-01), not a suite check",
     "IB-07": "physical layer (BER, FEC, optics via mlxlink) is not collected",
     **{f"BRN-0{n}": "judged by `burnin soak` (burnin.soak.verdicts), outside pytest" for n in range(1, 8)},
     # not node checks: computed on the controller by `burnin history` (burnin.history) from past runs' gate.json
@@ -45,7 +43,7 @@ NOT_IMPLEMENTED: dict[str, str] = {
 # What the probe ran before its set was derived (fast and cheap sources only): the derivation keeps it.
 PROBE_SET = {
     "INV-01", "INV-02", "INV-03", "INV-04", "INV-05", "INV-06", "INV-07", "INV-08", "INV-09", "INV-10",
-    "GPU-01", "GPU-03", "GPU-04", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11",
+    "GPU-01", "GPU-03", "GPU-04", "GPU-05", "GPU-06", "GPU-07", "GPU-08", "GPU-10", "GPU-11", "GPU-12",
     "TOP-01", "TOP-02", "TOP-03", "TOP-05", "TOP-06", "TOP-07", "TOP-08", "TOP-09", "TOP-10",
     "IB-01", "IB-02", "IB-03", "IB-04", "IB-05", "IB-06",
     "STO-01", "STO-02", "STO-04", "STO-07",

@@ -35,6 +35,18 @@ def _sysctl() -> str:
     return "\n".join(lines) + "\n"
 
 
+
+def _dcgmi_health() -> str:
+    """``dcgmi health -c`` of a node with a warning and a failure on one GPU (burnin.sim.dcgm)."""
+    from burnin.sim import dcgm
+    from burnin.sim.faults import Fault
+
+    state = healthy_state(find_topology("hgx-h100-8gpu"), "sim01")
+    dcgm.dcgm_health_warn(state, Fault("dcgm-health-warn", "gpu2"))
+    dcgm.dcgm_health_fail(state, Fault("dcgm-health-fail", "gpu2"))
+    return dcgm.health_report(state)[0]
+
+
 #: tool -> the simulator's output of it
 NO_REAL_SAMPLE: dict[str, Callable[[], str]] = {
     "ip-addr": lambda: _ip("addr.json"),
@@ -45,4 +57,6 @@ NO_REAL_SAMPLE: dict[str, Callable[[], str]] = {
     # not a storage tool: ibv_devinfo (IB-09) has no real sample in ../shared either (burnin.sim.formats.ibv_devinfo
     # follows rdma-core's libibverbs/examples/devinfo.c)
     "ibv-devinfo": lambda: ibv_devinfo.ibv_devinfo(_node()[0]),
+    # dcgmi health -c (GPU-12): no real capture either; burnin.sim.dcgm renders the shape DCGM's sources print
+    "dcgmi-health": _dcgmi_health,
 }

@@ -43,6 +43,7 @@ KEYS: dict[str, set[str]] = {
     "numactl": {"nodes", "distances"},
     "lspci": {"devices"},
     "dcgmi-diag": {"tests", "results"},
+    "dcgmi-health": {"overall", "incidents"},
     "perftest": {"reports"},
     "nvidia-smi-dmon": {"columns", "units", "samples"},
     "ibdev2netdev": {"entries"},

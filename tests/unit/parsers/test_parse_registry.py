@@ -31,6 +31,7 @@ EXPECTED_TOOLS = {
     "numactl",
     "lspci",
     "dcgmi-diag",
+    "dcgmi-health",
     "perftest",
     "nvidia-smi-dmon",
     "ibdev2netdev",
