@@ -50,8 +50,13 @@ PARTITION = "batch"
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "unshare")
 CLIENTS = ("salloc", "srun", "sbcast", "scancel", "scontrol", "sinfo")
-READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 20.0
+# Failure limits, never measurements: on a loaded 2-core machine a daemon may take many seconds.
+READY_TIMEOUT = 180.0
+"""Every node up in sinfo within this."""
+STOP_TIMEOUT = 60.0
+"""``down`` waits this long for the supervisor, whose own stop takes up to ~50 s (see :func:`_stop_all`)."""
+DAEMON_START_TIMEOUT = 60.0
+"""munged's socket, slurmctld's port: each within this of its start."""
 
 
 class LabError(BurninError):
@@ -547,7 +552,7 @@ def supervise(state: Path) -> int:
 
 def _await_daemon(daemon: Mapping[str, Any], pid: int, children: dict[str, int]) -> None:
     ready = daemon.get("ready") or {}
-    deadline = time.monotonic() + 15.0
+    deadline = time.monotonic() + DAEMON_START_TIMEOUT
     while time.monotonic() < deadline:
         _reap(children)
         if pid not in children.values():
@@ -560,7 +565,7 @@ def _await_daemon(daemon: Mapping[str, Any], pid: int, children: dict[str, int])
         if not ready:
             return
         time.sleep(0.05)
-    raise LabError(f"{daemon['name']} not ready after 15 s; see {daemon['log']}")
+    raise LabError(f"{daemon['name']} not ready after {DAEMON_START_TIMEOUT:g} s; see {daemon['log']}")
 
 
 def _reap(children: dict[str, int]) -> None:
