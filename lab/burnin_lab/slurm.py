@@ -48,7 +48,7 @@ LAB_FILE = "lab.json"
 CONTROLLER_HOST = "burninctl"
 PARTITION = "batch"
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "unshare")
+DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "unshare", "flock")
 CLIENTS = ("salloc", "srun", "sbcast", "scancel", "scontrol", "sinfo")
 # Failure limits, never measurements: on a loaded 2-core machine a daemon may take many seconds.
 READY_TIMEOUT = 180.0
@@ -57,6 +57,8 @@ STOP_TIMEOUT = 60.0
 """``down`` waits this long for the supervisor, whose own stop takes up to ~50 s (see :func:`_stop_all`)."""
 DAEMON_START_TIMEOUT = 60.0
 """munged's socket, slurmctld's port: each within this of its start."""
+PROBE_SOURCE_TIMEOUT = 30
+"""The health check's ``probe --timeout``: a source may take seconds on a loaded machine (a bound)."""
 
 
 class LabError(BurninError):
@@ -159,7 +161,19 @@ def task_prolog(layout: Layout) -> str:
     )
 
 
+def probe_lock(state: Path, node: str) -> Path:
+    """The file a node's health check holds locked (``flock``) while its probe runs."""
+    return Layout(state.resolve()).run / f"probe-{node}.lock"
+
+
 def healthcheck(layout: Layout, burnin_argv: Sequence[str]) -> str:
+    """The HealthCheckProgram script.
+
+    slurmd starts it every interval whether the last one ended or not, and on a loaded machine
+    a probe can outlast the interval: probes of one node would pile up and run side by side. So
+    the probe holds the node's lock (:func:`probe_lock`, inherited by ``exec``) and a round that
+    finds it held is skipped; the log then has one line per probe, begun and ended in turn.
+    """
     command = " ".join(shlex.quote(part) for part in burnin_argv)
     log_dir = shlex.quote(str(layout.log))
     return (
@@ -168,8 +182,10 @@ def healthcheck(layout: Layout, burnin_argv: Sequence[str]) -> str:
         'node=${SLURMD_NODENAME:-$(hostname)}\n'
         f'. {shlex.quote(str(layout.env))}/"$node".sh || exit 1\n'
         f'log={log_dir}/probe-"$node".log\n'
+        f'exec 9>>{shlex.quote(str(layout.run))}/probe-"$node".lock\n'
+        "flock -n 9 || exit 0  # this node's last probe still runs\n"
         'printf "%s " "$(date +%H:%M:%S.%N)" >>"$log"\n'
-        f'exec {command} probe --drain >>"$log" 2>&1\n'
+        f'exec {command} probe --drain --timeout {PROBE_SOURCE_TIMEOUT} >>"$log" 2>&1\n'
     )
 
 
