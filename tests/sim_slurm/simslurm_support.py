@@ -16,8 +16,7 @@ from burnin.transport.slurm import SlurmClient
 
 NODES = ["sim01", "sim02", "sim03", "sim04"]
 HEALTH_INTERVAL = 5
-# A probe that read a node's state just before a fault was cleared may still drain it.
-PROBE_SETTLE_S = 1.5
+WAIT_S = 120.0  # bound on waiting for Slurm or the health check (a failure limit, never a measurement)
 BURNIN = [str(Path(sys.executable).parent / "burnin")]
 if not Path(BURNIN[0]).exists():
     BURNIN = [sys.executable, "-m", "burnin.cli.main"]
@@ -55,7 +54,7 @@ class SlurmLab:
                            timeout=timeout)
 
     def wait_for(self, what: str, predicate: Callable[[dict[str, SlurmNode]], bool],
-                 timeout: float = 30.0) -> float:
+                 timeout: float = WAIT_S) -> float:
         """Poll node states every 0.1 s; seconds it took (fails with the last states)."""
         started = time.monotonic()
         current: dict[str, SlurmNode] = {}
@@ -67,6 +66,20 @@ class SlurmLab:
         pytest.fail(f"not {what} within {timeout:g} s: "
                     f"{ {n: (s.state, s.reason) for n, s in current.items()} }")
 
+    def wait_probes_done(self, nodes: list[str]) -> None:
+        """Until the health check running on each of ``nodes`` (if any) has ended, and acted.
+
+        Probes of a node run one at a time, each holding the node's lock (burnin_lab.slurm.probe_lock):
+        once the lock is taken here, every probe begun before has ended (its drain, if any, is in
+        Slurm), and the ones after read the node as it is now.
+        """
+        from burnin_lab.slurm import probe_lock
+
+        for node in nodes:
+            done = subprocess.run(["flock", "-w", f"{WAIT_S:g}", str(probe_lock(self.state, node)), "true"],
+                                  capture_output=True, text=True, timeout=WAIT_S + 30, check=False)
+            assert done.returncode == 0, f"{node}'s health check still running after {WAIT_S:g} s: {done.stderr}"
+
     def reset(self) -> None:
         """Every node healthy, resumed and idle."""
         from burnin.sim import SimNode
@@ -74,8 +87,8 @@ class SlurmLab:
         faulted = [n for n in NODES if SimNode.load(self.state / "nodes" / n).faults]
         for node in faulted:
             self.fault(node, "clear")
-        if faulted:
-            time.sleep(PROBE_SETTLE_S)
+        # A probe that read a node's state before the clear may still drain it: let it finish first.
+        self.wait_probes_done(faulted)
         drained = [n for n, s in self.nodes().items() if s.drained or "DOWN" in s.flags]
         if drained:
             self.scontrol("update", f"NodeName={','.join(drained)}", "State=RESUME")
