@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from simslurm_support import BURNIN, NODES, SlurmLab
+from simslurm_support import BURNIN, NODES, WAIT_S, SlurmLab
 
 pytestmark = pytest.mark.sim_slurm
 
@@ -21,6 +22,38 @@ def _gate(out: Path) -> dict[str, dict[str, object]]:
 def _all_idle_but(lab: SlurmLab, *skip: str) -> float:
     return lab.wait_for("idle", lambda nodes: all(
         s.state == "IDLE" for n, s in nodes.items() if n not in skip), timeout=15)
+
+
+def _probe_log(lab: SlurmLab, node: str) -> str:
+    path = lab.state / "slurm" / "log" / f"probe-{node}.log"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+_PROBE_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d+ (burnin: .*)$")
+
+
+def _next_verdict(lab: SlurmLab, node: str, after: str) -> str:
+    """The line of the first health check of ``node`` begun after its log read ``after``, and not
+    INCOMPLETE (a source may time out on a loaded machine); waits until there is one.
+
+    A node's probes run one at a time: each writes its start time, reads the node, ends the line.
+    One still running when ``after`` was read (its line unfinished) may have read the node before.
+    """
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        text = _probe_log(lab, node)
+        start = len(after)
+        if after and not after.endswith("\n"):
+            end = text.find("\n", len(after))
+            start = end + 1 if end >= 0 else len(text)
+        done = text[start:text.rfind("\n") + 1] if text.rfind("\n") >= start else ""
+        verdicts = [m.group(1) for line in done.splitlines() if (m := _PROBE_LINE.match(line))]
+        measured = [v for v in verdicts if not v.startswith("burnin: INCOMPLETE")]
+        if measured:
+            return measured[0]
+        if time.monotonic() > deadline:
+            pytest.fail(f"no health check measured {node} within {WAIT_S:g} s: {text[-800:]!r}")
+        time.sleep(0.1)
 
 
 def test_slurm_run_drains_only_the_faulty_node(slurm_lab: SlurmLab, tmp_path: Path) -> None:
@@ -66,13 +99,13 @@ def test_slurm_operator_drain_is_never_resumed(slurm_lab: SlurmLab, tmp_path: Pa
     assert "sim04" in done.stdout and "left as it is" in done.stdout
     # the probe finds a fault on it: it still keeps its hands off
     slurm_lab.fault("sim04", "xid:79")
-    time.sleep(HEALTH_WAIT)
+    log = _probe_log(slurm_lab, "sim04")
+    line = _next_verdict(slurm_lab, "sim04", log)  # a health check begun after the fault: it read it
+    assert "burnin: FAIL GPU-04" in line, line
+    slurm_lab.wait_probes_done(["sim04"])  # and is done: whatever it did to Slurm is there
     sim04 = slurm_lab.nodes()["sim04"]
     assert sim04.drained and sim04.reason == "maintenance"
     _all_idle_but(slurm_lab, "sim04")
-
-
-HEALTH_WAIT = 5 + 2.5  # one health interval, plus the probe's own time
 
 
 def test_slurm_dry_run_prints_the_commands(slurm_lab: SlurmLab, tmp_path: Path) -> None:
