@@ -22,20 +22,22 @@ import pytest
 from burnin.sim import FAULTS
 
 PLAN = {"sim02": "nvlink-down", "sim03": "nccl-wrong", "sim04": "slow-hca", "sim05": "nccl-hang",
-        "sim06": "slow-nvlink", "sim07": "ib-rate-200"}
-HEALTHY = ["sim01", "sim08"]
+        "sim06": "slow-nvlink", "sim07": "ib-rate-200", "sim08": "p2p-disabled", "sim09": "nvlink-flaky-under-load"}
+HEALTHY = ["sim01", "sim10"]
 MULTI = ["NCCL-03", "NCCL-04"]
 # The exact verdicts on each faulted node: (failed, incomplete). A node that fails or cannot complete a
 # single-node check is left out of the multi-node runs, so NCCL-03/04 are incomplete on it (never failed,
 # never charged to the others). ib-rate-200 is invisible to IB-08 (loopback stays in the HCA): the group
 # and pairwise localisation name it.
 EXPECTED = {
-    "sim02": (["NCCL-01"], MULTI),                      # NVLS lost: ring rate (+ straggler)
+    "sim02": (["NCCL-01", "NVL-04"], MULTI),            # NVLS lost: ring rate (+ straggler); 17/18 links after
     "sim03": (["NCCL-05"], MULTI),
     "sim04": (["IB-08"], MULTI),                        # mlx5_2 at half rate, GPU and host memory
     "sim05": ([], ["NCCL-01", "NCCL-05", *MULTI]),      # hung: nothing measured, nothing failed
-    "sim06": (["NCCL-01", "NVL-01"], MULTI),
+    "sim06": (["NCCL-01", "NVL-01", "NVL-03"], MULTI),  # nvbandwidth and the CUDA sample agree
     "sim07": (MULTI, []),
+    "sim08": (["NCCL-01", "NVL-03"], ["NVL-01", *MULTI]),  # no peer access: nvbandwidth prints N/A for its pairs
+    "sim09": (["NVL-04"], MULTI),                       # clean at rest, link 7 of gpu3 retrains under traffic
 }
 
 
@@ -79,7 +81,7 @@ def assert_admitted(gate: dict[str, Any], *nodes: str) -> None:
 @pytest.fixture(scope="module")
 def faulted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     # the hung node costs 3 s per launch, not 60
-    return fabric_run(tmp_path_factory.mktemp("fabric"), 8, *(f"{n}:{f}" for n, f in PLAN.items()),
+    return fabric_run(tmp_path_factory.mktemp("fabric"), 10, *(f"{n}:{f}" for n, f in PLAN.items()),
                       config="timeout_s: 3\n")
 
 
@@ -87,7 +89,7 @@ def test_faulted_rack_rejects_exactly_the_faulted_nodes(faulted: dict[str, Any])
     proc, gate = faulted["proc"], faulted["gate"]
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert gate["rejected"] == "sim[02-07]" and gate["admitted"] == "sim[01,08]", gate
+    assert gate["rejected"] == "sim[02-09]" and gate["admitted"] == "sim[01,10]", gate
     assert_admitted(gate, *HEALTHY)
 
 
@@ -114,9 +116,10 @@ def test_left_out_nodes_say_why_in_their_multi_node_checks(faulted: dict[str, An
     assert any(r.startswith("NCCL-03 could not be measured: left out of multi-node runs and localisation: "
                             "IB-08 failed on this node") for r in reasons), reasons
     doc = faulted["fabric"]
-    assert set(doc["excluded"]) == {"sim02", "sim03", "sim04", "sim05", "sim06"}
+    assert set(doc["excluded"]) == {"sim02", "sim03", "sim04", "sim05", "sim06", "sim08", "sim09"}
     assert "mlx5_2" in doc["excluded_reasons"]["sim04"][0]
-    assert doc["group"]["nodes"] == ["sim01", "sim07", "sim08"]
+    assert doc["excluded"]["sim09"] == "left out of multi-node runs and localisation: NVL-04 failed on this node"
+    assert doc["group"]["nodes"] == ["sim01", "sim07", "sim10"]
 
 
 def test_nvlink_down_fails_nccl_01(faulted: dict[str, Any]) -> None:
@@ -149,6 +152,57 @@ def test_nccl_hang_is_incomplete_with_the_last_output_lines(faulted: dict[str, A
 def test_slow_nvlink_fails_nvl_01(faulted: dict[str, Any]) -> None:
     reasons = faulted["gate"]["nodes"]["sim06"]["reasons"]
     assert any(r.startswith("NVL-01") and "gpu3" in r for r in reasons)
+    p2p = next(r for r in reasons if r.startswith("NVL-03"))
+    assert p2p.startswith("NVL-03 gpu3 fails with all 14 pairs it is in: 22") and "GB/s P2P writes" in p2p
+    assert "(expected P2P access on all 56 ordered pairs, P2P writes >= 330 GB/s, latency <= 5 us per pair)" in p2p
+
+
+def test_p2p_disabled_fails_nvl_03_naming_the_gpu(faulted: dict[str, Any]) -> None:
+    reasons = faulted["gate"]["nodes"]["sim08"]["reasons"]
+    reason = next(r for r in reasons if r.startswith("NVL-03"))
+    assert reason.startswith("NVL-03 gpu3 fails with all 14 pairs it is in: no P2P access (connectivity 0), 3")
+    assert "GB/s P2P writes" in reason and "us P2P write latency at worst" in reason
+    assert reason.endswith("(expected P2P access on all 56 ordered pairs, P2P writes >= 330 GB/s, latency <= 5 us "
+                           "per pair)")
+    facts = json.loads((faulted["out"] / "facts" / "sim08.json").read_text())
+    p2p = facts["fabric"]["p2p"]
+    assert p2p["status"] == "ok" and p2p["matrices"]["connectivity"][3] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert [3, 0] in p2p["refused"] and len(p2p["refused"]) == 14
+
+
+def test_a_link_flaky_under_load_fails_nvl_04_with_the_growth(faulted: dict[str, Any]) -> None:
+    reason = next(r for r in faulted["gate"]["nodes"]["sim09"]["reasons"] if r.startswith("NVL-04"))
+    assert reason == ("NVL-04 gpu3 grew during all_reduce_perf, nvbandwidth, p2pBandwidthLatencyTest, ib_write_bw: "
+                      "recovery +3 (link 7), replay +450 (link 7) (expected 18 links up after the traffic; counter "
+                      "growth during it: recovery <= 0 errors, replay <= 100 errors, crc_flit <= 100 errors per GPU)")
+    facts = json.loads((faulted["out"] / "facts" / "sim09.json").read_text())
+    before = facts["nvml"]["gpus"][3]["nvlink"][7]
+    after = facts["fabric"]["nvlink_after"]["nvml"]["gpus"][3]["nvlink"][7]
+    assert (before["recovery"], before["replay"]) == (0, 0) and (after["recovery"], after["replay"]) == (3, 450)
+    healthy = json.loads((faulted["out"] / "facts" / "sim10.json").read_text())["fabric"]["nvlink_after"]
+    assert all(link["replay"] == 0 for gpu in healthy["nvml"]["gpus"] for link in gpu["nvlink"])
+
+
+def test_nvlink_down_fails_nvl_04_as_down_before_and_after(faulted: dict[str, Any]) -> None:
+    reason = next(r for r in faulted["gate"]["nodes"]["sim02"]["reasons"] if r.startswith("NVL-04"))
+    assert reason.startswith("NVL-04 gpu3 17/18 NVLink links up after all_reduce_perf, nvbandwidth, "
+                             "p2pBandwidthLatencyTest, ib_write_bw (down: 7, already down before it)")
+
+
+def test_a_link_flaky_under_load_is_clean_at_rest(tmp_path: Path) -> None:
+    """The node suite judges NVLink at rest (GPU-10/11 pass); only the fabric suite's second look catches it."""
+    out = tmp_path / "run"
+    proc = burnin("run", "--sim", "2", "--suite", "node", "--suite", "fabric", "--fault",
+                  "sim02:nvlink-flaky-under-load", "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    gate = json.loads((out / "gate.json").read_text())
+    assert gate["rejected"] == "sim02" and gate["admitted"] == "sim01", gate
+    assert gate["nodes"]["sim02"]["failed"] == ["NVL-04"]
+    cases = properties(out / "junit.xml")
+    assert cases["test_nvlink_links[sim02]"]["verdict"] == "pass"
+    assert cases["test_nvlink_errors[sim02]"]["verdict"] == "pass"
+    assert cases["test_nvlink_after_traffic[sim02]"]["verdict"] == "fail"
+    assert cases["test_nvlink_after_traffic[sim01]"]["verdict"] == "pass"
 
 
 def test_junit_names_the_node_and_carries_measured_values(faulted: dict[str, Any]) -> None:
@@ -166,7 +220,7 @@ def test_fabric_json_and_command_log(faulted: dict[str, Any]) -> None:
     doc = faulted["fabric"]
     assert "sim05" in doc["excluded"]
     assert doc["localization"]["named"] == ["sim07"] and doc["localization"]["unresolved"] == []
-    assert doc["localization"]["rounds"] >= 3 and doc["regroup"]["nodes"] == ["sim01", "sim08"]
+    assert doc["localization"]["rounds"] >= 3 and doc["regroup"]["nodes"] == ["sim01", "sim10"]
     assert doc["regroup_passed"]
     facts = json.loads((out / "facts" / "sim07.json").read_text())
     assert facts["fabric"]["multi"]["localization"]["slow_hcas"][0]["hca"] == "mlx5_2"
@@ -192,7 +246,7 @@ def test_healthy_rack_passes_with_localize_and_every_collective(tmp_path: Path) 
     assert doc["group_passed"] and doc["localization"]["rounds"] == 1 and doc["localization"]["named"] == []
     assert set(doc["single"]["sim01"]) == {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"}
     cases = properties(out / "junit.xml")
-    assert len(cases) == 9 * 4  # 8 fabric checks and STO-02 (NCCL's runtime evidence) on 4 nodes
+    assert len(cases) == 11 * 4  # 10 fabric checks and STO-02 (NCCL's runtime evidence) on 4 nodes
     assert all(p["verdict"] == "pass" for p in cases.values())
     assert "GPUDirect min" in cases["test_gpudirect_rdma_bandwidth_per_hca[sim03]"]["measured"]
     assert "all_gather" in cases["test_nccl_single_node_other_collectives[sim02]"]["measured"]
@@ -203,7 +257,8 @@ def test_a_single_node_skips_the_multi_node_checks(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     checks = {v["check"] for v in verdicts if v["status"] != "not-applicable"}
-    assert checks == {"NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "IB-08", "STO-02"}  # STO-02: nccl.conf alone
+    assert checks == {"NCCL-01", "NCCL-05", "NVL-01", "NVL-02", "NVL-03", "NVL-04", "IB-08",
+                      "STO-02"}  # STO-02: nccl.conf alone
     assert all(v["status"] == "pass" for v in verdicts if v["check"] in checks)
     # the multi-node checks stand aside explicitly, with the reason (burnin.suite.not_applicable)
     aside = {v["check"]: v["reason"] for v in verdicts if v["status"] == "not-applicable"}
@@ -269,7 +324,7 @@ def test_nvlink_down_and_wrong_values_in_three_nodes(tmp_path: Path) -> None:
     gate = run["gate"]
     assert run["proc"].returncode == 1
     assert gate["rejected"] == "sim[01,03]" and gate["admitted"] == "sim02", gate
-    assert verdicts(gate, "sim01") == (["NCCL-01"], MULTI)
+    assert verdicts(gate, "sim01") == (["NCCL-01", "NVL-04"], MULTI)
     assert verdicts(gate, "sim03") == (["NCCL-05"], MULTI)
     assert_admitted(gate, "sim02")
     assert set(gate["nodes"]["sim02"]["not_applicable"]) >= set(MULTI)
