@@ -2,7 +2,8 @@
 
 The run holds an allocation while its collector step runs. Interrupted, it
 must stop srun, release the allocation (no job left in the queue) and leave
-every node as it found it.
+every node as it found it. sim02's collector hangs, so the step runs until the
+signal comes (a healthy step may be over between two looks at /proc).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from simslurm_support import BURNIN, SlurmLab
+from simslurm_support import BURNIN, WAIT_S, SlurmLab
 
 pytestmark = pytest.mark.sim_slurm
 
@@ -33,23 +34,40 @@ def _children(parent: int) -> dict[int, str]:
     return found
 
 
+def _command(pid: int) -> str | None:
+    """The command name of ``pid`` while it runs (None once gone, or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return None if stat.rpartition(")")[2].split()[0] == "Z" else stat[stat.index("(") + 1:stat.rindex(")")]
+
+
 def test_sigterm_while_srun_collects_releases_the_allocation(slurm_lab: SlurmLab, tmp_path: Path) -> None:
     slurm_lab.reset()
-    proc = subprocess.Popen([*BURNIN, "run", "--via", "slurm", "--nodes", "sim[01-04]", "--out", str(tmp_path)],
+    shim = slurm_lab.state / "nodes" / "sim02" / "bin" / "python3"
+    shim.write_text("#!/bin/sh\nexec sleep 3600\n", encoding="utf-8")  # the collector never answers
+    shim.chmod(0o755)
+    proc = subprocess.Popen([*BURNIN, "run", "--via", "slurm", "--nodes", "sim[01-04]", "--out", str(tmp_path),
+                             "--timeout", "3600"],
                             env=slurm_lab.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while "srun" not in _children(proc.pid).values():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run never started its srun step"
-        time.sleep(0.01)
-    srun = [pid for pid, name in _children(proc.pid).items() if name == "srun"]
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        while "srun" not in _children(proc.pid).values():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run never started its srun step"
+            time.sleep(0.01)
+        srun = [pid for pid, name in _children(proc.pid).items() if name == "srun"]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        shim.unlink()
+        if proc.poll() is None:
+            proc.kill()
     assert proc.returncode == 3, err
     assert err.strip().splitlines() == ["burnin run: interrupted (SIGTERM)"], err
-    assert not any(Path(f"/proc/{pid}").exists() and "srun" in Path(f"/proc/{pid}/comm").read_text()
-                   for pid in srun)
-    deadline = time.monotonic() + 30
+    assert not [pid for pid in srun if _command(pid) == "srun"]
+    deadline = time.monotonic() + WAIT_S  # cancelling the job takes Slurm a moment (KillWait=5)
     jobs = "?"
     while time.monotonic() < deadline:
         jobs = slurm_lab.client.run(["squeue", "--noheader", "--format=%i %j %T"]).stdout.strip()
