@@ -17,6 +17,7 @@ from burnin.nodes import expand
 from burnin.transport.slurm import SlurmClient
 
 NODES = ["sim01", "sim02", "sim03", "sim04"]
+WAIT_S = 120.0  # bound on waiting for Slurm (a failure limit, never a measurement)
 T = TypeVar("T")
 _FIELD = re.compile(r"(\w+)=(\S*)")
 
@@ -61,8 +62,10 @@ class WatchLab:
         inject_fault(self.state, node, fault)
 
     def journal(self, node: str) -> list[dict[str, Any]]:
+        """The node's journal entries; a last line still being written is not one yet."""
         path = self.state / "slurm" / "watch" / node / "events.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        text = path.read_text() if path.exists() else ""
+        return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
 
     def watch_log(self, node: str) -> str:
         path = self.state / "slurm" / "log" / f"watch-{node}.log"
@@ -90,4 +93,4 @@ class WatchLab:
         drained = [n for n, s in self.nodes().items() if s.drained or "DOWN" in s.flags]
         if drained:
             self.slurm("scontrol", "update", f"NodeName={','.join(drained)}", "State=RESUME")
-        self.wait_for("idle", lambda: all(s.state == "IDLE" for s in self.nodes().values()), timeout=60)
+        self.wait_for("idle", lambda: all(s.state == "IDLE" for s in self.nodes().values()), timeout=WAIT_S)
