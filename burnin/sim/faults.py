@@ -294,6 +294,7 @@ _DCGM_SPECS: tuple[FaultSpec, ...] = (
 )
 
 FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS, *_HOST_SPECS, *_DCGM_SPECS)}
+
 _XID = re.compile(r"^xid:(\d+)$")
 _XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")
 _GPU_TARGET = re.compile(r"^gpu(\d+)$")
