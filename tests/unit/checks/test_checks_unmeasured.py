@@ -242,6 +242,13 @@ ROWS: list[tuple[str, str, Callable[[Facts], None], str]] = [
     ("IB-09", "pkey entry unreadable",
      lambda f: f["ib_pkeys"]["hcas"]["mlx5_7"]["1"].update(unreadable=["5"]), "pkeys/5 unreadable"),
     ("IB-09", "pkey table missing", lambda f: f["ib_pkeys"]["hcas"]["mlx5_7"].clear(), "pkeys not present"),
+    # IB-05, INV-10 (more in test_checks_ib_subnet.py, test_checks_software.py)
+    ("IB-05", "SM LID unreadable", lambda f: port(f, "mlx5_7").update(sm_lid=None), "sm_lid not readable"),
+    ("IB-05", "LID not as sysfs prints it", lambda f: port(f, "mlx5_7").update(lid="128"), "'128' is not a LID"),
+    ("INV-10", "kernel release unreadable", lambda f: f["software"].update(kernel_release=None),
+     "osrelease unreadable"),
+    ("INV-10", "ofed_info missing", lambda f: f["software"]["ofed_info"].update(error="ofed_info: command not found"),
+     "ofed_info: command not found"),
 ]
 
 
