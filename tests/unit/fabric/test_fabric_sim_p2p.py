@@ -13,8 +13,7 @@ from test_fabric_sim_tools import PERF, tool
 
 from burnin.fabric.p2p import p2p_measurement
 from burnin.parsers.p2p_bandwidth import parse_p2p_bandwidth
-from burnin.sim import SimNode, build_rack
-from burnin.sim import traffic
+from burnin.sim import SimNode, build_rack, traffic
 from burnin.sim.faults import FAULTS as REGISTRY
 from burnin.sim.formats import p2p as p2p_format
 from burnin.topology import Topology
@@ -60,7 +59,7 @@ def test_the_output_has_the_real_layout(rack: dict[str, SimNode], reference_dir:
     report = parse_p2p_bandwidth("\n".join(ours))
     assert len(report.devices) == 8 and len(report.peer_access) == 56 and len(report.matrices) == 9
     uni = report.find("bandwidth", p2p_enabled=True, bidirectional=False)
-    assert uni is not None and 370 < min(off_diagonal(uni.matrix)) and max(off_diagonal(uni.matrix)) < 382
+    assert uni is not None and min(off_diagonal(uni.matrix)) > 370 and max(off_diagonal(uni.matrix)) < 382
     assert report.find("bandwidth", p2p_enabled=False, bidirectional=False) is not None
     latency = report.find("latency", p2p_enabled=True, axis="GPU")
     assert latency is not None and max(off_diagonal(latency.matrix)) < 3.0
