@@ -10,14 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from burnin.cli.argtypes import positive_int, seconds
+from burnin.cli.argtypes import seconds
 from burnin.cli.main import EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:
+    from burnin.dispatch.base import Dispatcher
     from burnin.gate.decide import NodeDecision
+    from burnin.gate.registry import Gate
     from burnin.soak.monitor import Event
     from burnin.soak.plan import SoakSettings
     from burnin.soak.scheduler import SoakContext
@@ -25,22 +28,17 @@ if TYPE_CHECKING:
     from burnin.topology.model import Topology
 
 SIM_RACK = "sim"
+"""Where a dispatcher keeps its nodes across ``--resume`` (the simulated rack), under the output folder."""
+HOLD_SLACK_S = 600.0
+"""Beyond the soak's own deadline: how much longer a Slurm allocation is asked for."""
+DEFAULT_FANOUT = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_argument_group("nodes")
-    target.add_argument("--sim", nargs="?", type=int, const=8, metavar="N",
-                        help="soak N simulated nodes sim01..simNN on a simulated clock (default 8)")
-    target.add_argument("--fault", action="append", default=[], metavar="NODE:FAULT",
-                        help="inject a simulator fault, e.g. sim03:xid-at:600:79 or sim07:thermal-creep "
-                             "(repeatable; see `burnin faults`)")
-    target.add_argument("--via", choices=("ssh",), default=None, help="soak real nodes over SSH")
-    target.add_argument("--hosts", metavar="NODESET", help="ssh: nodes to soak, e.g. rack12-n[01-32]")
-    target.add_argument("--inventory", type=Path, metavar="FILE", help="ssh: inventory YAML (nodes, groups)")
-    target.add_argument("--ssh-config", type=Path, metavar="FILE", help="ssh: ssh_config to honour")
-    target.add_argument("--accept-new-host-keys", action="store_true",
-                        help="ssh: accept and record unknown host keys (changed keys still fail)")
-    target.add_argument("--fanout", type=positive_int, default=64, metavar="N", help="ssh: nodes in flight at once")
+    from burnin.dispatch import registry as dispatchers
+    from burnin.gate.registry import NO_GATE, gate_names
+
+    dispatchers.add_arguments(parser.add_argument_group("nodes"))
     parser.add_argument("--duration", metavar="TIME", help="how long every node is soaked: 24h, 90m, 2d, ...")
     parser.add_argument("--interval", type=seconds, default=None, metavar="S",
                         help="seconds between samples (default: the settings' 30 s; simulated: 1/60 of the soak)")
@@ -54,43 +52,85 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample-timeout", type=seconds, default=60.0, metavar="S",
                         help="per-node timeout of one monitoring sample (default 60)")
     gate = parser.add_argument_group("gate")
-    gate.add_argument("--gate", choices=("none", "slurm"), default="none",
+    gate.add_argument("--gate", choices=gate_names(), default=NO_GATE,
                       help="slurm: drain a node the moment it fails, and at the end drain rejected nodes and "
                            "resume burnin-drained healthy ones")
-    gate.add_argument("--dry-run", action="store_true", help="print the scontrol commands instead of running them")
+    gate.add_argument("--dry-run", action="store_true", help="print the gate's commands instead of running them")
 
 
-def _command(args: argparse.Namespace, duration_s: float, interval_s: float) -> dict[str, Any]:
-    """What --resume needs to rebuild the soak."""
+def _dispatch_defaults() -> dict[str, Any]:
+    """Every registered dispatcher's options (``--via`` included) with their defaults, by dest."""
+    from burnin.dispatch import registry as dispatchers
+
+    parser = argparse.ArgumentParser(add_help=False)
+    dispatchers.add_arguments(parser.add_argument_group("nodes"))
+    return vars(parser.parse_args([]))
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _command(args: argparse.Namespace, duration_s: float) -> dict[str, Any]:
+    """What --resume needs to rebuild the soak: the dispatcher's options as given (files made absolute)."""
+    from burnin.dispatch.registry import selected
+
     def path(value: Path | None) -> str | None:
         return str(value.resolve()) if value is not None else None
 
-    return {"sim": args.sim, "faults": list(args.fault), "via": args.via, "hosts": args.hosts,
-            "inventory": path(args.inventory), "ssh_config": path(args.ssh_config),
-            "accept_new_host_keys": args.accept_new_host_keys, "fanout": args.fanout,
-            "topology": args.topology, "config": path(args.config), "duration_s": duration_s,
-            "interval_s": interval_s, "gate": args.gate, "dry_run": args.dry_run,
+    dispatch: dict[str, Any] = {}
+    paths: list[str] = []
+    for dest in _dispatch_defaults():
+        value = getattr(args, dest, None)
+        if isinstance(value, Path):
+            value = path(value)
+            paths.append(dest)
+        dispatch[dest] = value
+    return {"via": selected(args), "dispatch": dispatch, "dispatch_paths": paths, "sim": args.sim,
+            "faults": list(args.fault), "topology": args.topology, "config": path(args.config),
+            "duration_s": duration_s, "gate": args.gate, "dry_run": args.dry_run,
             "sample_timeout": args.sample_timeout}
 
 
+def _namespace(command: dict[str, Any]) -> argparse.Namespace:
+    """The dispatcher's options of a checkpointed soak, as argparse gave them."""
+    values = _dispatch_defaults()
+    if "dispatch" in command:
+        values.update(command["dispatch"])
+        paths = list(command.get("dispatch_paths", ()))
+    else:  # a checkpoint of a soak that spelled out its options (sim or ssh)
+        values.update({"sim": command.get("sim"), "fault": list(command.get("faults") or []),
+                       "via": command.get("via"), "hosts": command.get("hosts"),
+                       "inventory": command.get("inventory"), "ssh_config": command.get("ssh_config"),
+                       "accept_new_host_keys": bool(command.get("accept_new_host_keys")),
+                       "fanout": command.get("fanout") or DEFAULT_FANOUT})
+        paths = ["inventory", "ssh_config"]
+    for dest in paths:
+        if values.get(dest) is not None:
+            values[dest] = Path(values[dest])
+    return argparse.Namespace(**values, gate=command["gate"], dry_run=bool(command["dry_run"]))
+
+
+def _simulated(command: dict[str, Any]) -> bool:
+    if "simulated" in command:
+        return bool(command["simulated"])
+    return command.get("sim") is not None
+
+
 def _check(args: argparse.Namespace) -> None:
+    from burnin.dispatch.registry import choose
     from burnin.errors import UsageError
 
     if args.resume is not None:
-        given = [flag for flag, value in (("--sim", args.sim), ("--fault", args.fault), ("--via", args.via),
-                                          ("--duration", args.duration), ("--config", args.config),
-                                          ("--out", args.out), ("--interval", args.interval)) if value]
+        given = [_flag(dest) for dest, default in _dispatch_defaults().items() if getattr(args, dest) != default]
+        given += [flag for flag, value in (("--duration", args.duration), ("--config", args.config),
+                                           ("--out", args.out), ("--interval", args.interval)) if value]
         if given:
             raise UsageError(f"--resume takes the soak's own settings: drop {', '.join(given)}")
         return
     if args.duration is None:
         raise UsageError("--duration is required (e.g. --duration 24h)")
-    if args.sim is None and args.via is None:
-        raise UsageError("no nodes: pass --sim [N] or --via ssh --hosts/--inventory")
-    if args.sim is not None and args.via is not None:
-        raise UsageError("--sim and --via exclude each other")
-    if args.fault and args.sim is None:
-        raise UsageError("--fault needs --sim (faults are injected into simulated nodes)")
+    choose(args)  # "no nodes", or another dispatcher's options given
 
 
 def _prepare_out(out_dir: Path) -> None:
@@ -111,32 +151,13 @@ def _prepare_out(out_dir: Path) -> None:
         raise UsageError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
 
 
-def _nodes(command: dict[str, Any], topology: Topology, out_dir: Path, duration_s: float) -> tuple[Any, Any]:
-    """(SoakNodes, the simulated world or None)."""
-    from burnin.soak.nodes import DispatcherNodes
+def _dispatcher(options: argparse.Namespace, topology: Topology, topology_ref: str, out_dir: Path) -> Dispatcher:
+    """The dispatcher ``--sim`` / ``--via`` names, from the registry, as ``burnin run`` opens it."""
+    from burnin.dispatch.base import DispatchContext
+    from burnin.dispatch.registry import open_dispatcher
 
-    if command["sim"] is not None:
-        from burnin.dispatch.sim import SimDispatcher, parse_fault_args
-        from burnin.nodes import sim_names
-        from burnin.sim.faults import validate_fault
-        from burnin.sim.soak import SoakWorld, load_rack, split_faults
-
-        names = sim_names(int(command["sim"]))
-        faults = parse_fault_args(list(command["faults"]), names)
-        checked = {node: [validate_fault(f, topology) for f in items] for node, items in faults.items()}  # type: ignore[arg-type]
-        static, soak_faults = split_faults(checked)
-        rack_faults: dict[str, list[object]] = {node: list(items) for node, items in static.items()}
-        dispatcher = SimDispatcher(out_dir / SIM_RACK, topology, names, rack_faults, owned=False)
-        world = SoakWorld(load_rack(out_dir / SIM_RACK, names), soak_faults, duration_s=duration_s)
-        return DispatcherNodes(dispatcher, fanout=8), world
-    from burnin.dispatch.ssh import SshDispatcher
-
-    namespace = argparse.Namespace(hosts=command["hosts"], fanout=command["fanout"],
-                                   inventory=Path(command["inventory"]) if command["inventory"] else None,
-                                   ssh_config=Path(command["ssh_config"]) if command["ssh_config"] else None,
-                                   accept_new_host_keys=command["accept_new_host_keys"])
-    return DispatcherNodes(SshDispatcher.from_args(namespace, command["topology"]),
-                           fanout=int(command["fanout"])), None
+    context = DispatchContext(topology, topology_ref, out_dir, ("soak",), state_dir=out_dir / SIM_RACK)
+    return open_dispatcher(options, context)
 
 
 def _context(settings: SoakSettings, topology: Topology, sample_timeout: float) -> SoakContext:
@@ -152,15 +173,20 @@ def _context(settings: SoakSettings, topology: Topology, sample_timeout: float) 
                        sample_timeout_s=sample_timeout)
 
 
-def _drainer(command: dict[str, Any]) -> Any:
-    if command["gate"] != "slurm":
+def _gate(name: str) -> Gate | None:
+    from burnin.gate.registry import NO_GATE, find_gate
+
+    return None if name == NO_GATE else find_gate(name)
+
+
+def _drainer(gate: Gate | None, dry_run: bool) -> Any:
+    """Under ``--gate``: take a node out of the pool the moment it fails."""
+    if gate is None:
         return None
-    from burnin.gate.slurm import drain
 
     def on_fatal(node: str, events: list[Event]) -> None:
         first = events[0]
-        drain(node, f"{first.check} {first.subject} {first.measured} at +{_hms(first.t)}",
-              dry_run=bool(command["dry_run"]))
+        gate.drain(node, f"{first.check} {first.subject} {first.measured} at +{_hms(first.t)}", dry_run=dry_run)
 
     return on_fatal
 
@@ -177,51 +203,68 @@ def run(args: argparse.Namespace) -> int:
     from burnin.topology.load import find_topology
 
     _check(args)
+    state: SoakState | None = None
     if args.resume is not None:
         out_dir = args.resume
         store = Store(out_dir)
         state = store.load()
         command = state.command
+        options = _namespace(command)
     else:
         duration_s = parse_duration(args.duration)
-        settings = load_settings(args.config)
+        load_settings(args.config)
         find_topology(args.topology)
-        interval_s = args.interval or default_interval(duration_s, args.sim is not None, settings)
         out_dir = args.out or Path("reports") / time.strftime("soak-%Y%m%dT%H%M%SZ", time.gmtime())
         _prepare_out(out_dir)
-        command = _command(args, duration_s, interval_s)
+        command = _command(args, duration_s)
         store = Store(out_dir)
-        state = SoakState(command=command, duration_s=duration_s, interval_s=interval_s, nodes={},
-                          run_id=out_dir.name)
+        options = args
     settings = load_settings(Path(command["config"]) if command["config"] else None)
     topology = find_topology(command["topology"])
+    gate = _gate(command["gate"])
     started = time.monotonic()
-    if not state.finished:
-        _soak(state, store, command, settings, topology, out_dir)
+    if state is None or not state.finished:
+        dispatcher = _dispatcher(options, topology, command["topology"], out_dir)
+        try:
+            from burnin.dispatch.base import simulated_time_of
+
+            advance = simulated_time_of(dispatcher, float(command["duration_s"]))
+            if state is None:
+                simulated = advance is not None
+                interval_s = args.interval or default_interval(float(command["duration_s"]), simulated, settings)
+                command.update(interval_s=interval_s, simulated=simulated)
+                state = SoakState(command=command, duration_s=float(command["duration_s"]), interval_s=interval_s,
+                                  nodes={}, run_id=out_dir.name)
+            _soak(state, store, dispatcher, advance, settings, topology, out_dir,
+                  on_fatal=_drainer(gate, bool(command["dry_run"])),
+                  fanout=int(getattr(options, "fanout", None) or DEFAULT_FANOUT))
+        finally:
+            dispatcher.close()
     decisions = _judge(state, store, settings, topology, out_dir, command)
     _print_summary(state, decisions, topology.name, time.monotonic() - started, out_dir)
-    if command["gate"] == "slurm":
-        from burnin.gate.slurm import apply_gate
-
-        apply_gate(decisions, dry_run=bool(command["dry_run"]))
+    if gate is not None:
+        gate.apply(decisions, dry_run=bool(command["dry_run"]))
     rejected = [n for n, d in decisions.items() if not d.admitted]
     return EXIT_REJECTED if rejected else EXIT_OK
 
 
-def _soak(state: SoakState, store: Any, command: dict[str, Any], settings: SoakSettings, topology: Topology,
-          out_dir: Path) -> None:
+def _soak(state: SoakState, store: Any, dispatcher: Dispatcher, advance: Callable[[float], None] | None,
+          settings: SoakSettings, topology: Topology, out_dir: Path, *,
+          on_fatal: Callable[[str, list[Event]], None] | None, fanout: int) -> None:
     from burnin.soak.clock import RealClock, SimClock
+    from burnin.soak.nodes import open_nodes
     from burnin.soak.progress import progress_for
-    from burnin.soak.scheduler import Soak, restart
+    from burnin.soak.scheduler import DEADLINE_FACTOR, Soak, restart
     from burnin.soak.state import RUNNING, NodeProgress
 
-    nodes, world = _nodes(command, topology, out_dir, state.duration_s)
+    hold_s = max(0.0, DEADLINE_FACTOR * state.duration_s - state.now) + HOLD_SLACK_S
+    nodes = open_nodes(dispatcher, fanout=fanout, hold_s=hold_s, log_file=out_dir / "slurm-commands.log")
     try:
         if not state.nodes:
             state.nodes = {name: NodeProgress(name) for name in nodes.nodes}
         samples, results = store.samples(state), store.results(state)
-        if world is not None:
-            clock: Any = SimClock(state.now, world.advance)
+        if advance is not None:
+            clock: Any = SimClock(state.now, advance)
         else:
             clock = RealClock(state.now)
             gap = time.time() - state.saved_wall if state.saved_wall else 0.0
@@ -231,8 +274,8 @@ def _soak(state: SoakState, store: Any, command: dict[str, Any], settings: SoakS
                     if progress.status == RUNNING:
                         restart(progress, state.now, f"the soak was not monitored for {_hms(gap)} "
                                                      "(controller down)")
-        soak = Soak(nodes, state, store, clock, _context(settings, topology, float(command["sample_timeout"])),
-                    sink=progress_for(), on_fatal=_drainer(command), samples=samples, results=results)
+        soak = Soak(nodes, state, store, clock, _context(settings, topology, float(state.command["sample_timeout"])),
+                    sink=progress_for(), on_fatal=on_fatal, samples=samples, results=results)
         soak.run()
     finally:
         nodes.close()
@@ -246,7 +289,7 @@ def _judge(state: SoakState, store: Any, settings: SoakSettings, topology: Topol
     judge = Judge(state, samples, results, settings, topology, command["config"] or "the default settings")
     outcomes = judge.outcomes()
     meta = {"topology": topology.name, "duration_s": state.duration_s, "interval_s": state.interval_s,
-            "simulated": command["sim"] is not None}
+            "simulated": _simulated(command)}
     return write_outputs(out_dir, state, outcomes, judge.series, meta=meta)
 
 
@@ -272,7 +315,7 @@ def _print_summary(state: SoakState, decisions: dict[str, NodeDecision], topolog
     from burnin.nodes import fold
     from burnin.text import printable
 
-    clock = "simulated" if state.command.get("sim") is not None else "soaked"
+    clock = "simulated" if _simulated(state.command) else "soaked"
     print(f"burnin soak: {len(decisions)} nodes ({topology}), {_hms(state.duration_s)} {clock} in {elapsed_s:.1f} s")
     for node, decision in decisions.items():
         if decision.admitted:

@@ -74,6 +74,9 @@ class DispatchContext:
     topology_ref: str
     out_dir: Path
     suites: tuple[str, ...] = ("node",)
+    state_dir: Path | None = None
+    """Where a dispatcher keeps what its nodes are made of across runs (``burnin soak --resume``:
+    the simulated rack); None: a scratch of its own, removed on close."""
 
 
 def preset_from_facts(facts: Mapping[str, Facts]) -> Preset:
@@ -85,6 +88,21 @@ def preset_from_facts(facts: Mapping[str, Facts]) -> Preset:
     reachable = [f for f in facts.values() if not f.unreachable]
     simulated = bool(reachable) and all(str(f.data.get("root", "/")) != "/" for f in reachable)
     return "simulated" if simulated else "production"
+
+
+def simulated_time_of(dispatcher: object, duration_s: float) -> Callable[[float], None] | None:
+    """The hook of a dispatcher whose nodes live on a simulated clock, else None.
+
+    Such a dispatcher offers ``simulated_time(duration_s)``: a function a simulated
+    clock calls with each new time (seconds since the start of a run lasting
+    ``duration_s``), which brings its nodes to that time. ``burnin soak`` runs on
+    that clock when it is offered, on the wall clock otherwise.
+    """
+    offer = getattr(dispatcher, "simulated_time", None)
+    if not callable(offer):
+        return None
+    hook: Callable[[float], None] = offer(duration_s)
+    return hook
 
 
 def launcher_of(dispatcher: object, facts: Mapping[str, Facts]) -> JobLauncher:

@@ -57,8 +57,8 @@ def selected(args: argparse.Namespace) -> str | None:
     return implied[0] if implied else None
 
 
-def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> Dispatcher:
-    """The selected dispatcher, opened for the parsed options; a UsageError before any node is touched."""
+def choose(args: argparse.Namespace) -> str:
+    """The selected dispatcher's name; a UsageError when none is, or another one's options are given."""
     name = selected(args)
     for other in DISPATCHERS:
         if other != name:
@@ -68,5 +68,10 @@ def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> Dispa
     if name is None:
         ways = "; ".join(str(getattr(_module(n), "USAGE", f"--via {n}")) for n in DISPATCHERS)
         raise UsageError(f"no nodes: pass {ways}")
-    dispatcher: Dispatcher = _module(name).open_dispatcher(args, context)
+    return name
+
+
+def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> Dispatcher:
+    """The selected dispatcher, opened for the parsed options; a UsageError before any node is touched."""
+    dispatcher: Dispatcher = _module(choose(args)).open_dispatcher(args, context)
     return dispatcher

@@ -53,13 +53,19 @@ def refuse_unused(args: argparse.Namespace) -> None:
 
 
 def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> SimDispatcher:
-    """``--sim N`` (or ``--via sim``) with ``--fault`` items; a fault of a suite that is not run is refused."""
+    """``--sim N`` (or ``--via sim``) with ``--fault`` items; a fault of a suite that is not run is refused.
+
+    The rack goes to ``context.state_dir`` when there is one (kept: ``burnin soak --resume``
+    renders it again there), else to a scratch folder removed on close.
+    """
     from burnin.nodes import sim_names
 
     count = args.sim if getattr(args, "sim", None) is not None else DEFAULT_NODES
     names = sim_names(count)
     faults = parse_fault_args(list(getattr(args, "fault", []) or []), names)
     refuse_faults_outside(faults, context.suites)
+    if context.state_dir is not None:
+        return SimDispatcher(context.state_dir, context.topology, names, faults, owned=False)
     return SimDispatcher(scratch_dir(), context.topology, names, faults, owned=True)
 
 
@@ -87,13 +93,19 @@ def refuse_faults_outside(faults: Mapping[str, Sequence[object]], suites: Sequen
     running = {Path(s).name for s in suites}
     for node, node_faults in faults.items():
         for fault in node_faults:
-            suite = str(getattr(getattr(fault, "spec", None), "suite", "node"))
+            suite = _suite_of(fault)
             if suite == "node" or suite in running:
                 continue
             label = getattr(fault, "label", None) or getattr(getattr(fault, "spec", None), "name", "?")
-            how = "run it with burnin soak" if suite == "soak" else f"add --suite {suite}"
+            how = ("run it with burnin soak" if suite == "soak" else
+                   f"run it with burnin run --suite {suite}" if "soak" in running else f"add --suite {suite}")
             raise UsageError(f"--fault {node}:{label} acts only in the {suite} suite, which this run "
                              f"does not run: {how}")
+
+
+def _suite_of(fault: object) -> str:
+    """The suite a fault acts in (``node``: the node itself, which every suite reads)."""
+    return str(getattr(getattr(fault, "spec", None), "suite", "node"))
 
 
 SCRATCH_PREFIX = "burnin-sim-"
@@ -130,7 +142,9 @@ def remove_scratch(path: Path | None = None) -> None:
 class SimDispatcher:
     """N simulated nodes built under ``state_dir`` from a topology and faults.
 
-    With ``owned=True`` the state folder is removed by :meth:`close`.
+    With ``owned=True`` the state folder is removed by :meth:`close`. Faults that
+    unfold over a soak (``FaultSpec.suite == "soak"``) are not rendered into the
+    rack: they act through :meth:`simulated_time`'s world.
     """
 
     name = "sim"
@@ -143,8 +157,15 @@ class SimDispatcher:
         self._state_dir = state_dir
         self._owned = owned
         self.topology_by_node: dict[str, str] = {}
+        rack_faults = {node: [f for f in items if _suite_of(f) != "soak"] for node, items in faults.items()}
+        self._timed = {node: [f for f in items if _suite_of(f) == "soak"] for node, items in faults.items()}
         try:
-            rack = build_rack(state_dir, topology, names, dict(faults))  # type: ignore[arg-type]
+            if any(self._timed.values()):
+                from burnin.sim.faults import validate_fault
+
+                self._timed = {node: [validate_fault(f, topology) for f in items]  # type: ignore[arg-type]
+                               for node, items in self._timed.items() if items}
+            rack = build_rack(state_dir, topology, names, dict(rack_faults))  # type: ignore[arg-type]
         except BaseException:
             if owned:
                 remove_scratch(state_dir)
@@ -173,6 +194,15 @@ class SimDispatcher:
     def transport(self) -> LocalTransport:
         """The local transport with each node's environment (phases and the soak run through it)."""
         return self._transport
+
+    def simulated_time(self, duration_s: float) -> Callable[[float], None]:
+        """The rack under load on a simulated clock (:mod:`burnin.sim.soak`): the hook that brings every
+        node, and the faults that unfold over a run of ``duration_s``, to a new time."""
+        from burnin.sim.soak import SoakWorld, load_rack
+
+        world = SoakWorld(load_rack(self._state_dir, self.nodes), self._timed,  # type: ignore[arg-type]
+                          duration_s=duration_s)
+        return world.advance
 
     def close(self) -> None:
         self._transport.close()

@@ -255,7 +255,7 @@ class SlurmDispatcher:
     def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
         """srun steps from here, in an allocation of the phase's own (or the one burnin runs in)."""
         jobs = SlurmJobs(self.client, job_id=self.job_id, partition=self.partition, reservation=self.reservation,
-                         recheck_drained=self.recheck_drained)
+                         recheck_drained=self.recheck_drained, collector=self.collector)
         return JobLauncher("slurm", "srun", preset_from_facts(facts), slurm=jobs)
 
     def close(self) -> None:

@@ -312,11 +312,12 @@ class Soak:
 
     def _sample_round(self, now: float) -> None:
         state = self.state
-        facts = self.nodes.sample(timeout=self.ctx.sample_timeout_s)
+        active = self._active()
+        facts = self.nodes.sample(timeout=self.ctx.sample_timeout_s, nodes=active)
         stage = self.running.chunk.stage if self.running is not None else ""
         fatal_now: list[Event] = []
         judged: list[tuple[NodeProgress, NodeSample, list[Event]]] = []
-        for name in self._active():
+        for name in active:
             progress = state.nodes[name]
             node_facts = facts.get(name)
             if node_facts is None:

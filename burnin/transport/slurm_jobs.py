@@ -317,7 +317,8 @@ class SlurmJobs:
     """How a run reaches its nodes through Slurm: the client, and where allocations go.
 
     ``job_id``: the allocation burnin runs in (no allocation is made then);
-    ``recheck_drained``: nodes burnin drained are measured too (``--gate slurm``).
+    ``recheck_drained``: nodes burnin drained are measured too (``--gate slurm``);
+    ``collector``: the collector zipapp already on the nodes (None: whoever samples ships it).
     """
 
     client: SlurmRunner
@@ -325,6 +326,7 @@ class SlurmJobs:
     partition: str | None = None
     reservation: str | None = None
     recheck_drained: bool = False
+    collector: str | None = None
 
     def allocation(self, nodes: Sequence[str], *, label: str, exclusive: bool = True,
                    tasks_per_node: int | None = None, purpose: str = "",

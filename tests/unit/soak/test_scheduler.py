@@ -43,7 +43,7 @@ class FakeNodes:
         out += "Tested 1 GPUs:\n\tGPU 0: OK\n"
         return {n: CommandResult(n, tuple(argv), 0, out, "", 0.1) for n in nodes}
 
-    def sample(self, *, timeout: float) -> dict[str, Facts]:
+    def sample(self, *, timeout: float, nodes: Sequence[str] | None = None) -> dict[str, Facts]:
         t = self.clock()
         return {n: Facts(n, self._facts(n, t)) for n in self.nodes}
 
@@ -212,12 +212,13 @@ def test_gate_slurm_drains_a_failed_node_at_once(monkeypatch: pytest.MonkeyPatch
     from burnin.gate import slurm
 
     drained: list[tuple[str, str, bool]] = []
-    monkeypatch.setattr(slurm, "drain", lambda node, reason, dry_run=False: drained.append((node, reason, dry_run)))
-    on_fatal = soak_cmd._drainer({"gate": "slurm", "dry_run": True})
+    monkeypatch.setattr(slurm, "drain",
+                        lambda node, reason, dry_run=False, **_: drained.append((node, reason, dry_run)))
+    on_fatal = soak_cmd._drainer(soak_cmd._gate("slurm"), True)
     on_fatal("sim03", [Event("GPU-04", "sim03", "gpu3", 36000.0, True, "Xid 79 (GPU has fallen off the bus)",
                              "no fatal Xid")])
     assert drained == [("sim03", "GPU-04 gpu3 Xid 79 (GPU has fallen off the bus) at +10:00:00", True)]
-    assert soak_cmd._drainer({"gate": "none", "dry_run": False}) is None
+    assert soak_cmd._drainer(soak_cmd._gate("none"), False) is None
 
 
 def test_live_table_and_log_lines(tmp_path: Path) -> None:
