@@ -1,0 +1,67 @@
+"""``burnin soak --via ssh`` and ``--via slurm`` from the command line: real-node soaks load no simulator code.
+
+- over SSH, nodes that refuse the connection are soaked for the duration, never sampled, and rejected
+  as incomplete (exit 1), never admitted;
+- through Slurm, an allocation Slurm refuses ends the soak before it starts: one line, exit 2, no
+  checkpoint (the same ``--out`` can be used again).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+DRIVER = """
+import sys
+from burnin.cli.main import main
+code = main(sys.argv[1:])
+print("EXIT", code)
+print("SIM", sorted(m for m in sys.modules if m == "burnin.sim" or m.startswith("burnin.sim.")))
+"""
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> tuple[int, list[str], str, str]:
+    proc = subprocess.run([sys.executable, "-c", DRIVER, *args], capture_output=True, text=True, timeout=300,
+                          check=False, env={**os.environ, **(env or {})})
+    exit_line = next((line for line in proc.stdout.splitlines() if line.startswith("EXIT ")), None)
+    sim_line = next((line for line in proc.stdout.splitlines() if line.startswith("SIM ")), None)
+    assert exit_line and sim_line, proc.stdout + proc.stderr
+    return int(exit_line.split()[1]), ast.literal_eval(sim_line[4:]), proc.stdout, proc.stderr
+
+
+def test_a_soak_over_ssh_of_unreachable_nodes_rejects_them_and_loads_no_simulator(tmp_path: Path) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text("Host n1 n2\n  HostName 127.0.0.1\n  Port 1\n", encoding="utf-8")  # refused at once
+    out = tmp_path / "soak"
+    code, loaded, stdout, stderr = _run(["soak", "--via", "ssh", "--hosts", "n[1-2]", "--ssh-config", str(config),
+                                         "--duration", "3s", "--interval", "1", "--out", str(out)])
+    assert code == 1, stdout + stderr
+    assert loaded == [], stdout
+    gate = json.loads((out / "gate.json").read_text())
+    assert (gate["rejected"], gate["admitted"]) == ("n[1-2]", ""), gate
+    assert "BRN-07" in gate["nodes"]["n1"]["incomplete"] and gate["nodes"]["n1"]["failed"] == []
+
+
+def test_a_soak_through_slurm_that_gets_no_allocation_is_one_line_and_loads_no_simulator(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for tool in ("srun", "salloc", "scontrol", "scancel", "sbcast"):
+        path = fake / tool
+        path.write_text("#!/bin/sh\necho \"$0: no Slurm here\" >&2\nexit 1\n", encoding="utf-8")
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    env = {"PATH": f"{fake}{os.pathsep}{os.environ.get('PATH', '')}", "SLURM_JOB_ID": "", "SLURM_JOB_NODELIST": ""}
+    out = tmp_path / "soak"
+    args = ["soak", "--via", "slurm", "--nodes", "n[1-2]", "--duration", "1h", "--out", str(out)]
+    code, loaded, stdout, stderr = _run(args, env)
+    assert code == 2, stdout + stderr
+    assert loaded == [], stdout
+    assert stderr.strip().splitlines() == [
+        f"burnin soak: no Slurm allocation for the soak: salloc exited 1: {fake}/salloc: no Slurm here"], stderr
+    assert not (out / "soak-state.json").exists()
+    again = _run(args, env)
+    assert again[0] == 2 and "holds a soak already" not in again[3]
