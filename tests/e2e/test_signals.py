@@ -22,6 +22,7 @@ import pytest
 
 SHM = Path("/dev/shm")
 MARKER_TIMEOUT_S = 240.0
+HUNG_AFTER_S = 2.0  # a simulated all_reduce_perf alive this long is the hung one (a healthy run takes ms)
 
 
 def _start(args: list[str], tmp: Path, driver: str | None = None) -> subprocess.Popen[str]:
@@ -135,13 +136,19 @@ def test_sigterm_stops_a_hung_fabric_tool_at_once(tmp_path: Path) -> None:
     proc = _start(["run", "--sim", "2", "--suite", "fabric", "--fault", "sim01:nccl-hang",
                    "--out", str(tmp_path / "out")], tmp_path)
     prefix = f"/dev/shm/burnin-sim-{proc.pid}-"
+    first_seen: dict[int, float] = {}
 
-    def hung_tool() -> list[int]:
-        return [pid for pid, cmd in _processes_mentioning(prefix) if "perf all_reduce" in cmd]
+    def hung_tools() -> list[int]:
+        """The all_reduce_perf processes seen running for HUNG_AFTER_S (sim02's own run is over in ms:
+        the first one seen may be that one, and SIGTERM would then come before sim01's tool hangs)."""
+        now = time.monotonic()
+        running = [pid for pid, cmd in _processes_mentioning(prefix) if "perf all_reduce" in cmd]
+        for pid in running:
+            first_seen.setdefault(pid, now)
+        return [pid for pid in running if now - first_seen[pid] >= HUNG_AFTER_S]
 
-    _wait_for("all_reduce_perf running", proc, lambda: bool(hung_tool()))
-    tools = hung_tool()
+    _wait_for("all_reduce_perf hung", proc, lambda: bool(hung_tools()))
+    tools = hung_tools()
     _interrupt_and_check(proc, signal.SIGTERM, tmp_path)
-    alive = [pid for pid in tools if Path(f"/proc/{pid}").exists()
-             and Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"]
+    alive = [pid for pid, cmd in _processes_mentioning(prefix) if pid in tools and "perf all_reduce" in cmd]
     assert alive == []
