@@ -2,7 +2,8 @@
 
 Everything that reaches nodes through Slurm goes through here: the collector
 step (:mod:`burnin.dispatch.slurm`), the fabric phase's steps
-(:mod:`burnin.fabric.launch`) and the Megatron phase's runs. Nothing here
+(:mod:`burnin.fabric.launch`), the Megatron phase's runs and the soak's
+allocation (:mod:`burnin.soak.slurm_nodes`). Nothing here
 starts a process itself: every command goes to a
 :class:`~burnin.transport.slurm.SlurmRunner` (normally
 :class:`~burnin.transport.slurm.SlurmClient`), bounded by a timeout.
