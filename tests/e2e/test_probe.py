@@ -18,10 +18,16 @@ def sim_node(tmp_path: Path, h100_topology: Topology) -> SimNode:
     return build_rack(tmp_path / "rack", h100_topology, ["sim01"], {})[0]
 
 
+# The probe gives each source 5 s by default; on a loaded 2-core CI machine a healthy source can take
+# longer and the node would come out INCOMPLETE. A generous bound here (a failure limit, not a measurement).
+SOURCE_TIMEOUT = "60"
+
+
 def probe(node: SimNode, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **node.environment(), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", *args], env=full_env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", "--timeout", SOURCE_TIMEOUT, *args],
+                          env=full_env,
+                          capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_healthy_node_is_ok_in_one_line(sim_node: SimNode) -> None:
@@ -67,7 +73,7 @@ def test_probe_start_up_imports_only_what_fast_checks_need(sim_node: SimNode) ->
             "heavy = [m for m in ('pytest', 'pydantic', 'yaml', 'jinja2', 'rich', 'paramiko', 'ClusterShell')"
             " if m in sys.modules]\nprint('HEAVY', heavy)\n")
     full_env = {**os.environ, **sim_node.environment()}
-    proc = subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=60,
+    proc = subprocess.run([sys.executable, "-c", code], env=full_env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
 

@@ -12,6 +12,10 @@ import pytest
 from burnin.sim import SimNode, build_rack, parse_fault_spec
 from burnin.topology.model import Topology
 
+# The probe gives each source 5 s by default; on a loaded 2-core CI machine a healthy source can take
+# longer (GPU-10 would be INCOMPLETE, not FAIL). A generous bound here: a failure limit, not a measurement.
+SOURCE_TIMEOUT = "60"
+
 
 @pytest.fixture
 def faulted_node(tmp_path: Path, h100_topology: Topology) -> SimNode:
@@ -26,9 +30,10 @@ def _families(text: str) -> dict[str, object]:
 
 def test_probe_writes_the_textfile_with_verdicts_and_measurements(faulted_node: SimNode, tmp_path: Path) -> None:
     target = tmp_path / "textfile" / "burnin.prom"
-    proc = subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", "--metrics", str(target)],
+    proc = subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", "--timeout", SOURCE_TIMEOUT,
+                           "--metrics", str(target)],
                           env={**os.environ, **faulted_node.environment()}, capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=300, check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.startswith("burnin: FAIL GPU-10") and len(proc.stdout.splitlines()) == 1
     families = _families(target.read_text(encoding="utf-8"))
@@ -46,15 +51,16 @@ def test_probe_without_metrics_does_not_load_the_exporter(faulted_node: SimNode)
     code = ("import sys\nfrom burnin.cli.main import main\nmain(['probe'])\n"
             "print('LOADED', 'burnin.report.metrics' in sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, **faulted_node.environment()},
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert "LOADED False" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_an_unwritable_textfile_is_reported_and_the_verdict_stands(faulted_node: SimNode, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", "--metrics", str(blocker / "x.prom")],
+    proc = subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", "--timeout", SOURCE_TIMEOUT,
+                           "--metrics", str(blocker / "x.prom")],
                           env={**os.environ, **faulted_node.environment()}, capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=300, check=False)
     assert proc.returncode == 1 and proc.stdout.startswith("burnin: FAIL GPU-10")
     assert "burnin probe: --metrics" in proc.stderr and "Traceback" not in proc.stderr
