@@ -40,7 +40,7 @@ def test_cli_up_and_down_stop_exactly_their_pids(ssh_rack: Rack) -> None:
         again = burnin("sim", "up", "--ssh", "2", "--state", str(state))
         assert again.returncode == 2 and "already has a running rack" in again.stderr
         ssh = subprocess.run(["ssh", "-F", lab["ssh_config"], "sim02", "echo $BURNIN_SIM_NODE; id -un"],
-                             capture_output=True, text=True, timeout=30, check=False)
+                             capture_output=True, text=True, timeout=120, check=False)
         assert ssh.stdout.split() == ["sim02", lab["user"]], ssh.stderr  # strict OpenSSH accepts it too
         down = burnin("sim", "down", "--state", str(state))
         assert down.returncode == 0, down.stderr
