@@ -24,7 +24,7 @@ Tool = Callable[..., subprocess.CompletedProcess[str]]
 Dirs = Callable[[str], Path]
 Probe = Callable[[list[SimNode]], dict[str, Any]]
 SHIMS = {"nvidia-smi", "ibstat", "ibv_devinfo", "dmesg", "lspci", "systemctl", "setpci", "lsmod", "nvbandwidth",
-         "ib_write_bw",
+         "ib_write_bw", "p2pBandwidthLatencyTest",
          *(f"{c}_perf" for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv",
                                  "broadcast", "reduce")),
          "ip", "ibdev2netdev", "mlxconfig", "mlnx_qos", "ethtool"}  # storage fabric (burnin.sim.storage)
