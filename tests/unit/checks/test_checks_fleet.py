@@ -516,3 +516,12 @@ def test_software_facts_not_collected_or_unreadable_are_unmeasured(healthy_facts
     readings = read_inventory(Facts("n", doc), TOPOLOGY)
     assert readings["ofed"] == Reading(None, "source 'software' was not collected")
     assert readings["driver"].value == DRIVER
+
+
+def test_a_long_value_is_cut_in_the_reason(healthy_facts: Doc) -> None:
+    from burnin.text import printable
+
+    long = "550.54.15-" + "x" * 60
+    verdicts = judge_fleet(fleet(healthy_facts, 3, {"sim03": driver(long)}))
+    shown = printable(long, limit=48)
+    assert shown != long and f"INV-11 driver {shown} (fleet: " in verdicts["sim03"].reason

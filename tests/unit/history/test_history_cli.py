@@ -183,7 +183,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
 
 @pytest.mark.parametrize(("text", "seconds"), [
     ("30d", 30 * DAY), ("30", 30 * DAY), ("1.5", 1.5 * DAY), ("72h", 72 * 3600), ("90m", 5400), ("3600s", 3600),
-    (" 7d ", 7 * DAY), ("3650d", 3650 * DAY),
+    (" 7d ", 7 * DAY), ("3650d", 3650 * DAY), ("0.5s", 0.5),
 ])
 def test_a_window_reads_as_days_or_with_its_unit(text: str, seconds: float) -> None:
     assert window(text) == seconds

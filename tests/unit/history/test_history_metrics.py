@@ -173,3 +173,25 @@ def test_a_fleet_with_no_time_has_no_rates() -> None:
 def test_no_observation_is_no_history() -> None:
     with pytest.raises(ValueError, match="no observation"):
         fleet_history([])
+
+
+def test_an_origin_is_named_once_and_an_unnamed_one_not_at_all() -> None:
+    drain = Observation("n1", T0 + 10, False, ("GPU-04",), (), "Xid 79", "/var/lib/burnin/watch/events.jsonl", "watch")
+    again = Observation("n1", T0 + 20, False, ("GPU-04",), (), "Xid 79", "/var/lib/burnin/watch/events.jsonl", "watch")
+    unnamed = Observation("n1", T0 + 30, False, ("GPU-03",), (), "", "", "run")
+    outage = node_history("n1", [drain, again, unnamed], T0 + 30).outages[0]
+    assert outage.origins == ["/var/lib/burnin/watch/events.jsonl"] and outage.sources == ["watch", "run"]
+
+
+def test_under_a_second_or_a_day_still_has_rates() -> None:
+    history = node_history("n1", [seen("n1", 0), seen("n1", 0.5 / DAY_S, False, ("GPU-04",))],
+                           T0 + 0.5)
+    assert history.observed_s == pytest.approx(0.5) and history.availability == pytest.approx(1.0)
+    fleet = fleet_history([seen("a", 0), seen("a", 0.5, False, ("GPU-04",)), seen("b", 0), seen("b", 0.5)])
+    assert fleet.node_days_in_pool == pytest.approx(1.0)
+    half = fleet_history([seen("a", 0), seen("a", 0.5, False, ("GPU-04",))])
+    assert half.node_days_in_pool == pytest.approx(0.5)
+    assert half.failures_per_1000_node_days == pytest.approx(2000)
+    assert half.availability == pytest.approx(1.0)
+    brief = fleet_history([seen("a", 0), seen("a", 0.5 / DAY_S, False, ("GPU-04",))])
+    assert brief.availability == pytest.approx(1.0)
