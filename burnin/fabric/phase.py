@@ -231,8 +231,8 @@ class Phase:
             gathered = self.recollect(nodes)
         except Exception as exc:  # noqa: BLE001 - a failed second look makes NVL-04 incomplete, not the run fail
             gathered, why = {}, f"gathering NVML again failed: {type(exc).__name__}: {exc}"
-        finally:
-            failure = self.launcher.resume(nodes) if take_back else None
+        # not on an interrupt: the nodes are not taken again, the phase's close() cleans up
+        failure = self.launcher.resume(nodes) if take_back else None
         for node in nodes:
             facts = gathered.get(node)
             result.nvlink_after[node] = (nvlink_after.snapshot(facts, after) if facts is not None else

@@ -388,3 +388,14 @@ def test_a_slurm_launcher_that_cannot_take_the_nodes_back_says_why(h100_topology
     launcher.pause()
     failure = launcher.resume(NODES)
     assert failure is not None and "Requested node configuration is not available" in failure
+
+
+def test_an_interrupt_during_the_second_look_does_not_take_the_nodes_back(h100_topology: Topology,
+                                                                        tmp_path: Path) -> None:
+    def interrupted(nodes: Sequence[str]) -> Mapping[str, Facts]:
+        raise KeyboardInterrupt
+
+    launcher = rack()
+    with pytest.raises(KeyboardInterrupt):
+        run_phase(launcher, h100_topology, tmp_path, interrupted)
+    assert launcher.steps == ["p2p", "pause"]
