@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers._common import fail, head_excerpt, is_elision, is_prompt, iter_lines, require_text
+from burnin.parsers._common import fail, head_excerpt, iter_lines, require_text
 
 TOOL = "dcgmi-version"
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+~-]{0,31}$")
@@ -33,10 +33,7 @@ def parse_dcgmi_version(text: str) -> DcgmiVersion:
     found: dict[bool, str] = {}  # host engine? -> its version
     hostengine = False
     for raw in iter_lines(text):
-        line = raw.strip()
-        if not line or is_elision(line) or is_prompt(line):
-            continue
-        key, sep, value = line.partition(":")
+        key, sep, value = raw.strip().partition(":")  # other lines (blank, a prompt, [...]) name no key here
         if key.strip().lower() == _HOSTENGINE and not value.strip():
             hostengine = True
             continue
@@ -44,7 +41,7 @@ def parse_dcgmi_version(text: str) -> DcgmiVersion:
             continue
         value = value.strip()
         if not _VERSION.match(value):
-            fail(TOOL, f"Version {value[:40]!r} is not a version", line[:200])
+            fail(TOOL, f"Version {value[:40]!r} is not a version", raw)
         found[hostengine] = value
     if False not in found:
         fail(TOOL, "no 'Version : X.Y.Z' line of dcgmi itself found", head_excerpt(text))

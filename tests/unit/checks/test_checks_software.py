@@ -203,3 +203,26 @@ def test_a_topology_without_a_manifest_declares_inv10_not_applicable(facts: Fact
     assert software_not_applicable(TOPOLOGY) is None
     # called anyway, never a pass
     assert_status(judge("INV-10", facts, bare), INCOMPLETE, "declares no software manifest")
+
+
+@pytest.mark.parametrize(("length", "whole"), [(64, True), (65, False)])
+def test_a_version_is_shown_whole_up_to_64_characters(facts: Facts, length: int, whole: bool) -> None:
+    release = "5.15.0-" + "9" * (length - 7)
+    software(facts)["kernel_release"] = release
+    reason = judge("INV-10", facts).reason
+    assert (f"kernel {release} (" in reason) is whole, reason
+    if not whole:
+        assert f"kernel {release[:61]}... (" in reason
+
+
+def test_only_the_last_line_a_tool_printed_is_quoted(facts: Facts) -> None:
+    tool(facts, "ofed_info", "", exit_status=2, stderr="first line\nsecond line\nlast line\n")
+    reason = judge("INV-10", facts).reason
+    assert reason.endswith("OFED: ofed_info -s exited 2: last line"), reason
+    assert "second line" not in reason
+
+
+@pytest.mark.parametrize("searched", ["/usr/lib", [], None, {"/usr/lib": 1}])
+def test_folders_searched_are_named_only_from_a_list(facts: Facts, searched: object) -> None:
+    software(facts)["nccl"] = {"searched": searched, "libraries": []}
+    assert_status(judge("INV-10", facts), INCOMPLETE, "NCCL: no libnccl.so* in the library folders")

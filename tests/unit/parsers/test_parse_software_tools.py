@@ -102,3 +102,24 @@ def test_dcgmi_version_refuses_what_names_no_version(text: str, message: str | N
         return
     with pytest.raises(ParseError, match=f"^dcgmi-version: {message}" if message != "is not a version" else message):
         parse_dcgmi_version(text)
+
+
+@pytest.mark.parametrize(("length", "parses"), [(200, True), (201, False)])
+def test_ofed_info_reads_lines_up_to_200_characters(length: int, parses: bool) -> None:
+    line = "MLNX_OFED_LINUX-23.10-" + "1" * (length - len("MLNX_OFED_LINUX-23.10-") - 1) + ":"
+    assert len(line) == length
+    if parses:
+        assert parse_ofed_info(line + "\n").release == line[:-1]
+    else:
+        with pytest.raises(ParseError, match="no release line"):
+            parse_ofed_info(line + "\n")
+
+
+def test_dcgmi_version_quotes_the_line_it_cannot_read() -> None:
+    with pytest.raises(ParseError) as info:
+        parse_dcgmi_version("$ dcgmi --version\n[...]\nVersion : not-a-version!\n")
+    assert info.value.excerpt == "Version : not-a-version!"
+
+
+def test_dcgmi_version_after_a_prompt_and_an_elision() -> None:
+    assert parse_dcgmi_version("$ dcgmi -v\n[...]\n\nVersion : 3.3.1\n") == DcgmiVersion("3.3.1", None)
