@@ -79,9 +79,11 @@ def _build(version: str, what: str) -> dict[str, str]:
 
 
 def dcgmi_version(state: NodeState) -> str:
-    """``dcgmi --version``: dcgmi's build lines, then the host engine's (which runs the same DCGM)."""
+    """``dcgmi --version``: dcgmi's build lines, then the host engine's (the same DCGM) when it answers."""
     version = state.host.dcgm_version
     client = "".join(f"{key} : {value}\n" for key, value in _build(version, "dcgmi").items())
+    if not state.host.dcgm.hostengine:
+        return client
     engine = "".join(f"{key} : {value}\n" for key, value in _build(version, "nv-hostengine").items())
     return client + "\nHostengine build info:\n" + engine
 

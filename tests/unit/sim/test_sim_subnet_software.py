@@ -160,3 +160,14 @@ def test_a_healthy_node_follows_the_topologys_manifest(tmp_path: Path, sim_topol
     assert tool(node, "ofed_info", "-n").stdout == "24.10-1.1.4\n"
     assert parse_dcgmi_version(tool(node, "dcgmi", "--version").stdout).version == "3.3.1"
     assert (node.root / "usr/lib/x86_64-linux-gnu/libnccl.so.2.18.5").is_file()
+
+
+def test_dcgmi_names_no_hostengine_version_while_the_hostengine_is_down(tmp_path: Path, sim_topology: Topology,
+                                                                        tool: Tool) -> None:
+    from burnin.sim.build import render_node
+
+    (node,) = build_rack(tmp_path, sim_topology, ["n1"])
+    state = node.state()
+    state.host.dcgm.hostengine = False
+    render_node(node.dir, state)
+    assert parse_dcgmi_version(tool(node, "dcgmi", "--version").stdout) == DcgmiVersion("3.3.5", None)
