@@ -15,8 +15,8 @@ from burnin.sim.hca_faults import ALT_FIRMWARE
 from burnin.sim.hca_faults import MUTATORS as HCA_MUTATORS
 from burnin.sim.host import HOST_MUTATORS
 from burnin.sim.megatron import MUTATORS as WORKLOAD_MUTATORS
-from burnin.sim.software import SOFTWARE_MUTATORS
 from burnin.sim.pcie import ACS_REDIRECT, PciDevice, move_to_own_root_port, switch_downstream_ports
+from burnin.sim.software import SOFTWARE_MUTATORS
 from burnin.sim.state import (
     CLASS_ETH,
     CLASS_IB,
