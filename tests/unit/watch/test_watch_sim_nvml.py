@@ -16,6 +16,8 @@ from burnin.topology import find_topology
 
 # Runs as the node: registers the GPUs named on argv for Xid + DBE events, says "ready", then
 # prints what each wait returns (an event, or the NVML error code) for the number of waits asked.
+# Every wait but the last expects an event and may take up to a minute (the test applies its faults
+# after "ready", which takes seconds on a loaded machine); the last one expects nothing and waits 2 s.
 WAITER = r'''
 import json, sys
 import pynvml as n
@@ -30,9 +32,9 @@ for i in gpus:
     except n.NVMLError as exc:
         out["register_error"] = exc.value
 print("ready", flush=True)
-for _ in range(waits):
+for left in range(waits, 0, -1):
     try:
-        d = n.nvmlEventSetWait_v2(s, 2000)
+        d = n.nvmlEventSetWait_v2(s, 2000 if left == 1 else 60000)
         out["results"].append([n.nvmlDeviceGetIndex(d.device), d.eventType, d.eventData,
                                d.gpuInstanceId, d.computeInstanceId])
     except n.NVMLError as exc:
