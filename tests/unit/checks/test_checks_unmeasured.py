@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checks_support import INCOMPLETE, PASS, assert_status, gpu, judge, port, unmeasured_subjects
+from checks_support import INCOMPLETE, PASS, TOPOLOGY, assert_status, gpu, judge, port, unmeasured_subjects
 
 Facts = dict[str, Any]
 NAN, INF = float("nan"), float("inf")
@@ -258,9 +258,19 @@ def _node_checks() -> set[str]:
             for m in re.findall(r'@pytest\.mark\.check\("([A-Z]+-\d+)"\)', path.read_text())}
 
 
+def _with_fleet_of_one(facts: Facts) -> None:
+    """What the node suite's phase records for INV-11 when the node is the run's only one."""
+    from burnin.checks.fleet import SECTION, fleet_sections
+    from burnin.facts import Facts as NodeFacts
+
+    facts[SECTION] = fleet_sections({"sim01": NodeFacts("sim01", facts)}, {"sim01": TOPOLOGY})["sim01"]
+
+
 @pytest.mark.parametrize("check_id", sorted(_node_checks()))
 def test_every_node_check_passes_on_the_healthy_node(facts: Facts, check_id: str) -> None:
     """The contrast to the rows below: the same facts, unchanged, pass."""
+    if check_id == "INV-11":  # it judges the node suite's phase's counts (burnin.phases.fleet)
+        _with_fleet_of_one(facts)
     verdict = judge(check_id, facts)
     assert verdict.status is PASS, verdict.reason
 
@@ -282,6 +292,7 @@ def test_every_node_check_has_an_unreadable_input_row() -> None:
     covered = {row[0] for row in ROWS} | {"INV-03", "INV-05", "TOP-02", "TOP-04", "GPU-04"}  # own test files
     covered |= {"STO-01", "STO-02", "STO-04", "STO-05", "STO-06", "STO-07"}  # tests/unit/storage/test_sto_unmeasured.py
     covered |= {"TOP-06", "TOP-07", "TOP-09", "TOP-10"}  # tests/unit/checks/test_checks_host_config.py
+    covered |= {"INV-11"}  # tests/unit/checks/test_checks_fleet.py
     assert node_checks <= covered, sorted(node_checks - covered)
 
 
