@@ -293,6 +293,7 @@ def test_every_node_check_has_an_unreadable_input_row() -> None:
     covered |= {"STO-01", "STO-02", "STO-04", "STO-05", "STO-06", "STO-07"}  # tests/unit/storage/test_sto_unmeasured.py
     covered |= {"TOP-06", "TOP-07", "TOP-09", "TOP-10"}  # tests/unit/checks/test_checks_host_config.py
     covered |= {"INV-11"}  # tests/unit/checks/test_checks_fleet.py
+    covered |= {"GPU-12", "GPU-13"}  # tests/unit/checks/test_checks_dcgm.py
     assert node_checks <= covered, sorted(node_checks - covered)
 
 
