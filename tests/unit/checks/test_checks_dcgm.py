@@ -413,3 +413,11 @@ def test_diag_messages_are_escaped(facts: dict[str, Any]) -> None:
     set_output(facts, "dcgmi-diag", text, status=1)
     reason = judge("GPU-13", facts).reason
     assert "\x1b" not in reason and "GPU 1 \\x1b[2J cleared" in reason
+
+
+def test_a_long_message_is_cut_at_300_characters(facts: dict[str, Any]) -> None:
+    chunks = ["x" * 54] * 8  # 432 characters once joined with spaces
+    set_output(facts, "dcgmi-health", health("Warning", *incident(3, "PCIe system", "Warning", *chunks)))
+    finding = next(f for f in judge("GPU-12", facts).findings if f.subject == "gpu3")
+    message = finding.measured.removeprefix("PCIe system Warning: ")
+    assert len(message) == 300 and message.endswith("...") and message.startswith("x" * 54 + " " + "x" * 54)
