@@ -389,3 +389,48 @@ def test_a_topology_without_gpu_11s_references_cannot_judge_nvl_04(h100_topology
         refs = {k: v for k, v in h100_topology.references.items() if k != key}
         verdict = nvl04(dataclasses.replace(h100_topology, references=refs))
         assert verdict.status is Status.INCOMPLETE and f"defines no {key}" in verdict.reason
+
+
+def test_a_common_gpu_says_what_any_of_its_pairs_showed(h100_topology: Topology) -> None:
+    """gpu1 of three fails all its 4 pairs: two without access and slow to answer, two only without access."""
+    three = dataclasses.replace(h100_topology, gpus=dataclasses.replace(
+        h100_topology.gpus, count=3, devices=h100_topology.gpus.devices[:3]))
+    run = p2p_run(3, refused={1})
+    latency = [list(row) for row in run.matrices["latency_p2p_enabled_gpu"]]
+    latency[1][0] = latency[1][2] = 2.4  # within the ceiling: two pairs fail on access alone
+    verdict = nvl03(three, with_matrix("latency_p2p_enabled_gpu", latency, run))
+    assert verdict.measured == ("gpu1 fails with all 4 pairs it is in: no P2P access (connectivity 0), "
+                                "38.00 GB/s P2P writes, 14.50 us P2P write latency at worst")
+    uni = [list(row) for row in run.matrices["unidirectional_p2p_enabled"]]
+    uni[0][1] = uni[1][0] = uni[1][2] = uni[2][1] = 100.0
+    access = [[1.0] * 3 for _ in range(3)]
+    access[1][2] = 0.0  # one pair without access among four slow ones: "any", not "all"
+    mixed = with_matrix("connectivity", access, with_matrix("unidirectional_p2p_enabled", uni,
+                                                            with_matrix("latency_p2p_enabled_gpu", latency, run)))
+    assert nvl03(three, mixed).measured == ("gpu1 fails with all 4 pairs it is in: no P2P access (connectivity 0), "
+                                            "100.00 GB/s P2P writes, 14.50 us P2P write latency at worst")
+
+
+def test_one_slow_answer_has_no_worst(h100_topology: Topology) -> None:
+    run = p2p_run()
+    latency = [list(row) for row in run.matrices["latency_p2p_enabled_gpu"]]
+    latency[2][5] = 6.25
+    verdict = nvl03(h100_topology, with_matrix("latency_p2p_enabled_gpu", latency, run))
+    assert verdict.measured == "gpu2->gpu5 6.25 us P2P write latency"
+
+
+def test_a_link_entry_that_is_not_a_mapping_is_unreadable(h100_topology: Topology) -> None:
+    after = nvml_gpus()
+    after[4]["nvlink"][9] = "link 9"
+    verdict = nvl04(h100_topology, after=after)
+    assert verdict.status is Status.INCOMPLETE and f"gpu4: NVLink list unreadable after {ALL_AFTER}" in verdict.reason
+    mixed = nvml_gpus()
+    mixed[4]["nvlink"] = [*mixed[4]["nvlink"][:17], None]
+    assert "gpu4: NVLink list unreadable" in nvl04(h100_topology, after=mixed).reason
+
+
+def test_unreadable_link_states_show_the_first_four(h100_topology: Topology) -> None:
+    after = nvml_gpus()
+    after[0]["errors"].update({f"nvlink_{n}_state": "NVML_ERROR_UNKNOWN" for n in (1, 2, 3, 4, 5)})
+    reason = nvl04(h100_topology, after=after).reason
+    assert "nvlink_4: NVML_ERROR_UNKNOWN" in reason and "nvlink_5" not in reason

@@ -203,6 +203,13 @@ def test_record_appends_and_replaces_the_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["nvml.state"]
 
 
+def test_record_grows_a_node_where_one_gpu_of_several_is_flaky(tmp_path: Path) -> None:
+    state = tmp_path / "nvml.state"
+    state.write_text("\n".join(STATE) + "\n")
+    traffic.record(str(tmp_path), [{"index": 0, "flaky_link": None}, {"index": 1, "flaky_link": 0}])
+    assert state.read_text().splitlines()[-2:] == ["gpu.1.nvlink_recovery=1,1,0", "gpu.1.nvlink_replay=155,0,0"]
+
+
 def test_record_leaves_healthy_and_stateless_nodes_alone(tmp_path: Path) -> None:
     traffic.record(str(tmp_path), [{"index": 0, "flaky_link": 1}])  # no state file: nothing to grow
     assert list(tmp_path.iterdir()) == []

@@ -208,3 +208,19 @@ def test_a_header_that_is_not_numbers_is_text() -> None:
     text = "GPU utilisation is fine\nP2P Connectivity Matrix\n     D\\D     0\n     0\t     1\n"
     (m,) = parse_p2p_bandwidth(text).matrices
     assert m.kind == "connectivity" and m.matrix == ((1.0,),)
+
+
+def test_quote_marks_without_a_blank_are_dropped_whole() -> None:
+    (m,) = parse_p2p_bandwidth(">P2P Connectivity Matrix\n>>     D\\D     0\n>     0\t     1\n").matrices
+    assert m.title == "P2P Connectivity Matrix" and m.matrix == ((1.0,),)
+
+
+def test_a_cut_matrix_quotes_its_title_header_rows_and_the_line_that_stopped_it() -> None:
+    text = ("junk before\nP2P Connectivity Matrix\n     D\\D     0     1\n     0\t     1     1\nstopped here\n"
+            "after that\n")
+    with pytest.raises(ParseError) as exc:
+        parse_p2p_bandwidth(text)
+    assert exc.value.excerpt == "P2P Connectivity Matrix\nD\\D     0     1\n0\t     1     1\nstopped here"
+    with pytest.raises(ParseError) as first:
+        parse_p2p_bandwidth("P2P Connectivity Matrix\n     D\\D     0     1\n     0\t     1     1\n")
+    assert first.value.excerpt == "P2P Connectivity Matrix\nD\\D     0     1\n0\t     1     1\n"  # and the end
