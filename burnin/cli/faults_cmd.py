@@ -22,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    width = max(22, *(len(row["fault"]) for row in rows))
     for row in rows:
-        print(f"{row['fault']:22} {row['check']:8} @{row['default_target']:10} {row['description']}")
+        print(f"{row['fault']:{width}} {row['check']:8} @{row['default_target']:10} {row['description']}")
     return 0
