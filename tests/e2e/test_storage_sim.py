@@ -96,7 +96,8 @@ def test_the_other_storage_faults_are_caught_by_their_checks(tmp_path: Path) -> 
 
 def _without_storage(tmp_path: Path) -> Path:
     text = (topologies_dir() / "hgx-h100-8gpu.yaml").read_text()
-    text = re.sub(r"(?ms)^storage:.*?(?=^numa:)", "", text).replace("name: hgx-h100-8gpu", "name: h100-no-storage")
+    # the storage section, up to the next top-level key or comment (the software section must stay)
+    text = re.sub(r"(?ms)^storage:.*?(?=^[a-z#])", "", text).replace("name: hgx-h100-8gpu", "name: h100-no-storage")
     assert "storage:" not in text
     path = tmp_path / "h100-no-storage.yaml"
     path.write_text(text)
