@@ -479,6 +479,12 @@ def remote_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
 
 
 def _send_all(chan: paramiko.Channel, data: bytes, deadline: float, stop: Callable[[], bool]) -> None:
+    """Send ``data`` as the command's input; stops early when the command has ended without reading it all.
+
+    A command that exits at once (``python3`` not found: exit 127) closes the channel while its
+    input is still being sent; its output and exit status say what happened, so they are read
+    as usual. A channel closed without an exit status is a lost connection.
+    """
     view = memoryview(data)
     while view:
         if stop():
@@ -488,7 +494,13 @@ def _send_all(chan: paramiko.Channel, data: bytes, deadline: float, stop: Callab
             sent = chan.send(bytes(view[:_CHUNK]))
         except TimeoutError:  # the node reads slowly: look again whether to stop, then go on
             continue
+        except OSError:
+            if chan.exit_status_ready():
+                return
+            raise
         if sent <= 0:
+            if chan.exit_status_ready():
+                return
             raise EOFError("the remote side closed its input")
         view = view[sent:]
 

@@ -67,6 +67,19 @@ def test_each_transport_fault_is_incomplete_for_that_node_only(ssh_rack: Rack) -
     assert "host key unknown" in reasons["sim14"], reasons                       # not in known_hosts
 
 
+def test_a_command_that_ends_before_reading_its_input_reports_its_own_exit(ssh_rack: Rack) -> None:
+    """The no-python3 node's shell exits 127 while the collector is still being sent: that is its answer,
+    not a lost connection (which one came first depended on the machine's load)."""
+    dispatcher = _dispatcher(ssh_rack, "sim01")
+    try:  # far more input than the channel's window: the command is gone before it is all sent
+        result = dispatcher.transport.run("sim01", ["sh", "-c", "echo bye >&2; exit 7"], stdin=b"x" * (16 << 20),
+                                          timeout=TIMEOUT)
+        assert (result.exit_status, result.error, result.stderr) == (7, None, "bye\n"), result
+        assert dispatcher.transport.run("sim01", ["true"], timeout=TIMEOUT).ok  # the connection is still good
+    finally:
+        dispatcher.close()
+
+
 def test_stopped_sshd_is_unreachable_and_comes_back(ssh_rack: Rack) -> None:
     lab_ssh.stop_node(ssh_rack.state, "sim07")
     try:
