@@ -89,7 +89,17 @@ class SlurmLab:
             self.fault(node, "clear")
         # A probe that read a node's state before the clear may still drain it: let it finish first.
         self.wait_probes_done(faulted)
-        drained = [n for n, s in self.nodes().items() if s.drained or "DOWN" in s.flags]
-        if drained:
-            self.scontrol("update", f"NodeName={','.join(drained)}", "State=RESUME")
+        self.resume_all()
         self.wait_for("idle", lambda nodes: all(s.state == "IDLE" for s in nodes.values()))
+
+    def resume_all(self) -> None:
+        """Resume every drained or down node; Slurm refuses while a node is not responding
+        (IDLE+DRAIN+NOT_RESPONDING, as just after the cluster started), so until it takes."""
+        deadline = time.monotonic() + WAIT_S
+        while drained := [n for n, s in self.nodes().items() if s.drained or "DOWN" in s.flags]:
+            result = self.client.run(["scontrol", "update", f"NodeName={','.join(drained)}", "State=RESUME"])
+            if result.ok:
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"could not resume {drained} within {WAIT_S:g} s: {result.describe_failure()}")
+            time.sleep(0.5)

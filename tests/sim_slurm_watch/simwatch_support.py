@@ -90,7 +90,13 @@ class WatchLab:
         for node in NODES:
             if SimNode.load(self.state / "nodes" / node).faults:
                 self.fault(node, "clear")
-        drained = [n for n, s in self.nodes().items() if s.drained or "DOWN" in s.flags]
-        if drained:
-            self.slurm("scontrol", "update", f"NodeName={','.join(drained)}", "State=RESUME")
+        # Slurm refuses to resume a node while it is not responding: until it takes.
+        deadline = time.monotonic() + WAIT_S
+        while drained := [n for n, s in self.nodes().items() if s.drained or "DOWN" in s.flags]:
+            result = self.client.run(["scontrol", "update", f"NodeName={','.join(drained)}", "State=RESUME"])
+            if result.ok:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"could not resume {drained} within {WAIT_S:g} s: {result.describe_failure()}")
+            time.sleep(0.5)
         self.wait_for("idle", lambda: all(s.state == "IDLE" for s in self.nodes().values()), timeout=WAIT_S)
