@@ -75,18 +75,21 @@ class DcgmiHealth:
 
 
 def _row(line: str) -> tuple[str, str] | None:
-    """(label cell, value cell) of a ``| label | value |`` row, spaces kept on the label's left."""
-    if not (line.startswith("|") and line.endswith("|")) or len(line) < 3:
+    """(label cell, value cell) of a ``| label | value |`` row; the label keeps its leading spaces (its depth)."""
+    if not (line.startswith("|") and line.endswith("|")):
         return None
     inner = line[1:-1]
     if "|" not in inner:
         return None
     label, value = inner.split("|", 1)
-    return label[1:].rstrip() if label.startswith(" ") else label.rstrip(), value.strip()
+    return label.rstrip(), value.strip()
 
 
 def _level(label: str) -> tuple[int, str]:
-    """Tree depth of a label (0 for a section, 1 for ``-> x``, 2 for ``   -> x``...) and the label's text."""
+    """Tree depth of a label (0 for a section, 1 for ``-> x``, 2 for ``   -> x``...) and the label's text.
+
+    DCGM indents each level three more characters; ``// 3`` also absorbs the one pad space after the ``|``.
+    """
     arrow = label.find(_ARROW)
     if arrow < 0 or label[:arrow].strip():
         return 0, label.strip()
@@ -138,13 +141,15 @@ def parse_dcgmi_health(text: str) -> DcgmiHealth:
     closed = False
     for raw in iter_lines(text):
         line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("+") and set(line) <= {"+", "-", "="}:
-            closed = draft.overall is not None and "=" not in line
+        if not line.startswith(("|", "+")):
+            continue  # chatter around the table
+        if set(line) <= {"+", "-"}:
+            closed = draft.overall is not None  # a border after the rows closes the table
             continue
         closed = False
-        if line.startswith("|") and HEADER in line and "|" not in line[1:-1]:
+        if set(line) <= {"+", "="}:
+            continue  # the rule under the header
+        if line.strip("|").strip() == HEADER:
             draft.header = True
             continue
         row = _row(line)

@@ -151,3 +151,44 @@ def test_the_simulators_report_reads_back() -> None:
         ("PCIe system", "Warning", "Detected more than 8 PCIe replays per minute for GPU 2 : 13"),
         ("Memory system", "Failure", "GPU had an uncontained error (XID 95)"),
     ]
+
+
+def test_chatter_after_the_table_does_not_cut_it() -> None:
+    health = parse_dcgmi_health(HEALTHY + "Done.\n---- end ----\n")
+    assert health.truncated is False and health.overall == "Healthy"
+
+
+def test_a_dash_line_is_not_a_border() -> None:
+    text = report(row("Overall Health", "Healthy"), closed=False) + "-" * 88 + "\n"
+    assert parse_dcgmi_health(text).truncated is True
+
+
+def test_a_border_before_any_row_does_not_close_the_table() -> None:
+    text = "\n".join([HLINE, HEADER[1], HLINE, row("Overall Health", "Healthy")]) + "\n"
+    health = parse_dcgmi_health(text)
+    assert health.overall == "Healthy" and health.truncated is True
+
+
+def test_rows_without_padding_still_read() -> None:
+    text = "\n".join([HLINE, "|Health Monitor Report|", "|Overall Health|Warning|", "|GPU||", "|-> 1|Warning|",
+                      "|   -> Errors||", "|      -> Thermal system|Warning|", "||too hot|", HLINE]) + "\n"
+    health = parse_dcgmi_health(text)
+    assert health.overall == "Warning" and health.entities == {"GPU 1": "Warning"}
+    assert health.incidents == (HealthIncident("GPU", "1", "Thermal system", "Warning", "too hot"),)
+
+
+@pytest.mark.parametrize("line", [
+    "| Overall Health            | Healthy",  # the closing pipe cut off
+    "x | Overall Health            | Healthy |",  # not a row of the table
+    "|" + " " * 86 + "|",  # one cell
+])
+def test_lines_that_are_not_rows_are_not_read(line: str) -> None:
+    with pytest.raises(ParseError, match="no 'Overall Health' row"):
+        parse_dcgmi_health("\n".join([*HEADER, line, HLINE]) + "\n")
+
+
+def test_a_label_with_text_before_the_arrow_is_not_a_child() -> None:
+    text = report(row("Overall Health", "Warning"), row("GPU"), row("x -> 3", "Warning"), row("   -> Errors"),
+                  row("      -> PCIe system", "Warning"), row("", "m"))
+    health = parse_dcgmi_health(text)
+    assert health.incidents == () and health.entities == {}
