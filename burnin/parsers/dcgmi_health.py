@@ -146,9 +146,7 @@ def parse_dcgmi_health(text: str) -> DcgmiHealth:
         if set(line) <= {"+", "-"}:
             closed = draft.overall is not None  # a border after the rows closes the table
             continue
-        closed = False
-        if set(line) <= {"+", "="}:
-            continue  # the rule under the header
+        closed = False  # any other table line (the ``+===+`` rule under the header too) is not an end
         if line.strip("|").strip() == HEADER:
             draft.header = True
             continue

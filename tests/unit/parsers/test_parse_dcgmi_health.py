@@ -188,7 +188,7 @@ def test_lines_that_are_not_rows_are_not_read(line: str) -> None:
 
 
 def test_a_label_with_text_before_the_arrow_is_not_a_child() -> None:
-    text = report(row("Overall Health", "Warning"), row("GPU"), row("x -> 3", "Warning"), row("   -> Errors"),
+    text = report(row("Overall Health", "Warning"), row("GPU"), row("x-> 3", "Warning"), row("   -> Errors"),
                   row("      -> PCIe system", "Warning"), row("", "m"))
     health = parse_dcgmi_health(text)
     assert health.incidents == () and health.entities == {}
