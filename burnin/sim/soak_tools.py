@@ -217,9 +217,10 @@ def dcgmi(args: list[str]) -> int:
         print(_NO_HOSTENGINE)
         return _EXIT_NO_HOSTENGINE
     wanted = _LEVEL_CATEGORIES.get(level)
-    categories: list[dict[str, Any]] = [{"category": category, "tests": [{"name": name, "results": _dcgm_results(info, category, name)}
-                                                   for name in names]}
-                  for category, names in _DCGM_TESTS if wanted is None or category in wanted]
+    categories: list[dict[str, Any]] = [
+        {"category": category,
+         "tests": [{"name": name, "results": _dcgm_results(info, category, name)} for name in names]}
+        for category, names in _DCGM_TESTS if wanted is None or category in wanted]
     failed = any(r["status"] == "Fail" for entry in categories for test in entry["tests"] for r in test["results"])
     doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": DCGM_VERSION}}
     if "-j" in args:
