@@ -188,8 +188,10 @@ def test_whole_gather_is_bounded_by_its_timeout_times_waves(tmp_path: Path,
                                          "hgx-h100-8gpu")
     facts = dispatcher.gather(sources="all", timeout=1.0)
     dispatcher.close()
-    # every silent node ends on the 1 s timeout it was given (the wall time is bench/fanout's business)
-    assert all(re.search(r"\b1(\.0)? s\b", f.unreachable or "") for f in facts.values()), \
+    # every silent node ends on the 1 s timeout it was given, or what was left of it when a loaded
+    # machine reached the banner wait late (the wall time is bench/fanout's business)
+    bounds = {n: re.search(r"within (\d+(?:\.\d+)?) s", f.unreachable or "") for n, f in facts.items()}
+    assert all(m is not None and 0 < float(m.group(1)) <= 1.0 for m in bounds.values()), \
         {n: f.unreachable for n, f in facts.items()}
 
 
