@@ -79,6 +79,22 @@ def parse_int(text: str | None) -> int | None:
     return None
 
 
+def unquote(line: str) -> str:
+    """A line stripped of whitespace and of leading ``>`` quote marks (outputs pasted into issues)."""
+    s = line.strip()
+    while s.startswith(">"):
+        s = s[1:].strip()
+    return s
+
+
+def int_header(tokens: list[str]) -> tuple[int, ...] | None:
+    """The column numbers of a matrix header (``0 1 2 ...``), or None when a token is not an integer."""
+    numbers = [parse_int(t) for t in tokens]
+    if not numbers or any(n is None for n in numbers):
+        return None
+    return tuple(n for n in numbers if n is not None)
+
+
 def parse_float(text: str | None) -> float | None:
     """Parse a decimal number (``nan``/``inf`` allowed); ``None`` when it is not one."""
     if text is None:

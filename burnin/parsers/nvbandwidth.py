@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from burnin.parsers._common import (
     fail,
     head_excerpt,
+    int_header,
     is_elision,
     parse_float,
     parse_int,
     require_text,
     split_lines,
+    unquote,
 )
 from burnin.parsers.p2p_bandwidth import P2pDevice, P2pMatrix, P2pReport, parse_p2p_bandwidth
 
@@ -50,19 +52,6 @@ class NvbandwidthReport:
     testcases: tuple[NvbTestcase, ...]
 
 
-def _clean(line: str) -> str:
-    """Strip whitespace and a leading ``>`` quote mark."""
-    s = line.strip()
-    while s.startswith(">"):
-        s = s[1:].strip()
-    return s
-
-
-def _int_header(tokens: list[str]) -> tuple[int, ...] | None:
-    nums = [parse_int(t) for t in tokens]
-    if not nums or any(n is None for n in nums):
-        return None
-    return tuple(n for n in nums if n is not None)
 
 
 def _read_matrix(
@@ -73,7 +62,7 @@ def _read_matrix(
     matrix: list[tuple[float | None, ...]] = []
     i = start
     while i < len(lines):
-        tokens = _clean(lines[i]).split()
+        tokens = unquote(lines[i]).split()
         if len(tokens) != len(columns) + 1:
             break
         rid = parse_int(tokens[0])
@@ -108,7 +97,7 @@ def parse_nvbandwidth(text: str) -> NvbandwidthReport:
     pending_status = "no-matrix"
     i = 0
     while i < len(lines):
-        line = _clean(lines[i])
+        line = unquote(lines[i])
         i += 1
         if not line or is_elision(line):
             continue
@@ -129,7 +118,7 @@ def parse_nvbandwidth(text: str) -> NvbandwidthReport:
             title = line
             if i >= len(lines):
                 break
-            columns = _int_header(_clean(lines[i]).split())
+            columns = int_header(unquote(lines[i]).split())
             if columns is None:
                 continue
             rows, matrix, i = _read_matrix(lines, i + 1, columns)

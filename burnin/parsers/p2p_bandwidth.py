@@ -28,7 +28,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from burnin.parsers._common import fail, head_excerpt, is_elision, parse_float, parse_int, require_text, split_lines
+from burnin.parsers._common import (
+    fail,
+    head_excerpt,
+    int_header,
+    is_elision,
+    parse_float,
+    parse_int,
+    require_text,
+    split_lines,
+    unquote,
+)
 
 TOOL = "p2p-bandwidth"
 AXES = ("D\\D", "GPU", "CPU")
@@ -103,19 +113,6 @@ class P2pReport:
         return None
 
 
-def _clean(line: str) -> str:
-    """Strip whitespace and leading ``>`` quote marks."""
-    s = line.strip()
-    while s.startswith(">"):
-        s = s[1:].strip()
-    return s
-
-
-def _int_header(tokens: list[str]) -> tuple[int, ...] | None:
-    numbers = [parse_int(t) for t in tokens]
-    if not numbers or any(n is None for n in numbers):
-        return None
-    return tuple(n for n in numbers if n is not None)
 
 
 def describe_title(title: str) -> tuple[str, bool | None, bool | None, str | None, str | None]:
@@ -139,7 +136,7 @@ def _read_rows(lines: list[str], start: int, width: int) -> tuple[list[int], lis
     values: list[tuple[float | None, ...]] = []
     i = start
     while i < len(lines):
-        tokens = _clean(lines[i]).split()
+        tokens = unquote(lines[i]).split()
         if len(tokens) != width + 1:
             break
         row = parse_int(tokens[0])
@@ -155,7 +152,7 @@ def _read_rows(lines: list[str], start: int, width: int) -> tuple[list[int], lis
 def _matrix(title: str, axis: str, columns: tuple[int, ...], lines: list[str], start: int) -> tuple[P2pMatrix, int]:
     rows, values, end = _read_rows(lines, start, len(columns))
     if tuple(rows) != columns:
-        near = "\n".join(_clean(ln) for ln in lines[max(0, start - 2) : end + 1])
+        near = "\n".join(unquote(ln) for ln in lines[max(0, start - 2) : end + 1])
         got = f"rows {list(rows)}" if rows else "no row"
         fail(TOOL, f"matrix {title!r} ({axis}) has {got} for columns {list(columns)}: output cut short?", near)
     kind, enabled, bidirectional, unit, transfer = describe_title(title)
@@ -174,7 +171,7 @@ def parse_p2p_bandwidth(text: str) -> P2pReport:
     pending = False  # a title whose matrix has not come yet
     i = 0
     while i < len(lines):
-        line = _clean(lines[i])
+        line = unquote(lines[i])
         i += 1
         if not line or is_elision(line):
             continue
@@ -196,7 +193,7 @@ def parse_p2p_bandwidth(text: str) -> P2pReport:
         tokens = line.split()
         if tokens[0] not in AXES:
             continue
-        columns = _int_header(tokens[1:])
+        columns = int_header(tokens[1:])
         if columns is None:
             continue
         if title is None:
