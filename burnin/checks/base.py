@@ -47,7 +47,15 @@ def declare_applicability(check_ids: tuple[str, ...], rule: Callable[[Topology],
 
 
 def not_applicable_reason(check_id: str, topology: Topology) -> str | None:
-    """Why ``check_id`` does not apply to ``topology`` by the topology's own declaration; None when it applies."""
+    """Why ``check_id`` does not apply to ``topology`` by the topology's own declaration; None when it applies.
+
+    A check's module declares its applicability when it registers the check, so a check not registered
+    yet has its modules imported first: the first test of a suite may ask before anything imported them.
+    """
+    if check_id not in CHECKS:
+        from burnin.checks import load_all
+
+        load_all()
     rule = APPLICABILITY.get(check_id)
     return rule(topology) if rule is not None else None
 

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from burnin.errors import ConfigError
 from burnin.topology.catalog import list_topologies, resolve
-from burnin.topology.model import Topology, storage_mismatch
+from burnin.topology.model import Topology, dcgm_mismatch, storage_mismatch
 from burnin.topology.unknown import unknown_keys
 from burnin.topology.yamlsafe import Path_, format_key_path, load_yaml
 
@@ -92,7 +92,7 @@ def load_topology(path: str | Path) -> Topology:
         topology = _adapter().validate_python(data)
     except ValidationError as exc:
         raise validation_to_config_error(file, exc, lines) from None
-    mismatch = storage_mismatch(topology)
+    mismatch = storage_mismatch(topology) or dcgm_mismatch(topology)
     if mismatch is not None:
         key, message = mismatch
         raise ConfigError(str(file), message, key=key, line=locate(lines, _key_path(key)))

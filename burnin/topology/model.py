@@ -633,3 +633,15 @@ def storage_mismatch(topology: Topology) -> tuple[str, str] | None:
         if hca.role != "compute":
             return where, f"{name} is a {hca.role} HCA; NCCL must use compute HCAs only"
     return None
+
+
+def dcgm_mismatch(topology: Topology) -> tuple[str, str] | None:
+    """A DCGM version in the software manifest of a node type that declares no DCGM, as (key path, message).
+
+    INV-10 would look for a DCGM that GPU-12/13 were told is not there, and hold every node as not
+    measured: one of the two sections is wrong, so the file is refused where it is loaded.
+    """
+    if topology.software is None or topology.software.dcgm is None or topology.dcgm.required:
+        return None
+    return "software.dcgm", (f"names DCGM {topology.software.dcgm}, but dcgm.required is false: "
+                             "leave software.dcgm out, or expect DCGM")

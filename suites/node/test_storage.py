@@ -7,55 +7,41 @@ never skipped.
 
 import pytest
 
-from burnin.checks.base import not_applicable_reason
 from burnin.evaluate.verdict import Verdict
-from burnin.suite import assert_passed, not_applicable
-from burnin.topology.model import Topology
-
-
-@pytest.fixture
-def storage_fabric(request: pytest.FixtureRequest, topology: Topology) -> None:
-    """Stand aside, with the topology's reason, where the node type declares the check not applicable.
-
-    Requested before ``verdict``, so a node type without a storage fabric is never judged on one.
-    """
-    marker = request.node.get_closest_marker("check")
-    reason = not_applicable_reason(str(marker.args[0]), topology) if marker and marker.args else None
-    if reason is not None:
-        not_applicable(reason)
+from burnin.suite import assert_passed
 
 
 @pytest.mark.check("STO-01")
-def test_storage_routes_via_bluefield(storage_fabric: None, verdict: Verdict) -> None:
+def test_storage_routes_via_bluefield(declared_applicable: None, verdict: Verdict) -> None:
     """Every storage target is routed through a BlueField netdev (in the storage VRF or table when designed)."""
     assert_passed(verdict)
 
 
 @pytest.mark.check("STO-02")
-def test_nccl_uses_compute_hcas_only(storage_fabric: None, verdict: Verdict) -> None:
+def test_nccl_uses_compute_hcas_only(declared_applicable: None, verdict: Verdict) -> None:
     """/etc/nccl.conf and the environment select exactly the compute HCAs, never a storage device."""
     assert_passed(verdict)
 
 
 @pytest.mark.check("STO-04")
-def test_storage_mtu(storage_fabric: None, verdict: Verdict) -> None:
+def test_storage_mtu(declared_applicable: None, verdict: Verdict) -> None:
     """Every BlueField netdev runs the designed MTU (9000)."""
     assert_passed(verdict)
 
 
 @pytest.mark.check("STO-05")
-def test_storage_roce_qos(storage_fabric: None, verdict: Verdict) -> None:
+def test_storage_roce_qos(declared_applicable: None, verdict: Verdict) -> None:
     """Trust mode, PFC and ECN of the BlueField netdevs match the topology's RoCE QoS profile."""
     assert_passed(verdict)
 
 
 @pytest.mark.check("STO-06")
-def test_bluefield_mode(storage_fabric: None, verdict: Verdict) -> None:
+def test_bluefield_mode(declared_applicable: None, verdict: Verdict) -> None:
     """Each BlueField runs in the designed operating mode (DPU or NIC)."""
     assert_passed(verdict)
 
 
 @pytest.mark.check("STO-07")
-def test_no_cross_fabric_leaks(storage_fabric: None, verdict: Verdict) -> None:
+def test_no_cross_fabric_leaks(declared_applicable: None, verdict: Verdict) -> None:
     """rp_filter/arp_ignore/arp_announce as designed; compute and storage subnets disjoint."""
     assert_passed(verdict)

@@ -43,9 +43,28 @@ def test_left_out_dcgm_is_expected(tmp_path: Path) -> None:
     assert load_topology(path).dcgm == DcgmSpec(required=True, source="")
 
 
-def test_a_site_without_dcgm_declares_it(tmp_path: Path) -> None:
+def _without_dcgm(tmp_path: Path, *, keep_version: bool) -> Path:
     path = _variant(tmp_path, SHIPPED, "dcgm:\n  required: false\n")
-    assert load_topology(path).dcgm.required is False
+    if not keep_version:
+        text = path.read_text()
+        version = next(line for line in text.splitlines() if line.startswith("  dcgm: "))
+        path.write_text(text.replace(version + "\n", "", 1))
+    return path
+
+
+def test_a_site_without_dcgm_declares_it(tmp_path: Path) -> None:
+    topology = load_topology(_without_dcgm(tmp_path, keep_version=False))
+    assert topology.dcgm.required is False
+    assert topology.software is not None and topology.software.dcgm is None
+
+
+def test_a_dcgm_version_on_a_node_type_without_dcgm_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = _without_dcgm(tmp_path, keep_version=True)
+    with pytest.raises(ConfigError, match=r"names DCGM 3\.3\.5, but dcgm\.required is false") as info:
+        load_topology(path)
+    assert info.value.key == "software.dcgm"
+    assert info.value.line == next(n for n, line in enumerate(path.read_text().splitlines(), 1)
+                                   if line.startswith("  dcgm: "))
 
 
 @pytest.mark.parametrize(("new", "key", "needle", "message"), [
