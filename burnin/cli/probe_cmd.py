@@ -53,12 +53,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.line())
     sys.stdout.flush()
-    if args.metrics is not None:
-        _write_metrics(args.metrics, result)
+    # Act before reporting: nothing the metrics writer meets may keep a failing node in the pool.
     if args.drain and result.exit_code == EXIT_FAIL:
         _gate(args.gate).drain(result.node, result.drain_reason())
     elif args.undrain and result.exit_code == EXIT_OK:
         _gate(args.gate).resume(result.node)
+    if args.metrics is not None:
+        _write_metrics(args.metrics, result)
     return result.exit_code
 
 
@@ -78,13 +79,18 @@ def _gate(name: str) -> Gate:
 
 
 def _write_metrics(path: Path, result: ProbeResult) -> None:
-    """The textfile, written atomically; a place that cannot be written is reported, the verdict stands."""
+    """The textfile, written atomically, after the verdict was acted on; whatever stops it is reported on
+    one line, and the verdict (the exit code) stands."""
     import time
 
     from burnin.probe import metrics_text
     from burnin.report.metrics import write_textfile
+    from burnin.text import printable
 
     try:
         write_textfile(path, metrics_text(result, timestamp=time.time()))
     except OSError as exc:
-        print(f"burnin probe: --metrics {path}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+        print(printable(f"burnin probe: --metrics {path}: cannot write it ({exc.strerror or exc})"), file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the textfile is a report: the verdict and the drain stand
+        print(printable(f"burnin probe: --metrics {path}: not written ({type(exc).__name__}: {exc})"),
+              file=sys.stderr)

@@ -61,7 +61,9 @@ METRICS: dict[str, tuple[str, str]] = {
 }
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-_RATE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec")
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+# Lone surrogates: the bytes of a name that was not UTF-8 (os.listdir's surrogateescape), never writable as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 GB = 1e9
 
 
@@ -74,12 +76,10 @@ class Exposition:
     def add(self, name: str, value: float | int | bool | None, **labels: object) -> None:
         if name not in METRICS:
             raise KeyError(f"metric {name} is not declared")
-        if not isinstance(value, int | float):
-            return
-        number = float(value)
-        if not math.isfinite(number):
+        number = float(value) if isinstance(value, bool) else _num(value)
+        if number is None or not math.isfinite(number):
             return  # a value that cannot be true is not exported (the check says incomplete)
-        self.samples.setdefault(name, []).append(({k: str(v) for k, v in labels.items()}, number))
+        self.samples.setdefault(name, []).append(({k: label_text(v) for k, v in labels.items()}, number))
 
     def render(self) -> str:
         lines: list[str] = []
@@ -92,6 +92,16 @@ class Exposition:
             for labels, value in rows:
                 lines.append(f"{name}{_labels(labels)} {_number(value)}")
         return "\n".join(lines) + "\n" if lines else ""
+
+
+def _surrogate_text(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code - 0xDC00:02x}" if code >= 0xDC80 else f"\\u{code:04x}"
+
+
+def label_text(value: object) -> str:
+    """A label value as UTF-8 can carry it: a byte that was not UTF-8 (``mlx5_\\xff0``) is written ``\\xff``."""
+    return _SURROGATE.sub(_surrogate_text, str(value))
 
 
 def _escape(value: str) -> str:
@@ -109,9 +119,13 @@ def _number(value: float) -> str:
 
 
 def _num(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (text, a boolean, an integer too large for a float)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def verdict_metrics(exp: Exposition, gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]]) -> None:

@@ -64,3 +64,82 @@ def test_an_unwritable_textfile_is_reported_and_the_verdict_stands(faulted_node:
                           timeout=300, check=False)
     assert proc.returncode == 1 and proc.stdout.startswith("burnin: FAIL GPU-10")
     assert "burnin probe: --metrics" in proc.stderr and "Traceback" not in proc.stderr
+
+
+RECORDING_GATE = '''
+import json, os
+from pathlib import Path
+
+
+class RecordingGate:
+    """Writes down each drain, and whether the metrics textfile existed at that moment."""
+
+    name = "recording"
+
+    def drain(self, node, reason, *, dry_run=False):
+        record = {"node": node, "reason": reason, "metrics_there": Path(os.environ["PROBE_METRICS"]).exists()}
+        with open(os.environ["PROBE_GATE_LOG"], "a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\\n")
+        return True
+
+    def resume(self, node, *, dry_run=False):
+        return False
+
+    def apply(self, decisions, *, dry_run, out=None, err=None):
+        return True
+'''
+
+DRIVER = """
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+from burnin.gate.registry import GATES
+GATES["recording"] = "recording_gate:RecordingGate"
+from burnin.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_probe_drains_before_it_writes_metrics_it_cannot_write_as_read(
+        tmp_path: Path, h100_topology: Topology) -> None:
+    """HCA mlx5_0 listed as b"mlx5_\\xff0", mlx5_1 at "1.2.3 Gb/sec": the node is drained, then the textfile
+    is written with the name escaped and the rate left out; the exit code is the verdict's."""
+    node = build_rack(tmp_path / "rack", h100_topology, ["sim06"], {"sim06": [parse_fault_spec("nvlink-down")]})[0]
+    ib = Path(node.environment()["BURNIN_ROOT"]) / "sys" / "class" / "infiniband"
+    (ib / "mlx5_1" / "ports" / "1" / "rate").write_text("1.2.3 Gb/sec (4X NDR)\n", encoding="utf-8")
+    os.rename(os.fsencode(ib / "mlx5_0"), os.fsencode(ib) + b"/mlx5_\xff0")
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "gates" / "recording_gate.py").write_text(RECORDING_GATE, encoding="utf-8")
+    target, log = tmp_path / "textfile" / "burnin.prom", tmp_path / "drains.jsonl"
+    env = {**os.environ, **node.environment(), "PROBE_METRICS": str(target), "PROBE_GATE_LOG": str(log)}
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(tmp_path / "gates"), "probe", "--timeout",
+                           SOURCE_TIMEOUT, "--drain", "--gate", "recording", "--metrics", str(target)],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("burnin: FAIL GPU-10") and "Traceback" not in proc.stderr, proc.stderr
+    import json
+
+    (drain,) = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert drain["node"] == "sim06" and drain["reason"].startswith("burnin: GPU-10")
+    assert drain["metrics_there"] is False  # acted first, reported after
+    families = _families(target.read_text(encoding="utf-8"))
+    active = {s.labels["hca"] for s in families["burnin_ib_port_active"].samples}  # type: ignore[attr-defined]
+    assert "mlx5_\\xff0" in active and "mlx5_1" in active
+    rates = {s.labels["hca"] for s in families["burnin_ib_port_rate_bits_per_second"].samples}  # type: ignore[attr-defined]
+    assert "mlx5_1" not in rates and "mlx5_\\xff0" in rates
+
+
+def test_a_metrics_failure_after_the_drain_is_one_line_and_the_verdict_stands(
+        faulted_node: SimNode, tmp_path: Path) -> None:
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "gates" / "recording_gate.py").write_text(RECORDING_GATE, encoding="utf-8")
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    log = tmp_path / "drains.jsonl"
+    env = {**os.environ, **faulted_node.environment(), "PROBE_METRICS": str(blocker / "x.prom"),
+           "PROBE_GATE_LOG": str(log)}
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(tmp_path / "gates"), "probe", "--timeout",
+                           SOURCE_TIMEOUT, "--drain", "--gate", "recording", "--metrics", str(blocker / "x.prom")],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 1
+    assert proc.stderr.startswith("burnin probe: --metrics") and len(proc.stderr.splitlines()) == 1, proc.stderr
