@@ -5,7 +5,9 @@ run folders such as ``reports/``) and the watch's journals (``--journal``), and
 prints per node the failures attributed to it, MTTR, availability and lemon
 nodes, then the fleet's figures. ``--json FILE`` writes everything as JSON
 (``-``: to stdout, instead of the table). Exit 0; 2 on a file that is not what
-it should be (one line naming it).
+it should be (one line naming it). A bad record in a good file (a torn journal
+line, an impossible time) is skipped, and a node admitted with failed checks is
+counted as rejected: each is one warning line on stderr, naming the file.
 """
 
 from __future__ import annotations
@@ -81,9 +83,8 @@ def _print(fleet: FleetHistory, inputs: Inputs, every_node: bool) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from burnin.history.document import duration_text, percent
+    from burnin.history.document import duration_text, node_list, percent
     from burnin.history.records import stamp
-    from burnin.nodes import fold
     from burnin.text import printable
 
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160, highlight=False)
@@ -107,7 +108,7 @@ def _print(fleet: FleetHistory, inputs: Inputs, every_node: bool) -> None:
     lemons = [f"{node} ({h.lemon.failures} failures {stamp(h.lemon.first)} .. {stamp(h.lemon.last)})"
               for node, h in fleet.nodes.items() if h.lemon is not None]
     say(f"lemons (>= {fleet.lemon_failures} failures within {window_text}): " + ("; ".join(lemons) or "none"))
-    say(f"out of the pool now: {fold(fleet.out_now) or 'none'}")
+    say(f"out of the pool now: {node_list(fleet.out_now) or 'none'}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = collect(args.paths, args.journal)
     for skipped in inputs.skipped:
         print(printable(f"burnin history: skipped {skipped.path}: {skipped.reason}"), file=sys.stderr)
+    for odd in inputs.inconsistent:
+        print(printable(f"burnin history: inconsistent {odd.path}: node {odd.node} {odd.reason}"), file=sys.stderr)
     if not inputs.observations:
         raise UsageError("no run to read: " + ("every one was skipped" if inputs.skipped else
                                                "no gate.json and no journal entry found"))

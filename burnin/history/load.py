@@ -6,18 +6,26 @@ interrupted before its verdicts) and a partial or interrupted run (its gate
 admits nobody, so it says nothing about the nodes) are skipped with the reason.
 A file that is not what it should be (unreadable, not JSON, not burnin's) is a
 user mistake: :class:`burnin.errors.UsageError` naming the file.
+
+Within files that are burnin's, one bad record is skipped with a warning naming
+the file and the record, and the rest is read: a run whose time is impossible
+(before 2000, or in the future: a clock set wrong), a journal line that is torn
+(the watch stopped while writing it) or not an entry, an entry with an
+impossible time. A node admitted although its checks failed is counted as the
+rejection its checks say, and reported as inconsistent.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from burnin.errors import UsageError
-from burnin.history.records import Observation, Skipped, finite_time, parse_stamp
+from burnin.history.records import Inconsistent, Observation, Skipped, finite_time, impossible_time, parse_stamp
 from burnin.text import printable
 
 GATE_FILE = "gate.json"
@@ -35,6 +43,8 @@ class Inputs:
     """One summary per run read: path, time, nodes, rejected."""
     journals: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    inconsistent: list[Inconsistent] = field(default_factory=list)
+    """Admitted nodes whose gate.json names failed or unmeasured checks (counted as rejected)."""
 
 
 def _shown(path: Path) -> str:
@@ -73,24 +83,25 @@ def _decisions(doc: object, path: Path) -> dict[str, dict[str, Any]]:
     return nodes
 
 
-def _run_time(gate: dict[str, Any], folder: Path) -> float | None:
-    """When the run's verdicts were in: gate.json's ``created``, else run.json's start plus its duration."""
+def _run_time(gate: dict[str, Any], gate_file: Path) -> tuple[float | None, Path, str]:
+    """When the run's verdicts were in, the file and the field that say it: gate.json's ``created``,
+    else run.json's start plus its duration."""
     created = parse_stamp(gate.get("created"))
     if created is not None:
-        return created
-    run_file = folder / RUN_FILE
+        return created, gate_file, "created"
+    run_file = gate_file.parent / RUN_FILE
     if not run_file.is_file():
-        return None
+        return None, gate_file, ""
     meta = read_json(run_file)
     if not isinstance(meta, dict):
         raise UsageError(f"{_shown(run_file)}: not a burnin run.json (not a mapping)")
     started = parse_stamp(meta.get("started"))
     duration = finite_time(meta.get("duration_s")) or 0.0
-    return None if started is None else started + max(0.0, duration)
+    return None if started is None else started + max(0.0, duration), run_file, "started + duration_s"
 
 
-def read_run(gate_file: Path, inputs: Inputs) -> None:
-    """One run's decisions as observations (or the reason it was skipped)."""
+def read_run(gate_file: Path, inputs: Inputs, now: float) -> None:
+    """One run's decisions as observations (or the reason it was skipped); ``now``: the reader's clock."""
     folder = gate_file.parent
     gate = read_json(gate_file)
     nodes = _decisions(gate, gate_file)
@@ -98,9 +109,13 @@ def read_run(gate_file: Path, inputs: Inputs) -> None:
         why = "interrupted" if gate.get("interrupted") else "partial (a subset of the checks)"
         inputs.skipped.append(Skipped(str(folder), f"{why} run: its gate admits nobody, so it judged no node"))
         return
-    at = _run_time(gate, folder)
+    at, source, field_name = _run_time(gate, gate_file)
     if at is None:
         inputs.skipped.append(Skipped(str(folder), "no time: gate.json has no 'created' and no run.json 'started'"))
+        return
+    wrong = impossible_time(at, now)
+    if wrong is not None:
+        inputs.skipped.append(Skipped(str(source), f"{field_name} {wrong}: run not read"))
         return
     rejected = 0
     for node, decision in nodes.items():
@@ -109,24 +124,38 @@ def read_run(gate_file: Path, inputs: Inputs) -> None:
         reasons = decision.get("reasons")
         reason = reasons[0] if isinstance(reasons, list) and reasons and isinstance(reasons[0], str) else ""
         admitted = bool(decision["admitted"])
+        if admitted and (failed or incomplete):  # admitted means every check measured it and passed
+            inputs.inconsistent.append(Inconsistent(str(gate_file), node, failed, incomplete))
+            admitted = False
         rejected += not admitted
         inputs.observations.append(Observation(node, at, admitted, failed, incomplete, reason, str(folder), "run"))
     inputs.runs.append({"path": str(folder), "at": at, "nodes": len(nodes), "rejected": rejected})
 
 
-def _journal_observation(entry: dict[str, Any], where: str) -> Observation | None:
+class _BadEntry(ValueError):
+    """A journal line that cannot be read as what it says it is (skipped with this reason)."""
+
+
+def _journal_observation(entry: dict[str, Any], origin: str, now: float) -> Observation | None:
     """A drain or eviction that took the node out of the pool; None for anything else the journal records."""
     if entry.get("action") not in OUT_OF_POOL_ACTIONS or entry.get("out_of_pool") is not True or entry.get("dry_run"):
         return None
     node, check_id, at = entry.get("node"), entry.get("check"), finite_time(entry.get("detected_at"))
     if not isinstance(node, str) or not node or not isinstance(check_id, str) or at is None:
-        raise UsageError(f"{where}: not a burnin watch journal entry (node, check and detected_at are required)")
+        raise _BadEntry("not a burnin watch journal entry (node, check and detected_at are required)")
+    wrong = impossible_time(at, now)
+    if wrong is not None:
+        raise _BadEntry(f"detected_at {wrong}")
     reason = entry.get("reason") or entry.get("cause") or ""
-    return Observation(node, at, False, (check_id,), (), str(reason), where.rsplit(":", 1)[0], "watch")
+    return Observation(node, at, False, (check_id,), (), str(reason), origin, "watch")
 
 
-def read_journal(path: Path, inputs: Inputs) -> None:
-    """The watch's ``events.jsonl`` (or a state folder holding it): each drain or eviction is a rejection."""
+def read_journal(path: Path, inputs: Inputs, now: float) -> None:
+    """The watch's ``events.jsonl`` (or a state folder holding it): each drain or eviction is a rejection.
+
+    A line that is not an entry (a torn last line: the watch stopped while writing it) is skipped
+    with a warning naming it; a file in which no line is a JSON object is not a journal (UsageError).
+    """
     file = path / JOURNAL_FILE if path.is_dir() else path
     if not file.exists():
         raise UsageError(f"--journal {_shown(path)}: no such file" + (f" ({JOURNAL_FILE} in it)" if path.is_dir()
@@ -136,21 +165,34 @@ def read_journal(path: Path, inputs: Inputs) -> None:
     except (OSError, UnicodeDecodeError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise UsageError(f"{_shown(file)}: cannot read ({detail})") from None
-    taken = 0
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    taken = objects = not_objects = 0
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        where = f"{_shown(file)}:{number}"
+        where = f"{file}:{number}"
         try:
             entry = json.loads(line)
         except ValueError:
             entry = None
         if not isinstance(entry, dict):
-            raise UsageError(f"{where}: not a JSON object (a burnin watch journal has one per line)")
-        observation = _journal_observation(entry, where)
+            if number == len(lines) and not text.endswith("\n"):
+                inputs.skipped.append(Skipped(where, "torn last line (the watch stopped while writing it?)"))
+                continue
+            not_objects += 1
+            inputs.skipped.append(Skipped(where, "not a JSON object (a burnin watch journal has one per line)"))
+            continue
+        objects += 1
+        try:
+            observation = _journal_observation(entry, str(file), now)
+        except _BadEntry as exc:
+            inputs.skipped.append(Skipped(where, str(exc)))
+            continue
         if observation is not None:
             inputs.observations.append(observation)
             taken += 1
+    if not_objects and not objects:
+        raise UsageError(f"{_shown(file)}: not a burnin watch journal (no line is a JSON object)")
     inputs.journals.append({"path": str(file), "out_of_pool": taken})
 
 
@@ -163,16 +205,20 @@ def _looks_like_a_run(folder: Path) -> bool:
     return any((folder / name).exists() for name in (RUN_FILE, "facts", "junit.xml", "verdicts.json"))
 
 
-def collect(paths: Sequence[Path], journals: Iterable[Path] = ()) -> Inputs:
-    """Read every run and journal named; raises UsageError on a file that is not what it should be."""
+def collect(paths: Sequence[Path], journals: Iterable[Path] = (), *, now: float | None = None) -> Inputs:
+    """Read every run and journal named; raises UsageError on a file that is not what it should be.
+
+    ``now`` (default: the clock) is the latest time a run or entry may carry, give or take a day.
+    """
     inputs = Inputs()
     seen: set[Path] = set()
+    clock = time.time() if now is None else now
 
     def run(gate_file: Path) -> None:
         key = gate_file.resolve()
         if key not in seen:
             seen.add(key)
-            read_run(gate_file, inputs)
+            read_run(gate_file, inputs, clock)
 
     for path in paths:
         if not path.exists():
@@ -195,5 +241,5 @@ def collect(paths: Sequence[Path], journals: Iterable[Path] = ()) -> Inputs:
                 else "no gate.json, and no run folder with one inside"
             inputs.skipped.append(Skipped(str(path), why))
     for journal in journals:
-        read_journal(journal, inputs)
+        read_journal(journal, inputs, clock)
     return inputs

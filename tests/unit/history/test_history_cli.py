@@ -205,3 +205,72 @@ def test_durations_read_as_people_say_them(seconds: float | None, text: str) -> 
 
 def test_percentages() -> None:
     assert (percent(None), percent(1.0), percent(0.8333333), percent(0)) == ("-", "100.0%", "83.3%", "0.0%")
+
+
+# ---------------------------------------------------------------- odd inputs: warned, skipped, never a crash
+
+
+def test_node_names_are_printed_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ClusterShell reads ``a!b`` as a set difference and ``gpu[`` as a broken range: never folded."""
+    out_of_pool = ("GPU-10",)
+    write_run(tmp_path / "r1", _day(1), {name: decision(False, out_of_pool)
+                                         for name in ("a!b", "gpu[", "n1", "n2", "x,y")})
+    code, out, err = run_cli(capsys, str(tmp_path / "r1"))
+    assert code == 0 and err == ""
+    assert "out of the pool now: n[1-2], a!b, gpu[, x,y" in out.splitlines()
+    rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    assert rows == ["a!b", "gpu[", "n1", "n2", "x,y"]
+
+
+def test_a_run_created_in_the_future_is_skipped_and_the_period_is_the_real_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = _history(tmp_path)
+    write_run(runs / "z-ahead", "2099-01-01T00:00:00Z", healthy("n1", "n2", "n3"))
+    code, out, err = run_cli(capsys, str(runs))
+    assert code == 0
+    assert err.startswith(f"burnin history: skipped {runs / 'z-ahead' / 'gate.json'}: created 2099-01-01T00:00:00Z "
+                          "is in the future (now ") and err.count("\n") == 1
+    assert "from 2026-11-01T00:00:00Z to 2026-11-11T00:00:00Z (10.0 d)" in out.splitlines()[0]
+    assert "MTTR 1.0 d; availability 90.0%" in out
+
+
+def test_journal_entries_at_impossible_times_are_skipped_naming_their_lines(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = _history(tmp_path)
+    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", 1e18), journal_entry("n1", -1e12)])
+    code, out, err = run_cli(capsys, str(runs), "--journal", str(journal), "--json", "-")
+    assert code == 0
+    assert err.splitlines()[0].startswith(f"burnin history: skipped {journal}:1: detected_at 1e+18 is in the future")
+    assert err.splitlines()[1] == (f"burnin history: skipped {journal}:2: detected_at -29719-04-05T22:13:20Z is before "
+                                   "2000-01-01T00:00:00Z (a clock that was never set?)")
+    doc = json.loads(out)
+    assert doc["period"] == {"start": _day(1), "end": _day(11), "days": 10.0}
+    assert doc["fleet"]["availability"] == 0.9 and doc["journals"] == [{"path": str(journal), "out_of_pool": 0}]
+    assert [s["path"] for s in doc["skipped"]] == [f"{journal}:1", f"{journal}:2"]
+
+
+def test_an_admitted_node_with_failed_checks_is_counted_inconsistent(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = _history(tmp_path)
+    write_run(runs / "day04", _day(4), {**healthy("n1", "n3"),
+                                        "n2": {"admitted": True, "failed": ["GPU-04"], "incomplete": []}})
+    code, out, err = run_cli(capsys, str(runs), "--json", "-")
+    assert code == 0
+    assert err == (f"burnin history: inconsistent {runs / 'day04' / 'gate.json'}: node n2 admitted with failed checks "
+                   "GPU-04: counted as rejected\n")
+    doc = json.loads(out)
+    assert doc["nodes"]["n2"]["failures"] == 2 and doc["nodes"]["n2"]["failed_checks"] == ["GPU-04", "GPU-10"]
+    assert doc["inconsistent"] == [{"path": str(runs / "day04" / "gate.json"), "node": "n2", "failed": ["GPU-04"],
+                                    "incomplete": [], "reason": "admitted with failed checks GPU-04: counted as "
+                                                                "rejected"}]
+
+
+def test_a_torn_last_journal_line_is_skipped_and_the_history_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = _history(tmp_path)
+    at = parse_stamp(_day(7))
+    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", at)], extra_lines=('{"node": "n1", "de',))
+    code, out, err = run_cli(capsys, str(runs), "--journal", str(journal))
+    assert code == 0
+    assert err == (f"burnin history: skipped {journal}:2: torn last line (the watch stopped while writing it?)\n")
+    assert "fleet: 5 failures attributed" in out

@@ -10,10 +10,11 @@ from history_support import decision, healthy, journal_entry, write_journal, wri
 
 from burnin.errors import UsageError
 from burnin.history.load import collect
-from burnin.history.records import Observation, parse_stamp, stamp
+from burnin.history.records import EARLIEST, FUTURE_SLACK_S, Inconsistent, Observation, parse_stamp, stamp
 
 CREATED = "2026-11-02T03:04:05Z"
-AT = parse_stamp(CREATED)
+AT = parse_stamp(CREATED) or 0.0
+NOW = AT + 30 * 86400.0
 
 
 def test_times_read_and_written_as_gate_json_writes_them() -> None:
@@ -111,6 +112,87 @@ def test_created_wins_over_run_json(tmp_path: Path) -> None:
     assert collect([run]).observations[0].at == AT
 
 
+# ---------------------------------------------------------------- impossible times, inconsistent decisions
+
+
+def test_a_run_created_in_the_future_is_skipped_naming_its_gate(tmp_path: Path) -> None:
+    good = write_run(tmp_path / "reports" / "a", CREATED, {"n1": decision(False, ("GPU-10",))})
+    ahead = write_run(tmp_path / "reports" / "b", "2099-01-01T00:00:00Z", healthy("n1"))
+    inputs = collect([tmp_path / "reports"], now=NOW)
+    assert [o.origin for o in inputs.observations] == [str(good)]
+    assert [r["path"] for r in inputs.runs] == [str(good)]
+    assert [(s.path, s.reason) for s in inputs.skipped] == [
+        (str(ahead / "gate.json"), "created 2099-01-01T00:00:00Z is in the future (now 2026-12-02T03:04:05Z; "
+                                   "a clock set wrong?): run not read")]
+
+
+def test_a_run_json_time_in_the_future_is_skipped_naming_run_json(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r", None, healthy("n1"))
+    (run / "run.json").write_text(json.dumps({"started": CREATED, "duration_s": 1e300}))
+    inputs = collect([run], now=NOW)
+    assert inputs.observations == []
+    (skipped,) = inputs.skipped
+    assert skipped.path == str(run / "run.json")
+    assert skipped.reason.startswith("started + duration_s 1e+300 is in the future (now 2026-12-02T03:04:05Z")
+
+
+@pytest.mark.parametrize("created", ["1999-12-31T23:59:59Z", "1970-01-01T00:00:00Z"])
+def test_a_run_created_before_2000_is_skipped(tmp_path: Path, created: str) -> None:
+    run = write_run(tmp_path / "r", created, healthy("n1"))
+    (skipped,) = collect([run], now=NOW).skipped
+    assert skipped.reason == (f"created {created} is before 2000-01-01T00:00:00Z (a clock that was never set?): "
+                              "run not read")
+
+
+def test_the_bounds_of_a_possible_time_are_possible(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r", "2000-01-01T00:00:00Z", healthy("n1"))
+    assert collect([run], now=NOW).observations[0].at == EARLIEST
+    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", NOW + FUTURE_SLACK_S),
+                                                        journal_entry("n2", NOW + FUTURE_SLACK_S + 1)])
+    inputs = collect([], (journal,), now=NOW)
+    assert [o.node for o in inputs.observations] == ["n1"]
+    assert [s.path for s in inputs.skipped] == [f"{journal}:2"]
+
+
+@pytest.mark.parametrize(("at", "why"), [
+    (1e18, "detected_at 1e+18 is in the future (now 2026-12-02T03:04:05Z; a clock set wrong?)"),
+    (-1e12, "detected_at -29719-04-05T22:13:20Z is before 2000-01-01T00:00:00Z (a clock that was never set?)"),
+    (-1e300, "detected_at -1e+300 is before 2000-01-01T00:00:00Z (a clock that was never set?)"),
+    (0, "detected_at 1970-01-01T00:00:00Z is before 2000-01-01T00:00:00Z (a clock that was never set?)"),
+])
+def test_a_journal_entry_at_an_impossible_time_is_skipped_naming_its_line(tmp_path: Path, at: float,
+                                                                          why: str) -> None:
+    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", AT), journal_entry("n2", at)])
+    inputs = collect([], (journal,), now=NOW)
+    assert [o.node for o in inputs.observations] == ["n1"]
+    assert [(s.path, s.reason) for s in inputs.skipped] == [(f"{journal}:2", why)]
+
+
+def test_the_clock_is_the_default_now(tmp_path: Path) -> None:
+    import time
+
+    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", time.time() + 2 * FUTURE_SLACK_S),
+                                                        journal_entry("n2", time.time() - FUTURE_SLACK_S)])
+    assert [o.node for o in collect([], (journal,)).observations] == ["n2"]
+
+
+def test_a_node_admitted_with_failed_or_unmeasured_checks_is_counted_rejected_and_named(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "r", CREATED, {
+        "n1": {"admitted": True, "failed": ["GPU-10"], "incomplete": [], "reasons": ["GPU-10 gpu3 17/18"]},
+        "n2": {"admitted": True, "failed": [], "incomplete": ["IB-05"]},
+        "n3": {"admitted": True, "failed": [], "incomplete": []},
+    })
+    inputs = collect([run], now=NOW)
+    assert [(o.node, o.admitted, o.failed, o.incomplete) for o in inputs.observations] == [
+        ("n1", False, ("GPU-10",), ()), ("n2", False, (), ("IB-05",)), ("n3", True, (), ())]
+    assert inputs.inconsistent == [Inconsistent(str(run / "gate.json"), "n1", ("GPU-10",), ()),
+                                   Inconsistent(str(run / "gate.json"), "n2", (), ("IB-05",))]
+    assert inputs.runs[0]["rejected"] == 2
+    assert inputs.inconsistent[0].reason == "admitted with failed checks GPU-10: counted as rejected"
+    assert Inconsistent("g", "n", ("A", "B"), ("C",)).reason == (
+        "admitted with failed checks A,B and incomplete checks C: counted as rejected")
+
+
 # ---------------------------------------------------------------- refused
 
 
@@ -205,20 +287,53 @@ def test_a_missing_journal_is_refused(tmp_path: Path) -> None:
     assert _refused([], (tmp_path,)) == f"--journal {tmp_path}: no such file (events.jsonl in it)"
 
 
-@pytest.mark.parametrize(("line", "needle"), [
-    ("not json", ":2: not a JSON object (a burnin watch journal has one per line)"),
-    ("[1]", ":2: not a JSON object"),
-    (json.dumps(journal_entry("", AT)), ":2: not a burnin watch journal entry (node, check and detected_at"),
-    (json.dumps(journal_entry("n1", AT, check=None)), ":2: not a burnin watch journal entry"),
-    (json.dumps(journal_entry("n1", "soon")), ":2: not a burnin watch journal entry"),
-    (json.dumps(journal_entry("n1", True)), ":2: not a burnin watch journal entry"),
-    (json.dumps(journal_entry("n1", float("nan"))), ":2: not a burnin watch journal entry"),  # NaN: not a time
+@pytest.mark.parametrize(("line", "why"), [
+    ("not json", "not a JSON object (a burnin watch journal has one per line)"),
+    ("[1]", "not a JSON object (a burnin watch journal has one per line)"),
+    (json.dumps(journal_entry("", AT)), "not a burnin watch journal entry (node, check and detected_at are required)"),
+    (json.dumps(journal_entry("n1", AT, check=None)), "not a burnin watch journal entry"),
+    (json.dumps(journal_entry(5, AT)), "not a burnin watch journal entry"),  # type: ignore[arg-type]
+    (json.dumps(journal_entry("n1", "soon")), "not a burnin watch journal entry"),
+    (json.dumps(journal_entry("n1", True)), "not a burnin watch journal entry"),
+    (json.dumps(journal_entry("n1", float("nan"))), "not a burnin watch journal entry"),  # NaN: not a time
 ])
-def test_a_journal_line_that_is_not_the_watchs_is_refused_with_its_line(tmp_path: Path, line: str,
-                                                                         needle: str) -> None:
-    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", AT)], extra_lines=(line + "\n",))
-    message = _refused([], (journal,))
-    assert message.startswith(str(journal)) and needle in message, message
+def test_a_journal_line_that_is_not_an_entry_is_skipped_naming_its_line(tmp_path: Path, line: str, why: str) -> None:
+    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", AT)],
+                            extra_lines=(line + "\n", json.dumps(journal_entry("n2", AT + 1)) + "\n"))
+    inputs = collect([], (journal,), now=NOW)
+    assert [o.node for o in inputs.observations] == ["n1", "n2"]  # the lines around it are read
+    (skipped,) = inputs.skipped
+    assert skipped.path == f"{journal}:2" and skipped.reason.startswith(why), skipped
+    assert inputs.journals == [{"path": str(journal), "out_of_pool": 2}]
+
+
+def test_a_torn_last_line_is_skipped_and_named_torn(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path / "events.jsonl", [journal_entry("n1", AT)], extra_lines=('{"node": "n2", "ac',))
+    inputs = collect([], (journal,), now=NOW)
+    assert [o.node for o in inputs.observations] == ["n1"]
+    assert [(s.path, s.reason) for s in inputs.skipped] == [
+        (f"{journal}:2", "torn last line (the watch stopped while writing it?)")]
+    # the same text with its newline is a damaged line, not a torn one; a whole last line without one is read
+    journal.write_text(journal.read_text() + "\n")
+    assert collect([], (journal,), now=NOW).skipped[0].reason.startswith("not a JSON object")
+    journal.write_text(json.dumps(journal_entry("n1", AT)) + "\n" + json.dumps(journal_entry("n2", AT)))
+    inputs = collect([], (journal,), now=NOW)
+    assert [o.node for o in inputs.observations] == ["n1", "n2"] and inputs.skipped == []
+
+
+def test_a_journal_of_one_torn_line_is_read_as_empty(tmp_path: Path) -> None:
+    journal = tmp_path / "events.jsonl"
+    journal.write_text('{"node": "n1", "act')
+    inputs = collect([], (journal,), now=NOW)
+    assert inputs.journals == [{"path": str(journal), "out_of_pool": 0}] and len(inputs.skipped) == 1
+
+
+def test_a_file_without_one_journal_line_is_no_journal(tmp_path: Path) -> None:
+    journal = tmp_path / "events.jsonl"
+    journal.write_text("node,check\nn1,GPU-04\n")
+    assert _refused([], (journal,)) == f"{journal}: not a burnin watch journal (no line is a JSON object)"
+    journal.write_text("\n  \n")  # nothing at all: an empty journal
+    assert collect([], (journal,), now=NOW).journals == [{"path": str(journal), "out_of_pool": 0}]
 
 
 def test_a_journal_that_is_not_text_is_refused(tmp_path: Path) -> None:
