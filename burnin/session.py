@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from burnin.dispatch.base import Dispatcher
 from burnin.errors import BurninError, UsageError
 from burnin.facts import Facts
-from burnin.gate.decide import NodeDecision
+from burnin.gate.decide import NodeDecision, passed_checks
 from burnin.plugin import GATE_FILE, RUN_FILE, VERDICTS_FILE
 from burnin.resources import suites_dir
 
@@ -161,9 +161,10 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
         raise SuiteError(f"pytest could not run the suites (exit {code}); see {out_dir}")
     gate = json.loads(gate_file.read_text(encoding="utf-8"))
     write_reports(out_dir, gate, facts)
-    decisions = {
+    passed = passed_checks(json.loads((out_dir / VERDICTS_FILE).read_text(encoding="utf-8")))
+    decisions = {  # what a gate may resume a node for: the checks of its verdicts that passed
         node: NodeDecision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),
-                        tuple(d.get("not_applicable", {}).items()))
+                        tuple(d.get("not_applicable", {}).items()), passed.get(node, ()) if d["admitted"] else ())
         for node, d in gate["nodes"].items()
     }
     return RunResult(out_dir, decisions, gate, code)

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="on a failure, take this node out of the pool (Slurm: drain it with reason "
                              "'burnin: <ids> <cause>')")
     parser.add_argument("--undrain", action="store_true",
-                        help="when healthy, put this node back, but only from a drain that burnin set")
+                        help="when healthy, put this node back, but only from a drain that burnin set for "
+                             "checks the probe runs")
     parser.add_argument("--gate", default="slurm", metavar="NAME",
                         help="the gate --drain and --undrain act through (default slurm; see burnin.gate.registry)")
     parser.add_argument("--json", action="store_true", help="print every verdict as JSON instead of one line")
@@ -57,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     if args.drain and result.exit_code == EXIT_FAIL:
         _gate(args.gate).drain(result.node, result.drain_reason())
     elif args.undrain and result.exit_code == EXIT_OK:
-        _gate(args.gate).resume(result.node)
+        # only for the checks the probe judged: a node drained for a check it does not run stays drained
+        _gate(args.gate).resume(result.node, passed=[v.check_id for v in result.verdicts if v.passed])
     if args.metrics is not None:
         _write_metrics(args.metrics, result)
     return result.exit_code

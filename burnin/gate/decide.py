@@ -5,11 +5,17 @@ A check outcome is ``pass``, ``fail``, ``incomplete`` or ``not-applicable``
 node). Any other status, or a not-applicable without a reason, counts as
 ``incomplete``. A run that did not judge every check of its suites (partial,
 interrupted) admits nobody: :func:`hold_all`.
+
+A decision also carries the checks it judged and passed (``passed``): a gate
+puts a node back into the pool only for the checks named in the reason it was
+taken out with (``burnin: IB-01,GPU-10 <cause>``, :func:`reason_checks`) that
+this decision judged and passed (:func:`unjudged`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +29,10 @@ FAIL: str = Status.FAIL.value
 INCOMPLETE: str = Status.INCOMPLETE.value
 NOT_APPLICABLE: str = Status.NOT_APPLICABLE.value
 RUN_CHECK = "RUN"  # the pseudo check id of reasons about the run itself
+DRAIN_PREFIX = "burnin:"  # what every reason burnin takes a node out with starts with (DESIGN.md, "Contracts")
+IDS_BUDGET = 100  # a longer list of check ids is written with ranges (GPU-01..06) in a reason
+_CHECK_ID = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)$")
+_CHECK_RANGE = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)\.\.(\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +57,8 @@ class NodeDecision:
     reasons: tuple[str, ...] = field(default=())
     # check id -> why it does not apply to this node (stands in for a verdict)
     not_applicable: tuple[tuple[str, str], ...] = ()
+    # the checks this decision judged and every outcome of which passed: all a gate may resume a node for
+    passed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -59,15 +71,80 @@ class NodeDecision:
             doc["not_applicable"] = {check: printable(reason) for check, reason in self.not_applicable}
         return doc
 
-    def short_reason(self, limit: int = 200) -> str:
-        """``<check ids> <first cause>``, for a Slurm drain reason."""
-        ids = ",".join((*self.failed, *self.incomplete))
+    def short_reason(self, limit: int = 200, *, carry: Iterable[str] = ()) -> str:
+        """``<check ids> <first cause>``, for a Slurm drain reason; ``carry``: ids of an earlier reason
+        that still hold the node (named after this decision's own)."""
+        ids = check_ids_text((*self.failed, *self.incomplete, *carry))
         cause = self.reasons[0] if self.reasons else ""
         first_id = (self.failed or self.incomplete or ("",))[0]
         if cause.startswith(first_id):
             cause = cause[len(first_id):].strip()
         text = f"{ids} {cause}".strip()
         return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_ids_text(ids: Iterable[str]) -> str:
+    """Check ids for a reason, comma-separated, each once; a list longer than :data:`IDS_BUDGET` is
+    written by family with ranges (``GPU-01,GPU-03..08,IB-01..06``), so that it stays whole in a reason."""
+    unique = list(dict.fromkeys(ids))
+    plain = ",".join(unique)
+    if len(plain) <= IDS_BUDGET:
+        return plain
+    numbered: dict[str, list[tuple[int, str]]] = {}
+    others: list[str] = []
+    for check in unique:
+        match = _CHECK_ID.match(check)
+        if match is None:
+            others.append(check)
+        else:
+            numbered.setdefault(match.group(1), []).append((int(match.group(2)), match.group(2)))
+    parts: list[str] = []
+    for family, numbers in numbered.items():
+        numbers.sort()
+        run = [numbers[0]]
+        for number in [*numbers[1:], None]:
+            if number is not None and number[0] == run[-1][0] + 1 and len(number[1]) == len(run[-1][1]):
+                run.append(number)
+                continue
+            first, last = run[0][1], run[-1][1]
+            parts.append(f"{family}-{first}" if len(run) == 1 else f"{family}-{first}..{last}")
+            if number is not None:
+                run = [number]
+    return ",".join([*parts, *others])
+
+
+def parse_check_ids(text: str) -> tuple[str, ...] | None:
+    """``IB-01,GPU-03..05,RUN`` -> the ids (ranges expanded); None when any item is no check id."""
+    ids: list[str] = []
+    for item in text.split(","):
+        single = _CHECK_ID.match(item)
+        span = _CHECK_RANGE.match(item)
+        if single is not None or item == RUN_CHECK:
+            ids.append(item)
+        elif span is not None and len(span.group(2)) == len(span.group(3)) and span.group(2) < span.group(3):
+            family, first, last = span.group(1), int(span.group(2)), int(span.group(3))
+            ids += [f"{family}-{n:0{len(span.group(2))}d}" for n in range(first, last + 1)]
+        else:
+            return None
+    return tuple(dict.fromkeys(ids))
+
+
+def reason_checks(reason: str) -> tuple[str, ...] | None:
+    """The check ids a reason burnin set names (``burnin: IB-01,GPU-10 <cause>``); None when it is not
+    burnin's, or its ids cannot be read (cut short, edited): such a reason is never resumed from."""
+    if not reason.startswith(DRAIN_PREFIX):
+        return None
+    words = reason[len(DRAIN_PREFIX):].split(maxsplit=1)
+    return parse_check_ids(words[0]) if words else None
+
+
+def unjudged(reason: str, passed: Collection[str]) -> tuple[str, ...] | None:
+    """The checks of a burnin reason that are not among ``passed`` (what still holds the node); None when
+    its ids cannot be read. ``RUN`` (the run could not vouch for the node) is cleared by any admission."""
+    ids = reason_checks(reason)
+    if ids is None:
+        return None
+    return tuple(c for c in ids if c != RUN_CHECK and c not in passed)
 
 
 def effective_status(outcome: CheckOutcome) -> str:
@@ -101,6 +178,7 @@ def decide(nodes: Iterable[str], outcomes: Iterable[CheckOutcome]) -> dict[str, 
         failed = [(o, s) for o, s in judged if s == FAIL]
         incomplete = [(o, s) for o, s in judged if s == INCOMPLETE]
         stand_aside = [o for o, s in judged if s == NOT_APPLICABLE]
+        held = {o.check for o, s in judged if s != PASS}
         decisions[node] = NodeDecision(
             node,
             admitted=not failed and not incomplete,
@@ -109,8 +187,16 @@ def decide(nodes: Iterable[str], outcomes: Iterable[CheckOutcome]) -> dict[str, 
             # one line per cause: a check judged in two suites of the run (STO-02) says it once
             reasons=tuple(dict.fromkeys(_reason(o, s) for o, s in (*failed, *incomplete))),
             not_applicable=tuple((o.check, o.reason) for o in stand_aside),
+            passed=tuple(dict.fromkeys(o.check for o, s in judged if s == PASS and o.check not in held)),
         )
     return dict(sorted(decisions.items()))
+
+
+def passed_checks(verdicts: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Per node, the checks every verdict of which passed (``verdicts.json`` rows: node, check, status)."""
+    outcomes = [CheckOutcome(str(v.get("node", "")), str(v.get("check", "")), str(v.get("status", "")),
+                             str(v.get("reason", ""))) for v in verdicts]
+    return {node: d.passed for node, d in decide((), outcomes).items()}
 
 
 def hold_all(decisions: Mapping[str, NodeDecision], reason: str) -> dict[str, NodeDecision]:

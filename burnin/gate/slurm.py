@@ -2,9 +2,14 @@
 
 Policy (DESIGN.md, "Contracts"): a drain reason burnin sets starts with
 ``burnin:`` followed by the check ids. burnin resumes a node only when its
-current reason starts with ``burnin:``; a node drained or downed by anyone
-else is left exactly as it is, whatever burnin found. Every ``scontrol`` call
-has a timeout, and a failing one is reported without stopping the run.
+current reason starts with ``burnin:`` and every check it names was judged and
+passed by the decision at hand (``NodeDecision.passed``): a node drained for
+IB-01 stays drained until something that judged IB-01 found it passing, and a
+reason whose ids cannot be read is never resumed from. A node drained again
+keeps the ids of its earlier burnin reason that this decision did not clear. A
+node drained or downed by anyone else is left exactly as it is, whatever burnin
+found. Every ``scontrol`` call has a timeout, and a failing one is reported
+without stopping the run.
 
 :func:`plan` and :func:`drain_action` are pure; the rest talks to scontrol.
 :class:`SlurmGate` is this policy as a registered gate (:mod:`burnin.gate.registry`):
@@ -17,10 +22,11 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
+from burnin.gate.decide import check_ids_text, reason_checks, unjudged
 from burnin.nodes import fold, validate_name
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BURNIN_PREFIX", "DEFAULT_TIMEOUT", "REASON_LIMIT", "GateAction", "SlurmGate", "SlurmNode", "apply_gate",
     "burnin_reason", "drain", "drain_action", "drain_argv", "execute", "node_state", "parse_show_node", "plan",
-    "read_nodes", "resume_argv", "resume_if_ours", "unknown_nodes",
+    "read_nodes", "resume_argv", "resume_blockers", "resume_if_ours", "unknown_nodes",
 ]
 
 DEFAULT_TIMEOUT = QUICK_TIMEOUT
@@ -79,8 +85,11 @@ def plan(decisions: Mapping[str, NodeDecision], current: Mapping[str, SlurmNode]
 
     - rejected: drain with ``burnin: <ids> <cause>``, unless the node is held
       by someone else (operator drain, down); a node burnin drained before keeps
-      its reason when this run found no failure, only incomplete checks.
-    - admitted: resume only a node drained with a ``burnin:`` reason.
+      its reason when this run found no failure, only incomplete checks, and its
+      earlier ids that this run did not pass stay in the new reason;
+    - admitted: resume a node drained with a ``burnin:`` reason only when every
+      check that reason names is among the checks this decision judged and passed;
+      otherwise it stays drained, with a note naming the checks it was not judged for;
     - a node whose state could not be read is left alone (and reported).
     """
     drains: dict[str, list[str]] = {}
@@ -94,16 +103,27 @@ def plan(decisions: Mapping[str, NodeDecision], current: Mapping[str, SlurmNode]
             continue
         if decision.admitted:
             if info.drained and info.ours:
-                resumes.append(node)
+                held = resume_blockers(info.reason, decision.passed)
+                if held:
+                    keeps.append(GateAction((node,), "keep", f"admitted, but {held}; left drained ({info.reason})"))
+                else:
+                    resumes.append(node)
             elif info.held_by_others:
                 keeps.append(GateAction((node,), "keep", f"admitted, but {info.state} by someone "
                                                          f"else ({info.reason}); left as it is"))
             continue
-        reason = burnin_reason(decision.short_reason())
         if info.held_by_others:
             keeps.append(GateAction((node,), "keep",
                                     f"{info.state} by someone else ({info.reason}); left as it is"))
-        elif info.drained and info.ours and (not decision.failed or info.reason == reason):
+            continue
+        earlier = reason_checks(info.reason) if info.drained and info.ours else ()
+        if earlier is None:
+            keeps.append(GateAction((node,), "keep", f"already drained ({info.reason}; its check ids cannot "
+                                                     "be read, so burnin leaves it to an operator)"))
+            continue
+        judged = {*decision.failed, *decision.incomplete, *decision.passed}
+        reason = burnin_reason(decision.short_reason(carry=[c for c in earlier if c not in judged]))
+        if info.drained and info.ours and (not decision.failed or info.reason == reason):
             keeps.append(GateAction((node,), "keep", f"already drained ({info.reason})"))
         else:
             drains.setdefault(reason, []).append(node)
@@ -115,6 +135,16 @@ def plan(decisions: Mapping[str, NodeDecision], current: Mapping[str, SlurmNode]
         actions.append(GateAction(tuple(resumes), "resume", "drained by burnin, now admitted",
                                   tuple(resume_argv(fold(resumes)))))
     return actions + keeps
+
+
+def resume_blockers(reason: str, passed: Collection[str]) -> str:
+    """Why a node drained with burnin's ``reason`` may not be resumed on ``passed`` ("" when it may)."""
+    missing = unjudged(reason, passed)
+    if missing is None:
+        return "its drain reason names no check ids burnin can read"
+    if missing:
+        return f"drained for {check_ids_text(missing)}, which this run did not judge and pass"
+    return ""
 
 
 def execute(actions: Sequence[GateAction], *, dry_run: bool, timeout: float = DEFAULT_TIMEOUT,
@@ -169,13 +199,22 @@ def _apply(decisions: Mapping[str, NodeDecision], *, dry_run: bool, timeout: flo
 
 def drain_action(node: str, reason: str, info: SlurmNode) -> GateAction:
     """What draining ``node`` for ``reason`` means now: keep it (someone else holds it, or burnin
-    drained it already for that reason) or drain it."""
+    drained it already for that reason, or for one whose check ids cannot be read) or drain it. A node
+    burnin drained before for other checks keeps their ids in the new reason: nothing judged them since."""
     if info.held_by_others:
         return GateAction((node,), "keep", f"{info.state} by someone else ({info.reason}); left as it is")
+    earlier = reason_checks(info.reason) if info.drained and info.ours else ()
+    if earlier is None:
+        return GateAction((node,), "keep", f"already drained ({info.reason})")
     wanted = burnin_reason(reason)
+    ids = reason_checks(wanted)
+    extra = [c for c in earlier if ids is not None and c not in ids]
+    if ids is not None and extra:
+        cause = wanted[len(BURNIN_PREFIX):].split(maxsplit=1)[1:]
+        wanted = burnin_reason(" ".join([check_ids_text((*ids, *extra)), *cause]))
     if info.drained and info.reason == wanted:
         return GateAction((node,), "keep", f"already drained ({info.reason})")
-    return GateAction((node,), "drain", wanted, tuple(drain_argv(node, reason)))
+    return GateAction((node,), "drain", wanted, tuple(drain_argv(node, wanted)))
 
 
 def drain(node: str, reason: str, *, dry_run: bool = False, timeout: float = DEFAULT_TIMEOUT,
@@ -195,14 +234,15 @@ def drain(node: str, reason: str, *, dry_run: bool = False, timeout: float = DEF
     return execute([action], dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
 
 
-def resume_if_ours(node: str, *, dry_run: bool = False, timeout: float = DEFAULT_TIMEOUT,
-                   client: SlurmRunner | None = None, out: TextIO | None = None,
+def resume_if_ours(node: str, *, passed: Collection[str], dry_run: bool = False,
+                   timeout: float = DEFAULT_TIMEOUT, client: SlurmRunner | None = None, out: TextIO | None = None,
                    err: TextIO | None = None) -> bool:
-    """Resume ``node`` only if it is drained with a ``burnin:`` reason; True if resumed."""
+    """Resume ``node`` only if it is drained with a ``burnin:`` reason every check of which is among
+    ``passed`` (the checks the caller judged and passed on it); True if resumed."""
     client = client or SlurmClient()
     found, _ = read_nodes([validate_name(node)], timeout=timeout, client=client)
     info = found.get(node)
-    if info is None or not (info.drained and info.ours):
+    if info is None or not (info.drained and info.ours) or resume_blockers(info.reason, passed):
         return False
     action = GateAction((node,), "resume", "drained by burnin, now healthy", tuple(resume_argv(node)))
     return execute([action], dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
@@ -225,5 +265,5 @@ class SlurmGate:
     def drain(self, node: str, reason: str, *, dry_run: bool = False) -> bool:
         return drain(node, reason, dry_run=dry_run, timeout=self._timeout, client=self._client)
 
-    def resume(self, node: str, *, dry_run: bool = False) -> bool:
-        return resume_if_ours(node, dry_run=dry_run, timeout=self._timeout, client=self._client)
+    def resume(self, node: str, *, passed: Collection[str], dry_run: bool = False) -> bool:
+        return resume_if_ours(node, passed=passed, dry_run=dry_run, timeout=self._timeout, client=self._client)

@@ -168,7 +168,7 @@ def test_drain_action_never_overrides_someone_elses_hold() -> None:
     same = drain_action("n1", "GPU-04 x", SlurmNode("n1", "IDLE+DRAIN", "burnin: GPU-04 x"))
     assert same.action == "keep" and same.note.startswith("already drained")
     newer = drain_action("n1", "GPU-10 y", SlurmNode("n1", "IDLE+DRAIN", "burnin: GPU-04 x"))
-    assert newer.action == "drain" and newer.argv[-1] == "Reason=burnin: GPU-10 y"
+    assert newer.action == "drain" and newer.argv[-1] == "Reason=burnin: GPU-10,GPU-04 y"
 
 
 class _Scontrol:

@@ -53,7 +53,7 @@ def test_nothing_found_is_a_failed_read_only_when_scontrol_failed() -> None:
 
 def test_drain_says_what_it_did_and_why_resume_only_what() -> None:
     decisions = {"sim01": NodeDecision("sim01", False, ("GPU-01",), (), ("GPU-01 driver 550 (expected 535)",)),
-                 "sim02": NodeDecision("sim02", True)}
+                 "sim02": NodeDecision("sim02", True, passed=("IB-01",))}
     current = {"sim01": Node("sim01", "IDLE"), "sim02": Node("sim02", "IDLE+DRAIN", "burnin: IB-01 old cause")}
     out = io.StringIO()
     assert execute(plan(decisions, current), dry_run=False, client=Scontrol(), out=out, err=io.StringIO())
@@ -75,7 +75,8 @@ def test_draining_a_node_slurm_does_not_know_is_refused_with_a_message(capsys: p
 def test_a_burnin_drain_with_another_cause_is_drained_again_with_the_new_one() -> None:
     client = Scontrol()
     assert drain("sim02", "XID-01 gpu3 Xid 79", client=client)
-    assert client.calls[-1][-1] == "Reason=burnin: XID-01 gpu3 Xid 79"
+    # the earlier reason's IB-01 stays named: nothing judged it since
+    assert client.calls[-1][-1] == "Reason=burnin: XID-01,IB-01 gpu3 Xid 79"
     same = Scontrol()
     assert drain("sim02", "IB-01 old cause", client=same)
     assert all("update" not in call for call in same.calls)

@@ -34,8 +34,9 @@ SHOW = (
 
 
 def _ok(node: str, failed: tuple[str, ...] = (), incomplete: tuple[str, ...] = (),
-        reasons: tuple[str, ...] = ()) -> NodeDecision:
-    return NodeDecision(node, not failed and not incomplete, failed, incomplete, reasons)
+        reasons: tuple[str, ...] = (), passed: tuple[str, ...] = ("IB-01", "GPU-10")) -> NodeDecision:
+    admitted = not failed and not incomplete
+    return NodeDecision(node, admitted, failed, incomplete, reasons, passed=passed if admitted else ())
 
 
 IB_FAIL = _ok("x", ("IB-01",), (), ("IB-01 mlx5_1 port 1: Down (expected Active)",))
@@ -161,10 +162,11 @@ def test_probe_helpers_respect_other_peoples_drains() -> None:
     calls = len(client.calls)
     assert not drain("sim03", "XID-01 gpu3 Xid 79", client=client)  # operator's drain
     assert len(client.calls) == calls + 1  # read only
-    assert resume_if_ours("sim02", client=client)
+    assert not resume_if_ours("sim02", passed=("GPU-10",), client=client)  # drained for IB-01: not judged
+    assert resume_if_ours("sim02", passed=("IB-01",), client=client)
     assert client.calls[-1] == ("scontrol", "update", "NodeName=sim02", "State=RESUME")
-    assert not resume_if_ours("sim03", client=client)
-    assert not resume_if_ours("sim01", client=client)
+    assert not resume_if_ours("sim03", passed=("GPU-04",), client=client)
+    assert not resume_if_ours("sim01", passed=("GPU-04",), client=client)
     # unchanged burnin drain: no second update
     calls = len(client.calls)
     assert drain("sim02", "burnin: IB-01 mlx5_1 port=Down x=y", client=client)
