@@ -104,9 +104,16 @@ def _shown(nodeset: str) -> str:
 
 
 def fold(names: Iterable[str]) -> str:
-    """``["sim01", "sim02", "sim04"]`` → ``sim[01-02,04]`` ("" for none)."""
-    names = list(names)
-    return str(NodeSet.fromlist(names)) if names else ""
+    """``["sim01", "sim02", "sim04"]`` → ``sim[01-02,04]`` ("" for none).
+
+    Only host names are folded; any other name (``a!b``, ``gpu[``: a node-set
+    parser reads them as a difference or a broken range) follows them as given.
+    """
+    foldable, others = [], []
+    for name in names:
+        (foldable if _NODE_NAME.fullmatch(name) else others).append(name)
+    folded = str(NodeSet.fromlist(foldable)) if foldable else ""
+    return ",".join([folded, *others] if folded else others)
 
 
 def validate_name(name: str) -> str:

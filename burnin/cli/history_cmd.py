@@ -83,8 +83,9 @@ def _print(fleet: FleetHistory, inputs: Inputs, every_node: bool) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from burnin.history.document import duration_text, node_list, percent
+    from burnin.history.document import duration_text, percent
     from burnin.history.records import stamp
+    from burnin.nodes import fold
     from burnin.text import printable
 
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160, highlight=False)
@@ -108,7 +109,7 @@ def _print(fleet: FleetHistory, inputs: Inputs, every_node: bool) -> None:
     lemons = [f"{node} ({h.lemon.failures} failures {stamp(h.lemon.first)} .. {stamp(h.lemon.last)})"
               for node, h in fleet.nodes.items() if h.lemon is not None]
     say(f"lemons (>= {fleet.lemon_failures} failures within {window_text}): " + ("; ".join(lemons) or "none"))
-    say(f"out of the pool now: {node_list(fleet.out_now) or 'none'}")
+    say(f"out of the pool now: {fold(fleet.out_now) or 'none'}")
 
 
 def run(args: argparse.Namespace) -> int:

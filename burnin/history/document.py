@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from burnin.errors import UsageError
 from burnin.history.load import Inputs
 from burnin.history.metrics import DAY_S, FleetHistory, NodeHistory, Outage
 from burnin.history.records import stamp
@@ -28,20 +26,6 @@ def duration_text(seconds: float | None) -> str:
 
 def percent(fraction: float | None) -> str:
     return "-" if fraction is None else f"{100 * fraction:.1f}%"
-
-
-def node_list(names: Iterable[str]) -> str:
-    """Node names as read: those that are host names folded (``sim[01-03]``), any other after them as
-    given (``a!b`` or ``gpu[`` mean something else to a node-set parser)."""
-    from burnin.nodes import fold, validate_name
-
-    foldable, others = [], []
-    for name in names:
-        try:
-            foldable.append(validate_name(name))
-        except UsageError:
-            others.append(name)
-    return ", ".join(part for part in (fold(foldable), *others) if part)
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:

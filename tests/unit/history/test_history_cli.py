@@ -217,7 +217,7 @@ def test_node_names_are_printed_as_given(tmp_path: Path, capsys: pytest.CaptureF
                                          for name in ("a!b", "gpu[", "n1", "n2", "x,y")})
     code, out, err = run_cli(capsys, str(tmp_path / "r1"))
     assert code == 0 and err == ""
-    assert "out of the pool now: n[1-2], a!b, gpu[, x,y" in out.splitlines()
+    assert "out of the pool now: n[1-2],a!b,gpu[,x,y" in out.splitlines()
     rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert rows == ["a!b", "gpu[", "n1", "n2", "x,y"]
 
