@@ -109,7 +109,8 @@ def fold(names: Iterable[str]) -> str:
     Only host names are folded; any other name (``a!b``, ``gpu[``: a node-set
     parser reads them as a difference or a broken range) follows them as given.
     """
-    foldable, others = [], []
+    foldable: list[str] = []
+    others: list[str] = []
     for name in names:
         (foldable if _NODE_NAME.fullmatch(name) else others).append(name)
     folded = str(NodeSet.fromlist(foldable)) if foldable else ""
