@@ -2,12 +2,15 @@
 
 It reads gate.json (required), verdicts.json, facts/, fabric.json and the
 optional run.json and soak.json, and rewrites RUN_DIR/report.html. Nothing
-is measured or judged again: the verdicts are the run's.
+is measured or judged again: the verdicts are the run's. A folder that a run
+or soak still owns is refused (exit 2): that run writes its report itself
+when it ends, and the folder has one owner.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -18,11 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from burnin.errors import UsageError
+    from burnin.outdir import own
     from burnin.report.html import render
 
     run_dir: Path = args.run_dir
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir} is not a folder: pass a run's output folder (the --out of burnin run)")
-    path = render(run_dir)
+    with own(run_dir, ["burnin", *sys.argv[1:]], flag=""):
+        path = render(run_dir)
     print(f"report: {path}")
     return 0

@@ -14,6 +14,7 @@ from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 if TYPE_CHECKING:
     from burnin.dispatch.base import Dispatcher
     from burnin.gate.registry import Gate
+    from burnin.outdir import Ownership
     from burnin.phases import PhaseRun
     from burnin.topology.model import Topology
 
@@ -44,7 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _default_out() -> Path:
-    return Path("reports") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    """``reports/<run-id>``: the second and a random part, so two runs started at once never share it."""
+    from burnin.outdir import new_run_id
+
+    return Path("reports") / new_run_id()
 
 
 def _check_arguments(args: argparse.Namespace, suites: list[str]) -> list[PhaseRun]:
@@ -71,27 +75,28 @@ def _check_keyword(expression: str) -> None:
         raise UsageError(f"-k {expression!r}: not a valid expression ({exc})") from None
 
 
-def _prepare_out(out_dir: Path) -> list[Path]:
-    """Create the output folder (an existing file or an unwritable place is a usage error).
+def _prepare_out(out_dir: Path) -> tuple[list[Path], Ownership]:
+    """Create the output folder and take it for this run (an existing file, an unwritable place or a
+    folder another living run or soak owns is a usage error).
 
     Returns the folders it created, so a run that stops before writing anything
-    can remove them again.
+    can remove them again, and the run's hold on the folder, released when it ends.
     """
-    import tempfile
-
     from burnin.errors import UsageError
+    from burnin.outdir import own
 
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a folder")
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out_dir):
-            pass
+        return created, own(out_dir, _command_line())
     except OSError as exc:
         _remove_empty(created)
         raise UsageError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
-    return created
+    except UsageError:
+        _remove_empty(created)
+        raise
 
 
 def _remove_empty(folders: list[Path]) -> None:
@@ -127,10 +132,6 @@ def _refuse_partial_gate(gate: str, partial: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burnin.cli.interrupt import raise_if_received
-    from burnin.cli.progress import Progress
-    from burnin.cli.summary import print_summary
-    from burnin.session import SuiteError, execute
     from burnin.topology.load import find_topology
 
     suites = args.suite or ["node"]
@@ -138,13 +139,26 @@ def run(args: argparse.Namespace) -> int:
     topology = find_topology(args.topology)  # validate before touching any node
     gate = _gate(args.gate)
     _refuse_partial_gate(args.gate, args.keyword and f"-k {args.keyword!r} selects a subset of the checks")
-    topology_ref = args.topology
     out_dir = args.out or _default_out()
-    created = _prepare_out(out_dir)
+    created, ownership = _prepare_out(out_dir)
+    with ownership:  # one owner until the run has written its last file and acted on its gate
+        return _run_owned(args, out_dir, created, ownership, topology=topology, gate=gate, phases=phases,
+                          suites=suites)
+
+
+def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], ownership: Ownership, *,
+               topology: Topology, gate: Gate | None, phases: list[PhaseRun], suites: list[str]) -> int:
+    from burnin.cli.interrupt import raise_if_received
+    from burnin.cli.progress import Progress
+    from burnin.cli.summary import print_summary
+    from burnin.session import SuiteError, execute
+
+    topology_ref = args.topology
     started_at = time.time()
     try:
         dispatcher = _dispatcher(args, topology, out_dir, suites)
     except BaseException:
+        ownership.release()  # the lock file goes, so a folder this run created is empty again
         _remove_empty(created)
         raise
     try:  # from here on the dispatcher is closed (scratch removed, allocation released) whatever happens

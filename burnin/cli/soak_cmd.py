@@ -8,6 +8,7 @@ OUT`` goes on) or internal error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -133,22 +134,34 @@ def _check(args: argparse.Namespace) -> None:
     choose(args)  # "no nodes", or another dispatcher's options given
 
 
-def _prepare_out(out_dir: Path) -> None:
-    import tempfile
-
+def _prepare_out(out_dir: Path, owned: contextlib.ExitStack) -> None:
+    """Create the folder and take it for this soak (held until ``owned`` closes); refuse one that holds a
+    soak already, or that another living run or soak owns."""
     from burnin.errors import UsageError
+    from burnin.outdir import own
     from burnin.soak.state import STATE_FILE
 
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a folder")
-    if (out_dir / STATE_FILE).exists():
-        raise UsageError(f"--out {out_dir} holds a soak already: continue it with --resume {out_dir}")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out_dir):
-            pass
     except OSError as exc:
         raise UsageError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
+    owned.enter_context(own(out_dir, ["burnin", *sys.argv[1:]]))  # before the look: two soaks never both pass it
+    if (out_dir / STATE_FILE).exists():
+        raise UsageError(f"--out {out_dir} holds a soak already: continue it with --resume {out_dir}")
+
+
+def _own_resumed(out_dir: Path, owned: contextlib.ExitStack) -> None:
+    """``--resume``: take the soak's folder (held until ``owned`` closes), refused while its owner lives.
+
+    A folder without a checkpoint is left untouched: loading it says what is wrong.
+    """
+    from burnin.outdir import own
+    from burnin.soak.state import STATE_FILE
+
+    if (out_dir / STATE_FILE).is_file():
+        owned.enter_context(own(out_dir, ["burnin", *sys.argv[1:]], flag="--resume"))
 
 
 def _dispatcher(options: argparse.Namespace, topology: Topology, topology_ref: str, out_dir: Path) -> Dispatcher:
@@ -198,6 +211,12 @@ def _hms(value: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as owned:  # the output folder's one owner, until the soak has ended
+        return _run(args, owned)
+
+
+def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
+    from burnin.outdir import new_run_id
     from burnin.soak.plan import default_interval, load_settings, parse_duration
     from burnin.soak.state import SoakState, Store
     from burnin.topology.load import find_topology
@@ -206,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     state: SoakState | None = None
     if args.resume is not None:
         out_dir = args.resume
+        _own_resumed(out_dir, owned)
         store = Store(out_dir)
         state = store.load()
         command = state.command
@@ -214,8 +234,8 @@ def run(args: argparse.Namespace) -> int:
         duration_s = parse_duration(args.duration)
         load_settings(args.config)
         find_topology(args.topology)
-        out_dir = args.out or Path("reports") / time.strftime("soak-%Y%m%dT%H%M%SZ", time.gmtime())
-        _prepare_out(out_dir)
+        out_dir = args.out or Path("reports") / new_run_id("soak-")
+        _prepare_out(out_dir, owned)
         command = _command(args, duration_s)
         store = Store(out_dir)
         options = args
