@@ -11,18 +11,25 @@ Reasons and facts carry what nodes printed. Jinja's autoescape handles
 ``\\x1b`` and never raw. The page's Content-Security-Policy allows only its
 own script (by hash) and no network at all: even markup that slipped through
 could neither run nor load anything.
+
+A gate.json or verdicts.json that is not burnin's is a :class:`ReportError`
+(exit 2, naming the file). One verdict that is not a verdict (its check is
+``5`` or ``null``, its status unknown) among good ones is left out, and the
+page and stderr say which record of which file it was.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from burnin.errors import BurninError
@@ -98,6 +105,8 @@ class _Run:
     meta: dict[str, Any] = field(default_factory=dict)
     fabric: dict[str, Any] = field(default_factory=dict)
     soak: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """Records of the run's files that the report leaves out, each naming its file and record."""
 
 
 def group_failures(gate: dict[str, Any]) -> list[FailureGroup]:
@@ -155,6 +164,52 @@ def _read_json(path: Path, default: Any) -> Any:
         return default
 
 
+def _json_text(value: object) -> str:
+    return printable(json.dumps(value), limit=40)
+
+
+def verdict_problem(record: object) -> str | None:
+    """Why ``record`` is not a verdict the report can show (node, check, status); None when it is."""
+    if not isinstance(record, dict):
+        return f"{_json_text(record)}, not an object"
+    for key, what in (("node", "node name"), ("check", "check id")):
+        if key not in record:
+            return f"no '{key}'"
+        if not isinstance(record[key], str) or not record[key]:
+            return f"'{key}' is {_json_text(record[key])}, not a {what}"
+    if record.get("status") not in STATUS_ORDER:
+        return f"'status' is {_json_text(record.get('status'))}, not one of {', '.join(STATUS_ORDER)}"
+    return None
+
+
+def read_verdicts(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """verdicts.json's verdicts, and a warning for each record that is not one ([] when there is no file).
+
+    A file that is not a JSON list, or none of whose records is a verdict, is a :class:`ReportError`.
+    """
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [], []
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ReportError(printable(f"{path} is not readable JSON: {exc}")) from None
+    if not isinstance(document, list):
+        raise ReportError(printable(f"{path} is not a list of verdicts"))
+    verdicts: list[dict[str, Any]] = []
+    problems: list[tuple[int, str]] = []
+    for number, record in enumerate(document, start=1):
+        problem = verdict_problem(record)
+        if problem is None:
+            verdicts.append(record)
+        else:
+            problems.append((number, problem))
+    if problems and not verdicts:
+        number, problem = problems[0]
+        raise ReportError(printable(f"{path}: no record is a verdict (record {number}: {problem})"))
+    return verdicts, [printable(f"{path}: record {number} is not a verdict ({problem}): left out of the report")
+                      for number, problem in problems]
+
+
 def _load(out_dir: Path) -> _Run:
     gate_path = out_dir / "gate.json"
     if not gate_path.is_file():
@@ -165,11 +220,17 @@ def _load(out_dir: Path) -> _Run:
         raise ReportError(f"{gate_path} is not readable JSON: {exc}") from None
     if not isinstance(gate, dict) or not isinstance(gate.get("nodes", {}), dict):
         raise ReportError(f"{gate_path} is not a gate document (no 'nodes' object)")
-    verdicts = _read_json(out_dir / "verdicts.json", [])
-    verdicts = [v for v in verdicts if isinstance(v, dict) and {"node", "check", "status"} <= v.keys()] \
-        if isinstance(verdicts, list) else []
+    odd = next((node for node, decision in gate.get("nodes", {}).items() if not isinstance(decision, dict)), None)
+    if odd is not None:
+        raise ReportError(printable(f"{gate_path} is not a gate document (node {odd}: no decision object)"))
+    decisions = gate.get("nodes", {}).values()
+    admitted = sum(1 for decision in decisions if decision.get("admitted") is True)
+    # the counts the page shows are the nodes' own (a gate.json written by hand may lack them)
+    gate = {**gate, "summary": {"nodes": len(decisions), "admitted": admitted, "rejected": len(decisions) - admitted}}
+    verdicts, warnings = read_verdicts(out_dir / "verdicts.json")
     meta, fabric, soak = (_read_json(out_dir / name, {}) for name in (RUN_META_FILE, "fabric.json", SOAK_FILE))
-    return _Run(out_dir, gate, verdicts, *(d if isinstance(d, dict) else {} for d in (meta, fabric, soak)))
+    return _Run(out_dir, gate, verdicts, meta if isinstance(meta, dict) else {},
+                fabric if isinstance(fabric, dict) else {}, soak if isinstance(soak, dict) else {}, warnings)
 
 
 def _facts_dir(run: _Run) -> Path | None:
@@ -237,11 +298,14 @@ def _script(env: Any) -> tuple[Rendered, Rendered, str]:
     return Rendered(script), Rendered(style), policy
 
 
-def render(out_dir: Path) -> Path:
-    """Write ``out_dir/report.html`` and return its path."""
+def render(out_dir: Path, *, err: TextIO | None = None) -> Path:
+    """Write ``out_dir/report.html`` and return its path; each record left out is one line on ``err``
+    (default stderr) and a warning on the page."""
     from jinja2 import Environment, PackageLoader
 
     run = _load(out_dir)
+    for warning in run.warnings:
+        (err or sys.stderr).write(f"burnin report: {warning}\n")
     nodes = sorted(run.gate.get("nodes", {}), key=node_order)
     facts_dir = _facts_dir(run)
     facts = {n: read_node(n, facts_dir / f"{n}.json") for n in nodes} if facts_dir else {}
@@ -257,6 +321,7 @@ def render(out_dir: Path) -> Path:
                  if (t := epoch(value)) is not None]
     info = run_info(out_dir, run.gate, run.meta, verdicts=len(run.verdicts), fabric=bool(run.fabric),
                     first_collected=min(collected, default=None))
+    info = dataclasses.replace(info, warnings=(*info.warnings, *run.warnings))
     env = Environment(loader=PackageLoader("burnin.report", "templates"), autoescape=True, finalize=shown)
     script, style, policy = _script(env)
     views = _node_views(run, nodes, facts)
