@@ -146,6 +146,13 @@ def test_two_runs_started_in_the_same_second_get_two_folders(tmp_path: Path) -> 
         assert not (folder / LOCK_FILE).exists()
 
 
+def test_a_run_that_stops_before_writing_leaves_no_folder_and_no_lock(tmp_path: Path) -> None:
+    proc = burnin("run", "--sim", "2", "--fault", "sim09:nvlink-down", "--out", str(tmp_path / "new" / "out"),
+                  cwd=tmp_path)
+    assert proc.returncode == 2 and "no simulated node 'sim09'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "new").exists()  # the folders it made, its lock file with them
+
+
 SOAK = ["soak", "--sim", "2", "--duration", "4h", "--interval", "1800", "--fault", "sim02:xid-at:100:79"]
 
 
