@@ -5,6 +5,9 @@ separators. A row whose first cell is empty continues the row above: either
 another per-GPU result (``Fail - GPU: 0``) or wrapped text, which DCGM cuts at
 a fixed width regardless of words (so chunks are joined without adding
 spaces). ``Warning``/``Error``/``Info`` rows are details of the test above.
+DCGM 4 prints a test's row, its global warnings, then one row per entity
+(``GPU0: Pass``), each followed by that entity's ``Warning: GPU0`` rows; an
+entity row ends the detail above it, never continues its text.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from burnin.parsers._common import fail, head_excerpt, iter_lines, require_text
 
 TOOL = "dcgmi-diag"
 RESULTS = ("Pass", "Fail", "Warn", "Skip")
-# Worst first: a test's result is the worst of its per-GPU results.
-_ORDER = {"Fail": 0, "Warn": 1, "Pass": 2, "Skip": 3}
+# Worst first: a test's result is the worst of its per-GPU results; one DCGM printed otherwise
+# ("Not Run") ranks above Pass, so a GPU that did not run is never hidden behind the others' Pass.
+_ORDER = {"Fail": 0, "Warn": 1, "Pass": 3, "Skip": 4}
+_OTHER = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +56,15 @@ class DcgmiDiag:
 _SECTION = re.compile(r"^[|+]-+\s+([A-Za-z][\w /-]{0,60}?)\s+-+[+|]")
 _RESULT = re.compile(r"^(Pass|Fail|Warn|Warning|Skip|Skipped)\b(?: - GPUs?: ([\d, ]{0,200}))?")
 _GPU_RESULT = re.compile(r"^GPU ?(\d{1,3}): (Pass|Fail|Warn|Skip)")
+# DCGM 4's per-entity row (dcgmi/Diag.cpp HelperDisplayEntityResults): "<group><id>: <result>", the whole cell.
+_ENTITY_RESULT = re.compile(
+    r"(GPU|CPU|Switch|Link|GPU_I|GPU_CI|CPU_Core|VGPU) ?(\d{1,4}): (Pass|Fail|Warn|Skip|Not Run)")
 _DETAIL_KINDS = {"warning": "Warning", "error": "Error", "info": "Info"}
 
 
 def _norm(result: str) -> str:
+    if result.strip() == "Not Run":
+        return "Not Run"
     r = result.strip().capitalize()
     return {"Warning": "Warn", "Skipped": "Skip", "Passed": "Pass", "Failed": "Fail"}.get(r, r)
 
@@ -68,7 +78,7 @@ def _gpu_ids(text: str | None) -> tuple[int, ...]:
 def _worst(results: dict[str, tuple[int, ...]], default: str) -> str:
     if not results:
         return default
-    return min(results, key=lambda r: _ORDER.get(r, 9))
+    return min(results, key=lambda r: _ORDER.get(r, _OTHER))
 
 
 class _Text:
@@ -110,6 +120,16 @@ class _TestDraft:
         self.gpu_results[res] = self.gpu_results.get(res, ()) + ids
         return True
 
+    def add_entity_result(self, cell: str) -> bool:
+        """A DCGM 4 ``GPU0: Pass`` row; another entity's (``CPU0: Fail``) counts toward the result only."""
+        m = _ENTITY_RESULT.fullmatch(cell)
+        if m is None:
+            return False
+        ids = (int(m.group(2)),) if m.group(1) == "GPU" else ()
+        res = _norm(m.group(3))
+        self.gpu_results[res] = self.gpu_results.get(res, ()) + ids
+        return True
+
     def build(self) -> DcgmiTest:
         first = _RESULT.match(self.first)
         default = _norm(first.group(1)) if first else self.first
@@ -131,10 +151,12 @@ def _cells(line: str) -> tuple[str, str, bool] | None:
         return None
     name = parts[1].strip()
     raw = parts[2]
-    value = raw[1:] if raw.startswith(" ") else raw
+    value = (raw[1:] if raw.startswith(" ") else raw).rstrip()
     closed = len(parts) > 3
-    full = closed and len(value.rstrip()) >= len(raw) - 3
-    return name, value.rstrip() if not full else value[: len(raw) - 3], full
+    # DCGM wraps text at 45 characters in a 46-wide cell: a chunk that long may go on in the next row.
+    # A value as wide as the cell (eight GPU ids) keeps its last character.
+    full = closed and len(value) >= len(raw) - 3
+    return name, value, full
 
 
 def _parse_text(text: str) -> DcgmiDiag:
@@ -175,6 +197,9 @@ def _parse_text(text: str) -> DcgmiDiag:
                 metadata[meta_key] = f"{metadata[meta_key]} {value.strip()}"
             continue
         if not name:
+            if tests and tests[-1].add_entity_result(value.strip()):
+                detail = None
+                continue
             if detail is not None:
                 detail.chunks.append((value, full))
             elif tests:
