@@ -7,6 +7,8 @@ Layout (MLNX_OFED 5.x/23.x; older releases omit some sections)::
     dscp2prio mapping:
             prio:0 dscp:07,06,05,04,03,02,01,00,
             ...
+            prio:6 dscp:30,55,54,53,52,51,50,49,
+            prio:6 dscp:48,
     default priority:
     Receive buffer size (bytes): 130944,130944,0,0,0,0,0,0,max_buffer_size=262016
     Cable len: 7
@@ -18,8 +20,12 @@ Layout (MLNX_OFED 5.x/23.x; older releases omit some sections)::
              priority:  0
              ...
 
-Lines of other commands around it are ignored; the trust state or the PFC
-table must be there.
+A priority's DSCP values are printed at most 8 to a line, ``prio:N dscp:``
+repeated on the next line for the rest (mlnx-tools ``printAppSelector``), in
+the order the app table holds them. Lines of other commands around it are
+ignored; the trust state or the PFC table must be there. When the text holds
+several reports (``mlnx_qos`` run twice), the first one's map is read; a DSCP
+mapped to two priorities within it is refused, never guessed.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ MAX_LINE = 4096
 
 _TRUST = re.compile(r"^Priority trust (?:state|mode):\s*(\S{1,16})")
 _DCBX = re.compile(r"^DCBX mode:\s*(.{1,64}?)\s*$")
+_DSCP_HEADER = re.compile(r"^dscp2prio mapping:\s*$")
 _DSCP = re.compile(r"^prio:\s*(\d)\s+dscp:\s*([\d,\s]{0,400})$")
 _TC = re.compile(r"^tc:\s*(\d{1,2})\s+ratelimit:\s*([^,]{1,40}),\s*tsa:\s*([A-Za-z_]{1,16})(?:,\s*bw:\s*(\d{1,3})%)?")
 _TC_PRIO = re.compile(r"^priority:\s*(\d)\s*$")
@@ -76,7 +83,8 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
     """Parse ``mlnx_qos -i IFACE`` output."""
     require_text(TOOL, text)
     dcbx = trust = None
-    dscp: dict[int, tuple[int, ...]] = {}
+    dscp: dict[int, list[int]] = {}
+    dscp_maps = 0  # "dscp2prio mapping:" headers seen; only the first map is read
     rows: dict[str, tuple[int, ...]] = {}
     buffers: tuple[int, ...] = ()
     cable: int | None = None
@@ -91,9 +99,11 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
             trust = trust or m.group(1).lower()
         elif (m := _DCBX.match(line)) is not None:
             dcbx = dcbx or m.group(1)
-        elif (m := _DSCP.match(line)) is not None:
-            values = tuple(v for v in (parse_int(x) for x in m.group(2).replace(" ", "").split(",")) if v is not None)
-            dscp.setdefault(int(m.group(1)), values)
+        elif _DSCP_HEADER.match(line) is not None:
+            dscp_maps += 1
+        elif (m := _DSCP.match(line)) is not None and dscp_maps <= 1:
+            values = (v for v in (parse_int(x) for x in m.group(2).replace(" ", "").split(",")) if v is not None)
+            dscp.setdefault(int(m.group(1)), []).extend(values)
         elif (m := _ROW.match(line)) is not None:
             rows.setdefault(m.group(1), tuple(int(x) for x in m.group(2).split()))
         elif (m := _TC.match(line)) is not None:
@@ -105,6 +115,7 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
             cable = int(m.group(1))
         elif (m := _BUFFER.match(line)) is not None:
             buffers = tuple(v for v in (parse_int(x) for x in m.group(1).split(",")) if v is not None)
+    _check_dscp_map(dscp, text)
     priorities = rows.get("priority")
     enabled, buffer = rows.get("enabled"), rows.get("buffer")
     if priorities is not None and priorities != tuple(range(len(priorities))):
@@ -113,5 +124,19 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
         fail(TOOL, f"PFC enabled row {enabled} holds values other than 0 and 1", head_excerpt(text))
     if trust is None and enabled is None:
         fail(TOOL, "neither 'Priority trust state:' nor a PFC 'enabled' row", head_excerpt(text))
-    return MlnxQos(dcbx, trust, dscp, enabled, buffer, buffers, cable,
+    return MlnxQos(dcbx, trust, {prio: tuple(values) for prio, values in dscp.items()}, enabled, buffer, buffers, cable,
                    tuple(MlnxQosTc(tc, rate, tsa, bw, tuple(prios)) for tc, rate, tsa, bw, prios in tcs))
+
+
+def _check_dscp_map(dscp: dict[int, list[int]], text: str) -> None:
+    """Refuse a map no port can hold: a DSCP above 63, or one DSCP under two priorities."""
+    owner: dict[int, int] = {}
+    for prio, values in sorted(dscp.items()):
+        for value in values:
+            if value > 63:
+                fail(TOOL, f"DSCP {value} under priority {prio} is not a DSCP (0..63)", head_excerpt(text))
+            if owner.get(value) == prio:
+                fail(TOOL, f"DSCP {value} is listed twice under priority {prio}", head_excerpt(text))
+            if value in owner:
+                fail(TOOL, f"DSCP {value} is mapped to priorities {owner[value]} and {prio}", head_excerpt(text))
+            owner[value] = prio

@@ -1,0 +1,64 @@
+"""Fabric tools' real outputs from other machines (tests/field): the values a careful reader takes from each."""
+
+from __future__ import annotations
+
+import pytest
+from field_samples import field_text
+
+from burnin.errors import ParseError
+from burnin.parsers.mlnx_qos import parse_mlnx_qos
+
+# ------------------------------------------------------------------ mlnx_qos -i
+
+DSCP_TWO_LINES = "mlnx-qos-dscp30-to-prio6-two-lines-roce-notes.txt"
+NETARBITER = "mlnx-qos-trust-dscp-xtrace-att-netarbiter.txt"
+DEFAULT_MAP = {p: tuple(range(8 * p + 7, 8 * p - 1, -1)) for p in range(8)}
+
+
+def test_a_priority_continued_on_a_second_line_keeps_every_dscp() -> None:
+    qos = parse_mlnx_qos(field_text(DSCP_TWO_LINES))
+    assert qos.dscp_to_prio == {
+        **DEFAULT_MAP,
+        3: (31, 29, 28, 27, 26, 25, 24),
+        6: (30, 55, 54, 53, 52, 51, 50, 49, 48),
+    }
+    assert sorted(d for values in qos.dscp_to_prio.values() for d in values) == list(range(64))
+    assert (qos.dcbx_mode, qos.trust, qos.cable_len_m) == ("OS controlled", "dscp", 7)
+    assert qos.pfc_enabled == (0, 0, 0, 1, 0, 0, 0, 0)
+    assert qos.pfc_priorities == (3,)
+    assert qos.pfc_buffer == (0, 2, 5, 7, 1, 2, 3, 6)
+    assert qos.receive_buffer_bytes == (80256, 80256, 896, 80256, 896, 896, 896, 896)
+    assert [(tc.tc, tc.tsa, tc.bw_percent, tc.priorities) for tc in qos.tcs][:2] == [
+        (0, "vendor", None, (1,)), (1, "vendor", None, (0,))]
+
+
+def test_older_ofed_without_buffer_rows_behind_a_trace_line() -> None:
+    qos = parse_mlnx_qos(field_text(NETARBITER))
+    assert qos.dscp_to_prio == DEFAULT_MAP
+    assert qos.trust == "dscp" and qos.pfc_priorities == (3,)
+    assert qos.pfc_buffer is None and qos.receive_buffer_bytes == ()
+    assert len(qos.tcs) == 8 and all(tc.ratelimit == "unlimited" for tc in qos.tcs)
+
+
+def test_two_reports_in_one_text_read_the_first_map_only() -> None:
+    first, second = field_text(DSCP_TWO_LINES), field_text(NETARBITER)
+    assert parse_mlnx_qos(first + second).dscp_to_prio == parse_mlnx_qos(first).dscp_to_prio
+
+
+def test_two_reports_pasted_without_their_headers_are_refused_not_merged() -> None:
+    body = [ln for ln in field_text(DSCP_TWO_LINES).splitlines() if "prio:" in ln and "dscp:" in ln]
+    other = [ln for ln in field_text(NETARBITER).splitlines() if "prio:" in ln and "dscp:" in ln]
+    text = "Priority trust state: dscp\n" + "\n".join(body + other) + "\n"
+    with pytest.raises(ParseError, match=r"DSCP 7 is listed twice under priority 0"):
+        parse_mlnx_qos(text)
+
+
+def test_a_dscp_under_two_priorities_is_refused_not_guessed() -> None:
+    text = "Priority trust state: dscp\ndscp2prio mapping:\n\tprio:3 dscp:30,26,\n\tprio:6 dscp:30,48,\n"
+    with pytest.raises(ParseError, match="DSCP 30 is mapped to priorities 3 and 6"):
+        parse_mlnx_qos(text)
+
+
+def test_a_value_above_63_is_no_dscp() -> None:
+    with pytest.raises(ParseError, match="DSCP 64 under priority 7"):
+        parse_mlnx_qos("Priority trust state: dscp\ndscp2prio mapping:\n\tprio:7 dscp:64,\n")
