@@ -106,11 +106,13 @@ def _size(size: int | None) -> str:
     return f"{size} B"
 
 
-def _fleet_finding(subject: str, value: float | None, fleet: object, key: str, tol: float) -> Finding:
-    """A straggler against the run's median; a fleet entry that is no median and count is no fleet."""
-    expected = f"within {tol:.0%} of the run's median"
+def _fleet_finding(subject: str, value: float | None, fleet: object, key: str, tol: float,
+                   typical: float | None = None) -> Finding:
+    """A straggler against the run's median, never taken below the topology's reference value ``typical``
+    (a slow majority cannot make itself the norm); a fleet entry that is no median and count is no fleet."""
+    expected = f"within {tol:.0%} of the run's median" + (f" and of {typical:g} GB/s" if typical else "")
     stats = fleet.get(key) if isinstance(fleet, dict) else None
-    slow = judge.straggler(value, stats if isinstance(stats, dict) else None, tol)
+    slow = judge.straggler(value, stats if isinstance(stats, dict) else None, tol, typical)
     if slow is not None:
         return bad(subject, slow.describe(), expected)
     return ok(subject, "not a straggler", expected)
@@ -141,7 +143,7 @@ def single_node_all_reduce(facts: Facts, topology: Topology) -> Verdict:
     measured = f"{busbw:.1f} GB/s at {_size(run.size_bytes)} ({mode})"
     findings = [
         (ok if ref.admits(busbw) else bad)("all_reduce", measured, ref.describe()),
-        _fleet_finding("all_reduce", busbw, doc.get("fleet") or {}, "single.all_reduce", tol),
+        _fleet_finding("all_reduce", busbw, doc.get("fleet") or {}, "single.all_reduce", tol, ref.value),
     ]
     return roll_up("NCCL-01", facts.node, findings, expected=f"{ref.describe()}, within {tol:.0%} of the run's median",
                    healthy=measured)
@@ -179,7 +181,9 @@ def single_node_other(facts: Facts, topology: Topology) -> Verdict:
         if collective not in judge.FLEET_ONLY:
             findings.append(ok(collective, measured, ref.describe()) if ref.admits(busbw)
                             else bad(collective, measured, ref.describe()))
-        findings.append(_fleet_finding(collective, busbw, doc.get("fleet") or {}, f"single.{collective}", tol))
+        typical = None if collective in judge.FLEET_ONLY else ref.value
+        findings.append(_fleet_finding(collective, busbw, doc.get("fleet") or {}, f"single.{collective}", tol,
+                                       typical))
     if not findings:
         raise Unmeasurable("no collective besides all_reduce was measured (fabric setting collectives)")
     return roll_up("NCCL-02", facts.node, findings,
@@ -441,7 +445,7 @@ def nvlink_bandwidth(facts: Facts, topology: Topology) -> Verdict:
             findings.append(bad(subject, f"{value:.1f} GB/s, {1 - value / mid:.0%} below the node's pair median "
                                          f"{mid:.1f}", f"within {tol:.0%} of the median"))
     low = min(values.values())
-    findings.append(_fleet_finding("node", low, doc.get("fleet") or {}, "nvl.d2d_read_min", tol))
+    findings.append(_fleet_finding("node", low, doc.get("fleet") or {}, "nvl.d2d_read_min", tol, ref.value))
     return roll_up("NVL-01", facts.node, findings, expected=f"{ref.describe()} per pair",
                    healthy=f"min {low:.1f} GB/s over {len(values)} pairs (median {mid:.1f})")
 
@@ -471,7 +475,7 @@ def host_bandwidth(facts: Facts, topology: Topology) -> Verdict:
                 findings.append(bad(f"gpu{col} {label}", f"{value:.1f} GB/s", ref.describe()))
         low = min(measured) if measured else None
         lows.append(f"{label} min {low:.1f}" if low is not None else f"{label} -")
-        findings.append(_fleet_finding(label, low, doc.get("fleet") or {}, fleet_key, tol))
+        findings.append(_fleet_finding(label, low, doc.get("fleet") or {}, fleet_key, tol, ref.value))
     return roll_up("NVL-02", facts.node, findings,
                    expected=f"H2D/D2H {reference(topology, judge.H2D_REF).describe()} per GPU",
                    healthy=" / ".join(lows) + " GB/s")

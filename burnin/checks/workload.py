@@ -75,7 +75,8 @@ def megatron_health(facts: Facts, topology: Topology) -> Verdict:
         tol = reference(topology, judge.STRAGGLER_REF).value
         multi = reference(topology, judge.MULTI_REF).value
         return (f"finite falling loss, no NaN/skipped iteration, no NCCL error, {floor.describe()}, "
-                f"within {tol:.0%} of the run's median node, multi-node within {multi:.0%} of single-node")
+                f"within {tol:.0%} of the run's median node and of {floor.value:g} {floor.unit}, "
+                f"multi-node within {multi:.0%} of its members' median single-node")
 
     return _meg("MEG-04", facts, topology, judge.meg04, expected)
 

@@ -97,6 +97,7 @@ def describe(measurement: NcclMeasurement) -> str:
 class Straggler:
     value: float
     median: float
+    """The norm: the run's median, or the topology's reference value when that is higher (``count`` 0)."""
     tolerance: float
     count: int
 
@@ -105,24 +106,31 @@ class Straggler:
         return 1.0 - self.value / self.median if self.median else 0.0
 
     def describe(self, unit: str = "GB/s") -> str:
-        return (f"straggler: {self.value:.1f} {unit} is {self.below:.0%} below the run's median "
-                f"{self.median:.1f} {unit} of {self.count} (tolerance {self.tolerance:.0%})")
+        norm = (f"the run's median {self.median:.1f} {unit} of {self.count}" if self.count
+                else f"the topology's reference {self.median:g} {unit}")
+        return f"straggler: {self.value:.1f} {unit} is {self.below:.0%} below {norm} (tolerance {self.tolerance:.0%})"
 
 
-def straggler(value: float | None, fleet: Mapping[str, float] | None, tol: float) -> Straggler | None:
-    """``value`` more than ``tol`` below the fleet median (which needs MIN_FLEET values).
+def straggler(value: float | None, fleet: Mapping[str, float] | None, tol: float,
+              typical: float | None = None) -> Straggler | None:
+    """``value`` more than ``tol`` below the norm: the fleet median (which needs MIN_FLEET values), but never
+    less than the topology's reference value ``typical``, so a majority of slow nodes, whose median it is,
+    cannot make itself the norm.
 
     A fleet entry that is not a real median and count (NaN, negative, not a number) is no fleet.
     """
-    if value is None or not fleet:
+    if value is None:
         return None
-    mid, count = fleet.get("median"), fleet.get("count", 0)
-    if not bandwidth_ok(mid) or not bandwidth_ok(count) or count < MIN_FLEET:
+    norm: tuple[float, int] | None = None
+    mid, count = (fleet.get("median"), fleet.get("count", 0)) if fleet else (None, 0)
+    if bandwidth_ok(mid) and bandwidth_ok(count) and count >= MIN_FLEET:
+        assert mid is not None
+        norm = (mid, int(count))
+    if bandwidth_ok(typical) and typical and (norm is None or typical > norm[0]):
+        norm = (typical, 0)
+    if norm is None or value >= (1.0 - tol) * norm[0]:
         return None
-    assert mid is not None
-    if value >= (1.0 - tol) * mid:
-        return None
-    return Straggler(value, mid, tol, int(count))
+    return Straggler(value, norm[0], tol, norm[1])
 
 
 def fleet_stats(values: Mapping[str, float | None]) -> dict[str, float]:

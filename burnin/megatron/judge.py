@@ -10,12 +10,16 @@ and returns findings; :mod:`burnin.checks.workload` rolls them into verdicts.
   value the log prints;
 - MEG-04 the run was healthy: finite falling loss, no NaN or skipped iteration, no
   NCCL watchdog timeout or NCCL error in any rank's log, throughput at or above the
-  reference and within tolerance of the run's median node, the multi-node run within
-  tolerance of the node's single-node run.
+  reference and within tolerance of the norm (the run's median node, but never less
+  than the topology's reference value: a majority of slow nodes cannot make itself
+  the norm), the multi-node run within tolerance of its members' median single-node
+  run.
 
-A hung run is ``incomplete`` with the tail of each rank's log. A multi-node run
-holds several nodes that each passed alone, so what goes wrong in it is not
-attributable to one of them: ``incomplete`` with the cause, never a failure.
+A hung run, or one whose launcher was not found, is ``incomplete`` with the cause.
+A multi-node run holds several nodes that each passed alone, so what goes wrong in
+it is not attributable to one of them: every member gets the same ``incomplete``
+with the cause, never a failure (the run is judged against its members together,
+never against one member's own run, so two members can never disagree).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from burnin.evaluate.verdict import Finding, Status, Unmeasurable
-from burnin.megatron.record import FLEET_KEY, MIN_FLEET
+from burnin.megatron.record import FLEET_KEY, MEMBERS_KEY, MIN_FLEET
 from burnin.topology.model import Reference, Topology
 
 PEAK_REF = "gpu_bf16_dense_tflops"
@@ -81,6 +85,9 @@ def section(data: object) -> dict[str, Any]:
                            "(burnin run --suite megatron)")
     if data.get("unavailable"):
         raise Unmeasurable(str(data["unavailable"]))
+    single = data.get("single")
+    if isinstance(single, dict) and single.get("unavailable"):
+        raise Unmeasurable(str(single["unavailable"]))  # the launcher was not found: nothing ran on this node
     return data
 
 
@@ -184,6 +191,9 @@ def _per_run(data: dict[str, Any], include_multi: bool, expected: str,
     for subject, record, why in _runs(data, include_multi):
         if record is None:
             findings.append(_absent(subject, why, expected))
+            continue
+        if record.get("unavailable"):
+            findings.append(unknown(subject, str(record["unavailable"]), expected))
             continue
         try:
             found = judge_run(subject, record)
@@ -337,6 +347,29 @@ def attach_fleet(sections: dict[str, dict[str, Any]]) -> dict[str, float]:
     return fleet
 
 
+def attach_group(sections: dict[str, dict[str, Any]], members: Sequence[str]) -> dict[str, float]:
+    """Write the members' median single-node TFLOP/s/GPU into each member's ``multi`` entry; returns it.
+
+    The multi-node run is judged against its members together (MEG-04), so every member sees the same
+    comparison: a run short of the group is short for all of them, never for one member alone.
+    """
+    values: list[float] = []
+    for node in members:
+        single = sections.get(node, {}).get("single")
+        if isinstance(single, dict) and not single.get("timed_out"):
+            try:
+                values.append(throughput(single).computed)
+            except Unmeasurable:
+                continue
+    median = _median(values)
+    stats = {"median": round(median, 3), "count": float(len(values))} if median is not None else {}
+    for node in members:
+        multi = sections.get(node, {}).get("multi")
+        if isinstance(multi, dict):
+            multi[MEMBERS_KEY] = stats
+    return stats
+
+
 # ------------------------------------------------------------------ MEG-04
 
 
@@ -386,15 +419,37 @@ def nccl_findings(subject: str, record: dict[str, Any]) -> list[Finding]:
                                    f"{','.join(map(str, ranks))})", expected)]
 
 
-def _straggler(value: float, fleet: object, tol: float) -> str | None:
+def _fleet_median(fleet: object) -> tuple[float, int] | None:
+    """The run's median single-node TFLOP/s/GPU and its node count, when there are MIN_FLEET nodes or more."""
     stats = fleet.get(FLEET_KEY) if isinstance(fleet, dict) else None
     if not isinstance(stats, dict):
         return None
     median, count = _finite(stats.get("median")), _finite(stats.get("count"))
-    if median is None or median <= 0 or count is None or count < MIN_FLEET or value >= (1.0 - tol) * median:
+    if median is None or median <= 0 or count is None or count < MIN_FLEET:
         return None
-    return (f"straggler: {value:.1f} {UNIT} is {1.0 - value / median:.0%} below the run's median "
-            f"{median:.1f} {UNIT} of {int(count)} nodes (tolerance {tol:.0%})")
+    return median, int(count)
+
+
+def straggler(value: float, fleet: object, tol: float, typical: float | None) -> str | None:
+    """Why ``value`` is a straggler, or None: more than ``tol`` below the norm.
+
+    The norm is the run's median node (with MIN_FLEET nodes or more) but never less than the topology's
+    reference value (``typical``): when most nodes of a run are slow the median is theirs, and a slow
+    majority must not make itself the norm and pass while the healthy minority looks fast.
+    """
+    norms: list[tuple[float, str]] = []
+    fleet_median = _fleet_median(fleet)
+    if fleet_median is not None:
+        median, count = fleet_median
+        norms.append((median, f"the run's median {median:.1f} {UNIT} of {count} nodes"))
+    if typical is not None and math.isfinite(typical) and typical > 0:
+        norms.append((typical, f"the topology's reference {typical:g} {UNIT} ({TFLOPS_REF})"))
+    if not norms:
+        return None
+    norm, what = max(norms, key=lambda item: item[0])
+    if value >= (1.0 - tol) * norm:
+        return None
+    return f"straggler: {value:.1f} {UNIT} is {1.0 - value / norm:.0%} below {what} (tolerance {tol:.0%})"
 
 
 def meg04(data: dict[str, Any], topology: Topology, *, include_multi: bool = True) -> list[Finding]:
@@ -418,25 +473,32 @@ def meg04(data: dict[str, Any], topology: Topology, *, include_multi: bool = Tru
             measured = f"{single_rate:.1f} {UNIT}"
             findings.append((ok if floor.admits(single_rate) else bad)("single-node throughput", measured,
                                                                        f"{floor.describe()}"))
-            slow = _straggler(single_rate, data.get("fleet"), tol)
-            fleet_expected = f"within {tol:.0%} of the run's median node"
+            slow = straggler(single_rate, data.get("fleet"), tol, floor.value)
+            fleet_expected = f"within {tol:.0%} of the run's median node and of {floor.value:g} {UNIT}"
             findings.append(bad("single-node", slow, fleet_expected) if slow
                             else ok("single-node fleet", "not a straggler", fleet_expected))
     if include_multi:
-        subject, record, why = multi_run(data)
-        expected = f"within {multi_tol:.0%} of this node's single-node {UNIT}"
-        if record is None:
-            findings.append(_absent(subject, why, expected))
-        else:
-            found = _run_health(subject, record, drop)
-            if not record.get("timed_out"):
-                try:
-                    rate = throughput(record).computed
-                    found.append(_multi_vs_single(rate, single_rate, multi_tol, expected))
-                except Unmeasurable as exc:
-                    found.append(unknown(subject, exc.reason, expected))
-            findings += unattributable(found)
+        findings += _multi_findings(data, drop, multi_tol)
     return findings
+
+
+def _multi_findings(data: dict[str, Any], drop: Reference, tol: float) -> list[Finding]:
+    """The multi-node run's health and throughput against its members' median single-node run: the same
+    findings for every member, and a shortfall not attributable to one of them."""
+    subject, record, why = multi_run(data)
+    expected = f"within {tol:.0%} of its members' median single-node {UNIT}"
+    if record is None:
+        return [_absent(subject, why, expected)]
+    if record.get("unavailable"):
+        return [unknown(subject, str(record["unavailable"]), expected)]
+    found = _run_health(subject, record, drop)
+    if not record.get("timed_out"):
+        try:
+            rate = throughput(record).computed
+            found.append(_multi_vs_members(rate, data["multi"].get(MEMBERS_KEY), tol, expected))
+        except Unmeasurable as exc:
+            found.append(unknown(subject, exc.reason, expected))
+    return unattributable(found)
 
 
 def _run_health(subject: str, record: dict[str, Any], drop: Reference) -> list[Finding]:
@@ -449,10 +511,13 @@ def _run_health(subject: str, record: dict[str, Any], drop: Reference) -> list[F
     return found
 
 
-def _multi_vs_single(rate: float, single: float | None, tol: float, expected: str) -> Finding:
-    if single is None:
-        return unknown("multi-node", f"{rate:.1f} {UNIT}, but no single-node value to compare with", expected)
-    measured = f"{rate:.1f} {UNIT} vs {single:.1f} single-node"
-    if rate < (1.0 - tol) * single:
-        return bad("multi-node", f"{measured} ({1.0 - rate / single:.0%} below)", expected)
+def _multi_vs_members(rate: float, members: object, tol: float, expected: str) -> Finding:
+    stats = members if isinstance(members, dict) else {}
+    median, count = _finite(stats.get("median")), _finite(stats.get("count"))
+    if median is None or median <= 0 or count is None or count < 1:
+        return unknown("multi-node", f"{rate:.1f} {UNIT}, but no single-node value of its members to compare with",
+                       expected)
+    measured = f"{rate:.1f} {UNIT} vs {median:.1f} single-node (median of its {int(count)} members)"
+    if rate < (1.0 - tol) * median:
+        return bad("multi-node", f"{measured} ({1.0 - rate / median:.0%} below)", expected)
     return ok("multi-node", measured, expected)

@@ -93,6 +93,7 @@ def measure(settings: MegatronSettings, topology: Topology, nodes: Sequence[str]
         record = run_record(launch, results, settings, log_dir=where)
         for node in launch.nodes:
             megatron[node]["multi"] = multi_section(launch.nodes, record)
+        judge.attach_group(megatron, launch.nodes)  # judged against its members together (MEG-04)
     for node, section in megatron.items():
         section["settings"] = {"launcher": form, "binding": settings.binding_for(form),
                                "train_iters": settings.train_iters, "model": settings.model.model_dump(),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -22,7 +23,18 @@ from burnin.megatron.mfu import flops_per_iteration
 
 PROBE_MARKER = "BURNIN-PLACEMENT "
 FLEET_KEY = "single.tflops_per_gpu"
+MEMBERS_KEY = "members_single"
+"""In a ``multi`` entry: the median single-node TFLOP/s/GPU of the run's members (``{"median", "count"}``)."""
 MIN_FLEET = 3  # a median of fewer nodes says nothing about who is slow
+NOT_FOUND_EXIT = 127
+NOT_EXECUTABLE_EXIT = 126
+"""What the shell, ``env``, ``timeout`` and container runners exit with when the command they were to start is
+missing (127) or cannot be executed (126)."""
+_MISSING = re.compile(r"([^\s'\"`:\u2018\u2019]+)['\"`\u2019]?:?\s+(?:No such file or directory|"
+                      r"(?:command |executable file )?not found|Permission denied)")
+"""The program an error line says is missing, just before the words: ``env: '/x/torchrun': No such file or
+directory`` (GNU quotes with U+2018/U+2019), ``sh: 1: timeout: not found``, ``bash: docker: command not found``,
+docker's ``exec: "torchrun": executable file not found``; 126 is ``Permission denied``."""
 
 
 class Outcome(Protocol):
@@ -91,6 +103,39 @@ def _outcome(launch: Launch, results: Mapping[str, Outcome]) -> dict[str, Any]:
             "node_exits": {n: results[n].exit_status for n in launch.argv_by_node if n in results}}
 
 
+def _chain(launch: Launch, argv: Sequence[str]) -> list[str]:
+    """The programs that start the ranks: the wrappers (container runner, ``timeout``, ``env``) and the
+    launcher; what comes after torchrun's first option runs as the ranks. Under srun, srun alone."""
+    end = next((i for i, arg in enumerate(argv) if arg.startswith("--nproc_per_node")), None)
+    if launch.form == "srun" or end is None:
+        return list(argv[:1])
+    return [arg for arg in argv[:end] if not arg.startswith("-") and "=" not in arg and not arg.isdigit()]
+
+
+def missing_launcher(launch: Launch, results: Mapping[str, Outcome]) -> str | None:
+    """``torchrun not found: /nonexistent/torchrun`` when a node could not start the launcher (or a wrapper
+    before it): it exited 127 (126: not executable), no rank printed a line, and the launcher's own output
+    names the program. None otherwise: a rank that ran and failed is the training's failure, not this."""
+    for node_rank, (node, argv) in enumerate(launch.argv_by_node.items()):
+        result = results.get(node)
+        if result is None or result.exit_status not in (NOT_FOUND_EXIT, NOT_EXECUTABLE_EXIT):
+            continue
+        ranks = logs.merge(logs.split_ranks(text, launch.form, node_rank=node_rank,
+                                            ranks_per_node=launch.ranks_per_node)
+                           for text in (result.stdout, result.stderr))
+        if set(ranks) - {logs.LAUNCHER}:
+            continue
+        said = {m.group(1) for line in ranks.get(logs.LAUNCHER, []) for m in _MISSING.finditer(line)}
+        program = next((p for p in _chain(launch, argv) if p in said), None)
+        if program is None:
+            continue
+        name = program.rstrip("/").rsplit("/", 1)[-1] or program
+        what = "not found" if result.exit_status == NOT_FOUND_EXIT else "not executable"
+        where = program if "/" in program else f"{program} on {node}'s PATH"
+        return f"{name} {what}: {where}"
+    return None
+
+
 def _iterations(text: str) -> tuple[list[dict[str, Any]], str | None]:
     from burnin.parsers.megatron import parse_megatron_log
 
@@ -130,6 +175,7 @@ def run_record(launch: Launch, results: Mapping[str, Outcome], settings: Megatro
         "nccl_errors": [{"rank": e.rank, "line": e.line} for e in logs.nccl_errors(ranks)],
         "tails": {str(rank): lines for rank, lines in logs.tails(ranks).items()},
         "log_dir": log_dir,
+        "unavailable": missing_launcher(launch, results),
     }
     return record
 
@@ -174,7 +220,8 @@ def placement_record(launch: Launch, results: Mapping[str, Outcome]) -> dict[str
                          "bind_type": t.bind_type, "cpus": t.cpu_list} for t in report.tasks]
         except ParseError as exc:
             problems.append(str(exc))
-    return {"form": launch.form, "binding": launch.binding, "nodes": list(launch.nodes),
+    return {"unavailable": missing_launcher(launch, results),
+            "form": launch.form, "binding": launch.binding, "nodes": list(launch.nodes),
             "ranks_per_node": launch.ranks_per_node,
             "command": {node: list(argv) for node, argv in launch.argv_by_node.items()},
             **_outcome(launch, results), "ranks": records, "cpu_bind": cpu_bind, "problems": problems,

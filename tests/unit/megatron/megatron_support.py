@@ -8,6 +8,7 @@ from typing import Any
 
 from burnin.megatron.config import ModelShape
 from burnin.megatron.mfu import flops_per_iteration
+from burnin.megatron.record import MEMBERS_KEY
 
 SHAPE = ModelShape()
 GBS = 64
@@ -45,13 +46,19 @@ def run(kind: str = "single", nodes: tuple[str, ...] = ("n1",), **overrides: Any
     return record
 
 
+def members(median: float = 430.0, count: int = 3) -> dict[str, float]:
+    """A ``multi`` entry's members' median single-node TFLOP/s/GPU (burnin.megatron.judge.attach_group)."""
+    return {"median": median, "count": float(count)}
+
+
 def section(single: dict[str, Any] | None = None, *, multi: dict[str, Any] | str | None = "default",
             median: float | None = 430.0, count: int = 8) -> dict[str, Any]:
     data: dict[str, Any] = {"single": single if single is not None else run()}
     if multi == "default":
         group = ["n1", "n2", "n3"]
         record = run("multi", tuple(group), iterations=iterations(gpus=24, tflops=420.0, flops=FLOPS_TP8))
-        data["multi"] = {"applicable": True, "reason": "", "excluded": None, "group": group, "run": record}
+        data["multi"] = {"applicable": True, "reason": "", "excluded": None, "group": group, "run": record,
+                         MEMBERS_KEY: members()}
     elif multi is not None:
         data["multi"] = multi
     data["fleet"] = {"single.tflops_per_gpu": {"median": median, "count": float(count)} if median else {}}

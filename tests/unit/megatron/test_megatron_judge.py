@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from megatron_support import FLOPS_TP8, hung, iterations, run, section
+from megatron_support import FLOPS_TP8, hung, iterations, members, run, section
 
 from burnin.checks import load_all
 from burnin.evaluate.verdict import Status, Verdict
@@ -37,7 +37,8 @@ def _multi(**overrides: Any) -> dict[str, Any]:
     group = ["n1", "n2", "n3"]
     record = run("multi", tuple(group), iterations=iterations(gpus=24, tflops=420.0, flops=FLOPS_TP8))
     record.update(overrides)
-    return {"applicable": True, "reason": "", "excluded": None, "group": group, "run": record}
+    return {"applicable": True, "reason": "", "excluded": None, "group": group, "run": record,
+            "members_single": members()}
 
 
 CASES: list[tuple[str, str, Callable[[], dict[str, Any] | None], Status, list[str]]] = [
@@ -79,7 +80,14 @@ CASES: list[tuple[str, str, Callable[[], dict[str, Any] | None], Status, list[st
      ["burnin computes 430.0", "the log prints 516.0", "model shape is not what ran"]),
     ("straggler", "MEG-04", lambda: section(run(iterations=iterations(tflops=344.0))), Status.FAIL,
      ["straggler: 344.0 TFLOP/s/GPU is 20% below the run's median 430.0 TFLOP/s/GPU of 8 nodes"]),
-    ("small-fleet", "MEG-04", lambda: section(run(iterations=iterations(tflops=344.0)), count=2), Status.PASS, []),
+    # two nodes have no median: the topology's reference (400) is the norm, so a lone slow node still straggles
+    ("small-fleet-slow", "MEG-04", lambda: section(run(iterations=iterations(tflops=344.0)), count=2), Status.FAIL,
+     ["straggler: 344.0 TFLOP/s/GPU is 14% below the topology's reference 400 TFLOP/s/GPU"]),
+    ("small-fleet", "MEG-04", lambda: section(run(iterations=iterations(tflops=361.0)), count=2), Status.PASS,
+     ["not a straggler"]),
+    # most nodes slow: their median (344) is no norm; the reference is
+    ("slow-majority", "MEG-04", lambda: section(run(iterations=iterations(tflops=344.0)), median=344.0),
+     Status.FAIL, ["344.0 TFLOP/s/GPU is 14% below the topology's reference 400"]),
     ("below-reference", "MEG-04", lambda: section(run(iterations=iterations(tflops=300.0)), median=300.0),
      Status.FAIL, ["single-node throughput 300.0 TFLOP/s/GPU", ">= 330"]),
     ("nan", "MEG-04", lambda: _with_single(iterations=iterations(nan_from=17)), Status.FAIL,
@@ -92,7 +100,22 @@ CASES: list[tuple[str, str, Callable[[], dict[str, Any] | None], Status, list[st
      ["rank 3:", "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE"]),
     ("multi-slow", "MEG-04", lambda: section(multi=_multi(iterations=iterations(gpus=24, tflops=300.0,
                                                                                 flops=FLOPS_TP8))),
-     Status.INCOMPLETE, ["300.0 TFLOP/s/GPU vs 430.0 single-node (30% below)", "not attributable to one node"]),
+     Status.INCOMPLETE, ["300.0 TFLOP/s/GPU vs 430.0 single-node (median of its 3 members) (30% below)",
+                         "not attributable to one node"]),
+    # judged against its members together: this node's own single-node run (430) is not the measure
+    ("multi-short-of-members", "MEG-04",
+     lambda: section(multi=dict(_multi(iterations=iterations(gpus=24, tflops=380.0, flops=FLOPS_TP8)),
+                                members_single=members(430.0))),
+     Status.INCOMPLETE, ["380.0 TFLOP/s/GPU vs 430.0 single-node (median of its 3 members) (12% below)"]),
+    ("multi-within-members", "MEG-04",
+     lambda: section(run(iterations=iterations(tflops=480.0)),
+                     multi=dict(_multi(iterations=iterations(gpus=24, tflops=400.0, flops=FLOPS_TP8)),
+                                members_single=members(430.0))),
+     Status.PASS, ["400.0 TFLOP/s/GPU vs 430.0 single-node (median of its 3 members)"]),
+    ("multi-no-members", "MEG-04", lambda: section(multi={k: v for k, v in _multi().items() if k != "members_single"}),
+     Status.INCOMPLETE, ["no single-node value of its members to compare with"]),
+    ("multi-members-garbage", "MEG-04", lambda: section(multi=dict(_multi(), members_single={"median": "NaN"})),
+     Status.INCOMPLETE, ["no single-node value of its members to compare with"]),
     ("multi-watchdog", "MEG-04", lambda: section(multi=_multi(nccl_errors=[{"rank": 12, "line": WATCHDOG_1207}])),
      Status.INCOMPLETE, ["rank 12", "not attributable"]),
     ("multi-exit", "MEG-01", lambda: section(multi=_multi(exit_status=1)), Status.INCOMPLETE,

@@ -147,3 +147,74 @@ def test_logging_rank_is_the_last_with_iterations() -> None:
     assert logs.logging_rank_text(ranks) == " iteration 1/ 2 |\n"
     assert logs.logging_rank_text({-1: ["only the launcher"]}) == "only the launcher\n"
     assert logs.logging_rank_text({}) == ""
+
+
+# ------------------------------------------------------------------ a launcher that is not there
+# The messages are what GNU env/timeout, dash, bash and docker print (captured on Debian; docker's from its
+# runc error), each with the exit status it comes with.
+
+DOCKER_127 = ('docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc '
+              'create failed: unable to start container process: exec: "torchrun": executable file not found in '
+              '$PATH: unknown.')
+
+
+@pytest.mark.parametrize(("torchrun", "status", "stderr", "container", "expected"), [
+    ("/nonexistent/torchrun", 127, "env: \u2018/nonexistent/torchrun\u2019: No such file or directory", None,
+     "torchrun not found: /nonexistent/torchrun"),
+    ("/nonexistent/torchrun", 127,
+     "timeout: failed to run command \u2018/nonexistent/torchrun\u2019: No such file or directory", None,
+     "torchrun not found: /nonexistent/torchrun"),
+    ("torchrun", 127, "env: \u2018torchrun\u2019: No such file or directory", None,
+     "torchrun not found: torchrun on gpu01's PATH"),
+    ("torchrun", 127, "sh: 1: timeout: not found", None, "timeout not found: timeout on gpu01's PATH"),
+    ("torchrun", 127, "bash: line 1: docker: command not found", "docker", "docker not found: docker on gpu01's PATH"),
+    ("torchrun", 127, DOCKER_127, "docker", "torchrun not found: torchrun on gpu01's PATH"),
+    ("/etc/passwd", 126, "env: \u2018/etc/passwd\u2019: Permission denied", None, "passwd not executable: /etc/passwd"),
+])
+def test_a_missing_launcher_is_named(h100_topology: Topology, torchrun: str, status: int, stderr: str,
+                                     container: str | None, expected: str) -> None:
+    from burnin.megatron.config import ContainerSpec
+
+    spec = ContainerSpec(image="nvcr.io/nvidia/pytorch:24.07-py3", runner=container) if container else None
+    settings = MegatronSettings(torchrun=torchrun, container=spec)
+    launch = training_launch(settings, h100_topology, ["gpu01"], form="torchrun")
+    results = {"gpu01": _result("gpu01", "", stderr + "\n", status=status)}
+    assert run_record(launch, results, settings)["unavailable"] == expected
+    probe = probe_launch(settings, h100_topology, "gpu01", form="torchrun")
+    assert placement_record(probe, results)["unavailable"] == expected
+
+
+@pytest.mark.parametrize(("status", "stdout", "stderr"), [
+    (1, "", "env: \u2018/nonexistent/torchrun\u2019: No such file or directory"),  # not the shell's 127
+    (127, "[default0]:sh: 1: exec: /nonexistent/torchrun: not found", ""),  # a rank printed it: the rank ran
+    (127, "", "python3: can't open file '/workspace/pretrain_gpt.py': [Errno 2] No such file or directory"),
+    (127, "", "torchrun: something else went wrong"),  # no word of a missing program
+    (127, "", "env: \u2018/nonexistent/torchrun-2\u2019: No such file or directory"),  # names no program of the launch
+    (0, "", ""),
+])
+def test_a_launch_that_started_is_not_a_missing_launcher(h100_topology: Topology, status: int, stdout: str,
+                                                         stderr: str) -> None:
+    settings = MegatronSettings(torchrun="/nonexistent/torchrun")
+    launch = training_launch(settings, h100_topology, ["gpu01"], form="torchrun")
+    record = run_record(launch, {"gpu01": _result("gpu01", stdout, stderr, status=status)}, settings)
+    assert record["unavailable"] is None
+
+
+def test_the_second_node_of_a_run_can_be_the_one_without_a_launcher(h100_topology: Topology) -> None:
+    settings = MegatronSettings()
+    launch = training_launch(settings, h100_topology, ["gpu01", "gpu02"], form="torchrun")
+    results = {"gpu01": _result("gpu01", "[default0]:training ...\n", status=1),
+               "gpu02": _result("gpu02", "", "env: \u2018torchrun\u2019: No such file or directory\n", status=127)}
+    assert run_record(launch, results, settings)["unavailable"] == "torchrun not found: torchrun on gpu02's PATH"
+
+
+def test_srun_reports_its_tasks_missing_program_as_theirs(h100_topology: Topology) -> None:
+    """Under srun the launcher runs where burnin runs (a missing srun cannot start: the transport says so);
+    a task's missing program is a rank's line, not the launcher's."""
+    settings = MegatronSettings()
+    launch = training_launch(settings, h100_topology, ["gpu01"], form="srun")
+    results = {"gpu01": _result("gpu01", "", "0: sh: 1: exec: numactl: not found\nsrun: error: gpu01: task 0: "
+                                             "Exited with exit code 127\n", status=127)}
+    assert run_record(launch, results, settings)["unavailable"] is None
+    results = {"gpu01": _result("gpu01", "", "srun: fatal: srun: No such file or directory\n", status=127)}
+    assert run_record(launch, results, settings)["unavailable"] == "srun not found: srun on gpu01's PATH"
