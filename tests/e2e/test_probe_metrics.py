@@ -82,7 +82,7 @@ class RecordingGate:
             log.write(json.dumps(record) + "\\n")
         return True
 
-    def resume(self, node, *, dry_run=False):
+    def resume(self, node, *, passed=(), dry_run=False):
         return False
 
     def apply(self, decisions, *, dry_run, out=None, err=None):
