@@ -3,7 +3,10 @@
 One text may hold several reports (a terminal session, or the server and the
 client of one run); each starts at its title line (``RDMA_Write BW Test``,
 ``Send Latency Test``) between dashed lines, then ``Key : value`` settings
-(two per line, tab-separated), the local and remote addresses, and the result
+(two per line, tab-separated; in tickets and chats the tabs often arrive as
+spaces, so a right-hand key perftest prints, ``Device``, ``Transport type``,
+``Using SRQ``, ``Lock-free``, ``Using Enhanced Reorder`` or ``TOS``, also starts
+a new pair after spaces), the local and remote addresses, and the result
 table: a header line starting ``#bytes`` and one row of numbers per message
 size, closed by a dashed line. Lines inside the table that are not rows
 (``Conflicting CPU frequency values detected ...``) are kept as warnings.
@@ -29,6 +32,8 @@ KINDS = {"BW": "bw", "Latency": "lat"}
 _BYTES_PER_S = {"Gb/sec": 125_000_000.0, "MiB/sec": float(1 << 20), "MB/sec": float(1 << 20)}
 _PICK = re.compile(r"^Picking (?:device No\.|GPU number) (\d{1,4})$")
 _DASHES = "---------"
+# The keys perftest prints in the right-hand column of its settings (perftest_parameters.c ctx_print_test_info).
+_RIGHT_KEY = re.compile(r"\s(Device|Transport type|Using SRQ|Lock-free|Using Enhanced Reorder|TOS)\s*:(?=\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +136,16 @@ def _settings(line: str) -> list[tuple[str, str]]:
             key_alone = text
             continue
         key_alone = None
-        pairs.append(pair)
+        pairs += _split_right(*pair)
     return pairs
+
+
+def _split_right(key: str, value: str) -> list[tuple[str, str]]:
+    """``Dual-port``, ``OFF          Device         : mlx5_0`` (tabs lost) -> two pairs."""
+    match = _RIGHT_KEY.search(value)
+    if match is None:
+        return [(key, value)]
+    return [(key, value[: match.start()].strip()), (match.group(1), value[match.end():].strip())]
 
 
 class _Builder:

@@ -7,6 +7,7 @@ from field_samples import field_text
 
 from burnin.errors import ParseError
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
+from burnin.parsers.perftest import parse_perftest
 
 # ------------------------------------------------------------------ mlnx_qos -i
 
@@ -62,3 +63,38 @@ def test_a_dscp_under_two_priorities_is_refused_not_guessed() -> None:
 def test_a_value_above_63_is_no_dscp() -> None:
     with pytest.raises(ParseError, match="DSCP 64 under priority 7"):
         parse_mlnx_qos("Priority trust state: dscp\ndscp2prio mapping:\n\tprio:7 dscp:64,\n")
+
+
+# ------------------------------------------------------------------ perftest
+
+NEBIUS_SEND = "perftest-ib_send_bw-h100-nebius-ndr-spaces-skypilot.txt"
+
+
+def test_settings_pasted_with_spaces_for_tabs_keep_both_columns() -> None:
+    (report,) = parse_perftest(field_text(NEBIUS_SEND)).reports
+    assert report.device == "mlx5_0"
+    assert report.settings[:6] == (
+        ("Dual-port", "OFF"), ("Device", "mlx5_0"), ("Number of qps", "1"), ("Transport type", "IB"),
+        ("Connection type", "RC"), ("Using SRQ", "OFF"))
+    assert report.setting("Link type") == "IB" and report.setting("Mtu") == "4096[B]"
+    assert (report.test, report.kind, report.complete, report.cuda_device) == ("Send BW", "bw", True, None)
+    (row,) = report.rows
+    assert (row.size_bytes, row.iterations) == (65536, 1000)
+    assert report.bw_unit == "Gb/sec"
+    assert report.average_gbps(row) == pytest.approx(353.53)
+    assert report.peak_gbps(row) == pytest.approx(357.12)
+
+
+def test_settings_with_runs_of_spaces_collapsed_to_one_still_split() -> None:
+    text = "\n".join(" " + " ".join(line.split()) for line in field_text(NEBIUS_SEND).splitlines())
+    (report,) = parse_perftest(text).reports
+    assert report.device == "mlx5_0"
+    assert report.setting("Dual-port") == "OFF" and report.setting("Using SRQ") == "OFF"
+
+
+def test_a_tos_after_the_exchange_method_is_its_own_setting() -> None:
+    """perftest prints `` Data ex. method : rdma_cm \tTOS    : 106`` with -R -T (perftest_parameters.c)."""
+    line = " Data ex. method : rdma_cm      TOS    : 106"
+    text = field_text(NEBIUS_SEND).replace(" Data ex. method : Ethernet", line)
+    (report,) = parse_perftest(text).reports
+    assert report.setting("Data ex. method") == "rdma_cm" and report.setting("TOS") == "106"
