@@ -55,7 +55,6 @@ class DcgmiDiag:
 
 _SECTION = re.compile(r"^[|+]-+\s+([A-Za-z][\w /-]{0,60}?)\s+-+[+|]")
 _RESULT = re.compile(r"^(Pass|Fail|Warn|Warning|Skip|Skipped)\b(?: - GPUs?: ([\d, ]{0,200}))?")
-_GPU_RESULT = re.compile(r"^GPU ?(\d{1,3}): (Pass|Fail|Warn|Skip)")
 # DCGM 4's per-entity row (dcgmi/Diag.cpp HelperDisplayEntityResults): "<group><id>: <result>", the whole cell.
 _ENTITY_RESULT = re.compile(
     r"(GPU|CPU|Switch|Link|GPU_I|GPU_CI|CPU_Core|VGPU) ?(\d{1,4}): (Pass|Fail|Warn|Skip|Not Run)")
@@ -108,17 +107,12 @@ class _TestDraft:
         self.gpu_results: dict[str, tuple[int, ...]] = {}
         self.details: list[_Text] = []
 
-    def add_result(self, cell: str) -> bool:
+    def add_result(self, cell: str) -> None:
+        """A DCGM 3 result cell: ``Pass``, ``Fail - GPU: 0``, ``Pass - GPUs: 1, 2``."""
         m = _RESULT.match(cell)
         if m is not None:
-            res, ids = _norm(m.group(1)), _gpu_ids(m.group(2))
-        else:
-            g = _GPU_RESULT.match(cell)
-            if g is None:
-                return False
-            res, ids = _norm(g.group(2)), (int(g.group(1)),)
-        self.gpu_results[res] = self.gpu_results.get(res, ()) + ids
-        return True
+            res = _norm(m.group(1))
+            self.gpu_results[res] = self.gpu_results.get(res, ()) + _gpu_ids(m.group(2))
 
     def add_entity_result(self, cell: str) -> bool:
         """A DCGM 4 ``GPU0: Pass`` row; another entity's (``CPU0: Fail``) counts toward the result only."""
