@@ -34,6 +34,7 @@ SHIMS |= {"torchrun", "pretrain_gpt.py", "burnin-placement-probe"}  # Megatron s
 SHIMS |= {"dd", "fio"}  # STO-03's write tools (burnin.sim.formats.write_tool)
 SHIMS |= {"ping"}  # STO-04's path-MTU probe (burnin.sim.formats.ping)
 SHIMS |= {"ofed_info"}  # INV-10's software stack (burnin.sim.software)
+SHIMS |= {"docker", "podman", "apptainer", "singularity", "enroot"}  # container stand-ins (burnin.sim.megatron)
 
 def test_node_directory_layout(healthy_node: SimNode) -> None:
     d = healthy_node.dir
