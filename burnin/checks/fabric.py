@@ -3,7 +3,9 @@
 They judge the ``fabric`` section the fabric phase merged into each node's
 facts (burnin.fabric.phase); a node without it was not measured (incomplete).
 Absolute references come from the topology; a value more than the topology's
-straggler tolerance below the run's median fails too, even above its reference.
+straggler tolerance below the run's median fails too, even above its reference
+(the median is never taken below the reference's typical value: a majority of
+slow nodes cannot make itself the norm).
 """
 
 from __future__ import annotations
