@@ -13,6 +13,7 @@ from pathlib import Path
 
 DEFAULT_STATE_DIR = "/var/lib/burnin/watch"
 ACTIONS = ("evict", "drain", "record")
+LOG_FORMATS = ("auto", "kmsg", "dmesg", "syslog")  # burnin.watch.records.LogFormat
 
 
 def _positive(text: str) -> float:
@@ -34,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernel-log", metavar="PATH",
                         help="kernel log to follow: /dev/kmsg (default; on a simulated node its kmsg file), "
                              "a file of log lines, or 'none'")
+    parser.add_argument("--kernel-log-format", choices=LOG_FORMATS, default="auto",
+                        help="how to tell the kernel's own lines in a --kernel-log file (docs/watch.md): kmsg "
+                             "records (facility 0), a dmesg capture (all lines), syslog (tag 'kernel' only), or "
+                             "auto (the first line in one of these forms decides; default). /dev/kmsg is always kmsg")
     parser.add_argument("--no-nvml", action="store_true",
                         help="do not subscribe to NVML events (the fallback probe runs instead)")
     parser.add_argument("--probe-interval", type=_positive, default=60.0, metavar="S",
@@ -77,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from burnin.topology.fast import find_topology_fast
     from burnin.watch.daemon import WatchConfig, Watcher
     from burnin.watch.events import Action, Policy
+    from burnin.watch.records import LogFormat
 
     node = validate_name(args.node or local_node_name())
     find_topology_fast(args.topology)  # for the fallback probe: a wrong name is a usage error now
@@ -87,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot create the state folder {state_dir}: {exc.strerror or exc}") from None
     config = WatchConfig(
         node=node, state_dir=state_dir, kernel_log=_kernel_log(args.kernel_log),
+        kernel_log_format=LogFormat(args.kernel_log_format),
         root=node_env.root(), use_nvml=not args.no_nvml,
         probe_interval=args.probe_interval, dedupe_window=args.dedupe_window,
         policy=Policy(ib_port_down=Action[args.ib_port_down.upper()]), dry_run=args.dry_run,

@@ -1,7 +1,10 @@
 """The watch daemon: sources feed one queue; the main thread classifies, dedupes, acts, records.
 
 Threads: one waits on NVML events (``burnin.watch.nvml``), one follows the
-kernel log (``burnin.watch.follow``). The main thread handles events one at a
+kernel log (``burnin.watch.follow``): only the kernel's own records about this
+node's devices (``burnin.watch.records``, ``burnin.watch.devices``) become
+events. The queue (``burnin.watch.lanes``) hands out drain and evict events
+before records. The main thread handles events one at a
 time, so two sightings of one incident can never race into two actions. When
 NVML events are not available (no pynvml, no driver, no GPU offering events)
 it runs the fast probe every ``probe_interval`` seconds instead, and drains
@@ -10,9 +13,8 @@ when a check starts failing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import os
-import queue
 import sys
 import threading
 import time
@@ -23,15 +25,19 @@ from typing import Any, TextIO
 
 from burnin.text import printable
 from burnin.watch.actions import Outcome, SlurmActor, Step
+from burnin.watch.devices import NodeDevices, hca_labels, read_devices
 from burnin.watch.events import Action, Decision, Kind, Policy, WatchEvent, classify
 from burnin.watch.follow import KernelLog
 from burnin.watch.journal import Incidents, Journal
-from burnin.watch.kmsg import KernelRecord, events_from_record
+from burnin.watch.kmsg import events_from_record
+from burnin.watch.lanes import EventLanes
 from burnin.watch.nvml import NvmlWatch
+from burnin.watch.records import KernelRecord, LogFormat
 
 PROBE_GRACE_S = 3.0  # NVML gets this long to come up before the first fallback probe
 RETRY_S = 2.0
 RETRIES = 3
+RESCAN_S = 30.0  # a line naming a device sysfs did not list reads sysfs again, at most this often
 
 
 @dataclass
@@ -39,6 +45,7 @@ class WatchConfig:
     node: str
     state_dir: Path
     kernel_log: Path | None = Path("/dev/kmsg")
+    kernel_log_format: LogFormat = LogFormat.AUTO
     root: str = "/"
     use_nvml: bool = True
     probe_interval: float = 60.0
@@ -54,22 +61,6 @@ class _Retry:
     decision: Decision
     attempts: int
     due: float
-
-
-def hca_labels(root: str) -> dict[str, str]:
-    """PCI function (``0000:4c:00.0``) -> HCA name (``mlx5_2``), from sysfs below ``root``."""
-    labels: dict[str, str] = {}
-    base = Path(root) / "sys/class/infiniband"
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return labels
-    for name in names:
-        try:
-            labels[Path(os.path.realpath(base / name / "device")).name.lower()] = name
-        except OSError:
-            continue
-    return labels
 
 
 def _in_thread(work: Callable[[], None]) -> None:
@@ -90,12 +81,18 @@ class Watcher:
         self.journal = Journal(config.state_dir)
         self.incidents = Incidents(config.dedupe_window)
         self.incidents.restore(self.journal.recent(clock() - config.dedupe_window))
-        self.events: queue.Queue[WatchEvent] = queue.Queue()
+        self.events = EventLanes(lambda event: classify(event, config.policy).action)
         self.nvml: NvmlWatch | None = NvmlWatch(self.events.put, self.log) if config.use_nvml else None
         self.labels: dict[str, str] = hca_labels(config.root)
+        self.devices: NodeDevices = read_devices(config.root)
+        self._devices_read = time.monotonic()
+        # (NVML's labels, sysfs's devices) -> both merged, kept while neither was replaced
+        self._merged: tuple[dict[str, str] | None, NodeDevices, NodeDevices] = (None, self.devices, self.devices)
+        self.untrusted = 0  # kernel-log lines the kernel did not write
+        self.forged = 0  # ... of which would have been events
         self.kernel: KernelLog | None = None
         if config.kernel_log is not None:
-            self.kernel = KernelLog(config.kernel_log, self._kernel_record, self.log)
+            self.kernel = KernelLog(config.kernel_log, self._kernel_record, self.log, fmt=config.kernel_log_format)
         self._retries: list[_Retry] = []
         self._probe_failing: tuple[str, ...] = ()
         self._probe_topology: Any = None
@@ -109,9 +106,41 @@ class Watcher:
         self.err.flush()
 
     def _kernel_record(self, record: KernelRecord, detected: float) -> None:
-        labels = {**self.labels, **(self.nvml.labels if self.nvml else {})}
-        for event in events_from_record(record, detected, labels):
-            self.events.put(event)
+        """From the kernel-log thread: the record's events into the lanes; a line not the kernel's, counted."""
+        try:
+            if not record.trusted:
+                self._untrusted(record, detected)
+                return
+            nvml_labels = self.nvml.labels if self.nvml else {}
+            labels = {**self.labels, **nvml_labels} if nvml_labels else self.labels
+            events = events_from_record(record, detected, labels, self._node_devices())
+            if any(event.foreign for event in events) and time.monotonic() - self._devices_read >= RESCAN_S:
+                self.devices = read_devices(self.config.root)  # a device added since: read sysfs again
+                self._devices_read = time.monotonic()
+                events = events_from_record(record, detected, labels, self._node_devices())
+            for event in events:
+                self.events.put(event)
+        except Exception as exc:  # noqa: BLE001 - one odd line must not stop the kernel-log thread
+            self.log(f"kernel log line not handled: {type(exc).__name__}: {exc}: {printable(record.text, limit=120)}")
+
+    def _node_devices(self) -> NodeDevices:
+        """sysfs's devices and NVML's GPUs (NVML replaces its labels whole when they change)."""
+        nvml_labels = self.nvml.labels if self.nvml else None
+        labels, base, merged = self._merged
+        if nvml_labels is not labels or base is not self.devices:
+            merged = self.devices.with_gpus(set(nvml_labels or ()))
+            self._merged = (nvml_labels, self.devices, merged)
+        return merged
+
+    def _untrusted(self, record: KernelRecord, detected: float) -> None:
+        self.untrusted += 1
+        as_if = dataclasses.replace(record, trusted=True)
+        if not events_from_record(as_if, detected, self.labels, self._node_devices()):
+            return
+        self.forged += 1
+        if self.forged == 1:  # say it once; the rest are counted
+            self.log(f"kernel log: not acted on, not written by the kernel ({record.origin}): "
+                     f"{printable(record.text, limit=200)} (further ones counted)")
 
     # ------------------------------------------------------------------ one event
 
@@ -273,6 +302,17 @@ class Watcher:
 
     # ------------------------------------------------------------------ main loop
 
+    def _next_event(self, timeout: float = 0.5) -> WatchEvent | None:
+        """The next event to handle: while the kernel log is being read behind its end, only drain or evict ones.
+
+        Reading comes first: a fatal line may wait further down the log, behind a flood of records whose
+        handling (a journal line each) would otherwise share the CPU with the reading. The wait is short,
+        so the reader's state is looked at again soon.
+        """
+        if self.kernel is not None and self.kernel.behind.is_set():
+            return self.events.get(timeout=min(timeout, 0.02), routine=False)
+        return self.events.get(timeout=timeout)
+
     def run(self, stop: threading.Event) -> int:
         threads: list[threading.Thread] = []
         if self.nvml is not None:
@@ -283,6 +323,11 @@ class Watcher:
         for thread in threads:
             thread.start()
         source = self.config.kernel_log or "none"
+        if self.config.kernel_log is not None:
+            source = f"{source}, format {self.config.kernel_log_format.value}"
+        if not self.devices.gpus and self.nvml is None:
+            self.log(f"no GPU listed in {Path(self.config.root) / 'sys/bus/pci/devices'} and NVML off: "
+                     "Xids in the kernel log will be recorded, not acted on")
         self.log(f"watching (kernel log {source}; NVML {'on' if self.nvml else 'off'}; "
                  f"fallback probe every {self.config.probe_interval:g} s; "
                  f"{'dry run' if self.config.dry_run else 'acting through Slurm'})")
@@ -291,9 +336,8 @@ class Watcher:
             probe_due = self._maybe_probe(time.monotonic(), probe_due)
             if self._retries:
                 self._retry_due(self.clock())
-            try:
-                event = self.events.get(timeout=0.5)
-            except queue.Empty:
+            event = self._next_event()
+            if event is None:
                 continue
             try:
                 self.handle(event)
@@ -301,5 +345,8 @@ class Watcher:
                 self.log(f"event {event.kind.value} from {event.source} not handled: {type(exc).__name__}: {exc}")
         for thread in threads:
             thread.join(timeout=2.0)
-        self.log(f"stopped ({self.incidents.duplicates} duplicate sightings ignored)")
+        overlong = self.kernel.overlong if self.kernel else 0
+        self.log(f"stopped ({self.incidents.duplicates} duplicate sightings ignored; kernel log: {self.untrusted} "
+                 f"lines not the kernel's, {self.forged} of them event-like; {overlong} overlong lines dropped; "
+                 f"{self.events.dropped} records dropped in a flood)")
         return 0

@@ -110,6 +110,7 @@ class WatchEvent:
     kernel_usec: int | None = None
     kernel_seq: int | None = None
     checks: tuple[str, ...] = ()  # probe events: the failed check ids
+    foreign: str = ""  # why the device is not this node's ("not a GPU of this node"): recorded, never acted on
 
     @property
     def subject(self) -> str:
@@ -139,16 +140,24 @@ class Policy:
     ib_port_down: Action = Action.EVICT
 
 
+_BUS = re.compile(r"(?:[0-9a-f]{0,4}([0-9a-f]{4}):)?([0-9a-f]{2}):([0-9a-f]{2})(?:\.[0-7])?")
+
+
 def gpu_bus(text: str) -> str:
     """A GPU's PCI address as ``dddd:bb:dd`` (lower case, no function), from NVML or kernel forms.
 
     ``00000000:1B:00.0`` (NVML), ``0000:1b:00`` (NVRM Xid lines), ``1b:00`` -> ``0000:1b:00``.
     """
-    parts = text.strip().lower().split(":")
+    lowered = text.strip().lower()
+    plain = _BUS.fullmatch(lowered)  # the usual forms, without splitting
+    if plain is not None:
+        domain, bus, device = plain.groups()
+        return f"{domain or '0000'}:{bus}:{device}"
+    parts = lowered.split(":")
     if len(parts) == 2:
         parts = ["0000", *parts]
     if len(parts) != 3:
-        return text.strip().lower()
+        return lowered
     domain, bus, device = parts
     return f"{domain[-4:].rjust(4, '0')}:{bus.rjust(2, '0')}:{device.split('.')[0].rjust(2, '0')}"
 
@@ -185,4 +194,6 @@ def classify(event: WatchEvent, policy: Policy | None = None) -> Decision:
         if event.kind in (Kind.SXID_FATAL, Kind.SXID) and event.code is not None:
             what = f"{what} {event.code}"
     cause = what if event.kind is Kind.IB_PORT_DOWN and not event.device else f"{event.subject} {what}"
+    if event.foreign:
+        action, cause = Action.RECORD, f"{cause}, {event.foreign}"
     return Decision(action, check_id, cause, (check_id, event.kind.value, event.device, key_code))

@@ -21,6 +21,7 @@ def _burnin(*args: str) -> subprocess.CompletedProcess[str]:
     (["watch", "--probe-interval", "0"], "must be a positive number of seconds"),
     (["watch", "--dedupe-window", "nan"], "must be a positive number of seconds"),
     (["watch", "--ib-port-down", "ignore"], "invalid choice: 'ignore'"),
+    (["watch", "--kernel-log-format", "journal"], "invalid choice: 'journal'"),
     (["watch", "--state-dir", "/proc/burnin-no-such-dir"], "cannot create the state folder"),
 ])
 def test_watch_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from watch_support import FakeSlurm
 
 from burnin.watch.actions import SlurmActor
-from burnin.watch.daemon import WatchConfig, Watcher, hca_labels
+from burnin.watch.daemon import WatchConfig, Watcher
 from burnin.watch.events import Action, Kind, Policy, WatchEvent
 
 
@@ -154,16 +154,6 @@ def test_ib_port_down_with_site_policy_drain_keeps_the_job(tmp_path: Path) -> No
     entry = watcher.handle(event)
     assert entry is not None and entry["action"] == "drain" and entry["check"] == "IB-01"
     assert slurm.jobs == ["41"] and slurm.reason.startswith("burnin: IB-01 mlx5_2 port down")
-
-
-def test_hca_labels_from_sysfs(tmp_path: Path) -> None:
-    device = tmp_path / "sys/devices/pci0000:4c/0000:4f:00.0"
-    (device / "infiniband/mlx5_2").mkdir(parents=True)
-    (device / "infiniband/mlx5_2/device").symlink_to("../..")
-    (tmp_path / "sys/class/infiniband").mkdir(parents=True)
-    (tmp_path / "sys/class/infiniband/mlx5_2").symlink_to(device / "infiniband/mlx5_2")
-    assert hca_labels(str(tmp_path)) == {"0000:4f:00.0": "mlx5_2"}
-    assert hca_labels(str(tmp_path / "nowhere")) == {}
 
 
 def test_the_same_xid_again_after_an_operator_resumed_the_node_is_a_new_incident(tmp_path: Path) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from burnin.watch.follow import KernelLog
-from burnin.watch.kmsg import KernelRecord
+from burnin.watch.follow import BoundedLines, KernelLog
+from burnin.watch.records import KernelRecord
 
 
 class Follower:
@@ -117,3 +118,117 @@ def test_a_log_that_appears_later_is_read_from_its_start(tmp_path: Path,
     log.write_text("4,0,1,-;NVRM: Xid (PCI:0000:1b:00): 79, first ever\n")
     follower.wait_for(lambda: follower.texts() == ["NVRM: Xid (PCI:0000:1b:00): 79, first ever"])
     assert follower.messages[-1].endswith("following again")
+
+
+# ---------------------------------------------------------------------------------------------- bounded reading
+
+MIB = 1 << 20
+
+
+def test_an_overlong_line_is_dropped_as_it_streams_by_never_held(tmp_path: Path,
+                                                                 follow: Callable[[Path], Follower]) -> None:
+    """32 MiB without a newline, then a record: the record is read, the long line never held (traced memory)."""
+    log = tmp_path / "kmsg"
+    log.write_text("")
+    block = b"x" * MIB
+    follower = follow(log)
+    follower.wait_for(follower.log.following.is_set)
+    tracemalloc.start()
+    try:
+        with log.open("ab") as fh:
+            fh.write(b"4,1,2,-;NVRM: Xid (PCI:0000:1b:00): 79, ")
+            for _ in range(32):
+                fh.write(block)
+                fh.flush()
+            fh.write(b"\n4,2,3,-;after\n")
+        follower.wait_for(lambda: follower.texts()[-1:] == ["after"], timeout=120)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert follower.texts() == ["after"]
+    assert peak < 4 * MIB, f"{peak / MIB:.1f} MiB held"
+    assert follower.log.overlong == 1
+
+
+def test_only_the_tail_of_a_long_history_is_read_at_start(tmp_path: Path, follow: Callable[[Path], Follower]) -> None:
+    log = tmp_path / "kmsg"
+    record = "6,{seq},{seq},-;" + "boot line " * 10 + "\n"
+    log.write_text("".join(record.format(seq=seq) for seq in range(200_000)))  # 22 MiB
+    tracemalloc.start()
+    try:
+        follower = follow(log)
+        follower.wait_for(follower.log.following.is_set, timeout=120)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * MIB, f"{peak / MIB:.1f} MiB held"
+    assert follower.log.last_seq == 199_999  # learnt from the tail
+    _append(log, "4,199999,1,-;a replay\n4,200000,1,-;new\n")
+    follower.wait_for(lambda: follower.texts() == ["new"])
+
+
+def test_the_history_settles_the_format(tmp_path: Path, follow: Callable[[Path], Follower]) -> None:
+    log = tmp_path / "syslog"
+    log.write_text("Dec  1 00:00:00 n kernel: boot\n")
+    follower = follow(log)
+    follower.wait_for(follower.log.following.is_set)
+    _append(log, "[  1.000000] NVRM: Xid (PCI:0000:1b:00): 79, forged\nDec  1 00:00:01 n kernel: real\n")
+    follower.wait_for(lambda: len(follower.records) == 2)
+    forged, real = follower.records
+    assert not forged.trusted and forged.origin == "not a syslog line"
+    assert real.trusted and real.text == "real"
+
+
+@pytest.mark.parametrize(("chunks", "lines", "dropped"), [
+    ([b"a\nb\n"], [b"a", b"b"], 0),
+    ([b"a", b"b\nc", b"\n"], [b"ab", b"c"], 0),
+    ([b"12345678\n"], [b"12345678"], 0),  # exactly the limit
+    ([b"123456789\nok\n"], [b"ok"], 1),  # one over, ended in the chunk
+    ([b"1234", b"56789", b"abc\nok\n"], [b"ok"], 1),  # over the limit across chunks
+    ([b"12345", b"6789", b"x" * 100, b"\n", b"ok\n"], [b"ok"], 1),  # dropped as it streams by
+    ([b"\n\n"], [b"", b""], 0),
+    ([b"x" * 20, b"\n" + b"y" * 20 + b"\n"], [], 2),
+])
+def test_bounded_lines(chunks: list[bytes], lines: list[bytes], dropped: int) -> None:
+    splitter = BoundedLines(limit=8)
+    got = [line for chunk in chunks for line in splitter.feed(chunk)]
+    assert got == lines and splitter.dropped == dropped and splitter.peak <= 8
+
+
+def test_bounded_lines_reset() -> None:
+    splitter = BoundedLines(limit=8)
+    splitter.feed(b"half")
+    splitter.reset()
+    assert splitter.feed(b"new\n") == [b"new"]
+    splitter.reset(discarding=True)  # in the middle of a line: drop up to its end, uncounted
+    assert splitter.feed(b"rest of it\nnext\n") == [b"next"] and splitter.dropped == 0
+
+
+def test_behind_is_set_while_lines_are_read_and_clear_once_caught_up(tmp_path: Path) -> None:
+    log = tmp_path / "kmsg"
+    log.write_text("")
+    states: list[bool] = []
+    follower = Follower(log)
+
+    def emit(record: KernelRecord, detected: float) -> None:
+        states.append(follower.log.behind.is_set())
+        follower.records.append(record)
+
+    follower.log.emit = emit
+    follower.thread.start()
+    try:
+        follower.wait_for(follower.log.following.is_set)
+        _append(log, "".join(f"4,{seq},1,-;line {seq}\n" for seq in range(1, 2001)))
+        follower.wait_for(lambda: len(follower.records) == 2000)
+        follower.wait_for(lambda: not follower.log.behind.is_set())
+    finally:
+        follower.stop.set()
+        follower.thread.join(timeout=5)
+    assert states == [True] * 2000
+
+
+def test_a_missing_log_is_not_behind(tmp_path: Path, follow: Callable[[Path], Follower]) -> None:
+    follower = follow(tmp_path / "kmsg")
+    follower.log.behind.set()
+    follower.wait_for(lambda: bool(follower.messages))
+    follower.wait_for(lambda: not follower.log.behind.is_set())
