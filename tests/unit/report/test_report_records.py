@@ -119,3 +119,12 @@ def test_node_names_that_are_no_host_names_are_shown_as_given(
     page = (folder / "report.html").read_text(encoding="utf-8")
     assert "<td><code>a!b</code></td>" in page  # the check's failed-on cell (ClusterShell would say "a")
     assert 'Admitted: <code class="pass">a!b,gpu[</code>' in page
+
+
+@pytest.mark.parametrize("gate", ['{"nodes": []}', "[]", "{"])
+def test_a_gate_that_is_no_gate_document_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], gate: str) -> None:
+    folder = _run(tmp_path / "run", GOOD)
+    (folder / "gate.json").write_text(gate, encoding="utf-8")
+    code, _, err = _report(capsys, folder)
+    assert code == 2 and len(err.splitlines()) == 1 and str(folder / "gate.json") in err, err
