@@ -12,7 +12,8 @@ or not-applicable (:func:`burnin.suite.not_applicable`, with its reason). A
 skip, an xfail or xpass, an error in setup or teardown, or a test that never
 reported is ``incomplete`` for that node, and is reported to JUnit as a
 failure or error carrying the one-line cause. A run that deselected tests
-(``-k``, ``-m``) or was interrupted admits nobody and says so in gate.json.
+(``-k``, ``-m``), was interrupted, or judged the facts of ``burnin run --dry-run``
+(``--burnin-dry-run``) admits nobody and says so in gate.json.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ _ITEM_RESULT = pytest.StashKey["ItemResult"]()
 RUN_FILE = "_run.json"
 GATE_FILE = "gate.json"
 VERDICTS_FILE = "verdicts.json"
+DRY_RUN_HOLD = "dry run: --dry-run launched nothing, and a dry run admits nobody"
 
 
 class _PluginState:
@@ -183,6 +185,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="node type to judge against (default: hgx-h100-8gpu)")
     group.addoption("--burnin-out", metavar="DIR", default=None,
                     help="write verdicts.json and gate.json here at the end of the session")
+    group.addoption("--burnin-dry-run", action="store_true", default=False,
+                    help="the facts come from `burnin run --dry-run`, which launched nothing: the gate admits nobody")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -328,12 +332,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if partial:
         decisions = hold_all(decisions, f"partial run ({'; '.join(partial)}): "
                                         "a run that did not judge every check admits nobody")
+    dry_run = bool(session.config.getoption("--burnin-dry-run", False))
+    if dry_run:
+        decisions = hold_all(decisions, DRY_RUN_HOLD)
     meta: dict[str, Any] = {
         "topology": state.default_topology,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "facts": str(state.facts_dir),
         "partial": bool(partial),
         "interrupted": bool(stopped),
+        "dry_run": dry_run,
         "selection": state.selection(session.config),
     }
     if stopped:

@@ -83,8 +83,10 @@ def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts]) 
 
 def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
                keyword: str | None = None, extra_args: Sequence[str] = (),
-               on_test: Callable[[], None] | None = None) -> int:
-    """Run pytest in-process on the suites against gathered facts; returns pytest's exit code."""
+               on_test: Callable[[], None] | None = None, dry_run: bool = False) -> int:
+    """Run pytest in-process on the suites against gathered facts; returns pytest's exit code.
+
+    ``dry_run``: the facts are a dry run's, so the gate the plugin writes admits nobody."""
     import pytest
 
     args = [
@@ -96,6 +98,7 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
         "--burnin-out", str(out_dir),
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
+        *(["--burnin-dry-run"] if dry_run else []),
         *extra_args,
     ]
     if keyword:
@@ -139,7 +142,9 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
             say: Callable[[str], None] = print) -> RunResult:
     """Gather facts, run each phase (it adds its measurements to the facts), run the suites, read the gate.
 
-    ``dry_run``: phases that can print what they would launch do so instead (``say``).
+    ``dry_run`` (``burnin run --dry-run``): facts are gathered as ever (the collector only reads), each phase
+    prints every command it would launch (``say``) and launches none, so its checks are incomplete; the
+    suites judge what was gathered, and the gate admits nobody.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_results(out_dir)
@@ -153,7 +158,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
         for run in phases:
             run.phase.run(context, run.options)
     facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
-    code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test)
+    code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test, dry_run=dry_run)
     gate_file = out_dir / GATE_FILE
     if code not in (0, 1) or not gate_file.exists():
         if code == 5:

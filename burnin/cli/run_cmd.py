@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gate.add_argument("--gate", choices=gate_names(), default=NO_GATE,
                       help="act on the verdicts: slurm drains rejected nodes and resumes burnin-drained healthy ones")
     gate.add_argument("--dry-run", action="store_true",
-                      help="act on nothing: print the gate's commands (and the megatron suite's launches) "
-                           "instead of running them")
+                      help="act on nothing: gather facts (read-only) and judge them, print every command the "
+                           "suites' phases and the gate would run instead of running it; admits nobody")
     parser.add_argument("--topology", default="hgx-h100-8gpu", metavar="NAME|FILE",
                         help="node type to judge against (see `burnin topologies`)")
     parser.add_argument("--suite", action="append", default=None, metavar="NAME",

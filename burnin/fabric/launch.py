@@ -10,10 +10,14 @@ Slurm's job layer (:mod:`burnin.transport.slurm_jobs`).
   ``mpirun --host ...`` from the first node otherwise. On a simulated rack a
   job is one local process running as the group's first node with the
   dispatcher's job environment naming its members (the shims model the group).
+
+``--dry-run`` wraps either launcher in :class:`DryRunLauncher`: the one place
+the phase asks to run becomes the place each command is printed instead.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, Protocol
@@ -21,18 +25,24 @@ from typing import Literal, Protocol
 from burnin.dispatch.sim import SIM_JOB_ENV, sim_job_env
 from burnin.fabric import commands
 from burnin.fabric.settings import FabricSettings
+from burnin.nodes import fold
 from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult, Transport
 from burnin.transport.slurm import SlurmRunner, split_step
 from burnin.transport.slurm_jobs import Allocation, SlurmJobs
 
-__all__ = ["SIM_JOB_ENV", "Launcher", "OnCommand", "SlurmLauncher", "TransportLauncher", "split_per_node"]
+__all__ = ["SIM_JOB_ENV", "DryRunLauncher", "Launcher", "OnCommand", "SlurmLauncher", "TransportLauncher",
+           "split_per_node"]
 
 SLACK_S = 30.0  # beyond a launch's own `timeout`: start-up, srun, output transfer
 ALLOC_WAIT_S = 60.0
 JobEnv = Callable[[Sequence[str]], Mapping[str, str]]
 
 OnCommand = Callable[[Sequence[str], CommandResult], None]
+Shown = tuple[str, list[str]]
+"""Where a command starts (``[node,...]``: on each of those nodes; ``""``: where burnin runs) and its argv."""
+UNKNOWN_JOB_ID = "<allocation>"
+"""The job id a dry run shows in srun's ``--jobid``: the allocation a real run would make first."""
 
 
 def _ignore(argv: Sequence[str], result: CommandResult) -> None:
@@ -94,14 +104,24 @@ class TransportLauncher:
             self._on_command([f"[{node}]", *command], result)
         return results
 
-    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
-            evidence: commands.NcclEvidence | None = None) -> CommandResult:
+    def per_node_argv(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> Shown:
+        """What :meth:`per_node` starts: ``command`` itself on each node."""
+        return f"[{fold(nodes)}]", list(command)
+
+    def job_argv(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+                 evidence: commands.NcclEvidence | None = None) -> Shown:
+        """What :meth:`job` starts on the group's first node."""
         if self._mode == "sim":
             argv = commands.rank_command(self._topology, self._settings, collective, ib_hca=ib_hca,
                                          extra_env=self._job_env(nodes), evidence=evidence, timeout_s=timeout)
         else:
             argv = commands.mpirun_argv(nodes, self._topology, self._settings, collective, ib_hca=ib_hca,
                                         evidence=evidence, timeout_s=timeout)
+        return f"[{nodes[0]}]", argv
+
+    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+            evidence: commands.NcclEvidence | None = None) -> CommandResult:
+        _, argv = self.job_argv(nodes, collective, ib_hca=ib_hca, timeout=timeout, evidence=evidence)
         result = _result_or_error(nodes[0], argv, lambda: self._transport.run(nodes[0], argv,
                                                                             timeout=timeout + SLACK_S))
         self._on_command([f"[{nodes[0]}]", *argv], result)
@@ -166,21 +186,30 @@ class SlurmLauncher:
         # single-node runs per collective, nvbandwidth, the group, localisation and rail rounds
         return 40 * (self._settings.timeout_s + SLACK_S)
 
+    def per_node_argv(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> Shown:
+        """What :meth:`per_node` starts where burnin runs: one srun step over the nodes."""
+        return "", commands.srun_per_node_argv(self._job_id or UNKNOWN_JOB_ID, nodes, command, self._settings,
+                                               time_limit_s=timeout + SLACK_S, job_name=self._name)
+
+    def job_argv(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+                 evidence: commands.NcclEvidence | None = None) -> Shown:
+        """What :meth:`job` starts where burnin runs: one srun step of every rank."""
+        command = commands.rank_command(self._topology, self._settings, collective, ib_hca=ib_hca,
+                                        evidence=evidence, timeout_s=timeout)
+        return "", commands.srun_job_argv(self._job_id or UNKNOWN_JOB_ID, nodes, command, self._settings,
+                                          time_limit_s=timeout + SLACK_S, job_name=self._name)
+
     def per_node(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> dict[str, CommandResult]:
         if not nodes:
             return {}
         assert self._job_id is not None
-        argv = commands.srun_per_node_argv(self._job_id, nodes, command, self._settings,
-                                           time_limit_s=timeout + SLACK_S, job_name=self._name)
+        _, argv = self.per_node_argv(nodes, command, timeout=timeout)
         return split_per_node(self._run(argv, timeout + 2 * SLACK_S), nodes, command)
 
     def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
             evidence: commands.NcclEvidence | None = None) -> CommandResult:
         assert self._job_id is not None
-        command = commands.rank_command(self._topology, self._settings, collective, ib_hca=ib_hca,
-                                        evidence=evidence, timeout_s=timeout)
-        argv = commands.srun_job_argv(self._job_id, nodes, command, self._settings,
-                                      time_limit_s=timeout + SLACK_S, job_name=self._name)
+        _, argv = self.job_argv(nodes, collective, ib_hca=ib_hca, timeout=timeout, evidence=evidence)
         result = self._run(argv, timeout + 2 * SLACK_S)
         return CommandResult(nodes[0], tuple(argv), result.exit_status, result.stdout, result.stderr,
                              result.duration_s, timed_out=result.timed_out, error=result.error)
@@ -209,6 +238,52 @@ class SlurmLauncher:
         result = self._client.run(argv, timeout=timeout)
         self._on_command(argv, result)
         return result
+
+
+class DryRunLauncher:
+    """``--dry-run``: prints each command ``inner`` would start and starts none, not even an allocation.
+
+    Every result is a command that did not run (its error is ``reason``), so nothing is measured from it.
+    """
+
+    def __init__(self, inner: TransportLauncher | SlurmLauncher, say: Callable[[str], None], reason: str) -> None:
+        self.name = inner.name
+        self._inner = inner
+        self._say = say
+        self._reason = reason
+
+    def open(self, nodes: Sequence[str]) -> str | None:
+        if isinstance(self._inner, SlurmLauncher) and nodes:
+            self._say(f"# an exclusive Slurm allocation of {fold(nodes)} (or the one burnin runs in); "
+                      f"every step below runs in it")
+        return None
+
+    def per_node(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> dict[str, CommandResult]:
+        if not nodes:
+            return {}
+        self._show(*self._inner.per_node_argv(nodes, command, timeout=timeout))
+        return {node: self._not_run(node, command) for node in nodes}
+
+    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
+            evidence: commands.NcclEvidence | None = None) -> CommandResult:
+        where, argv = self._inner.job_argv(nodes, collective, ib_hca=ib_hca, timeout=timeout, evidence=evidence)
+        self._show(where, argv)
+        return self._not_run(nodes[0], argv)
+
+    def pause(self) -> None:
+        """Nothing is held."""
+
+    def resume(self, nodes: Sequence[str]) -> str | None:
+        return None
+
+    def close(self) -> None:
+        """Nothing was opened."""
+
+    def _show(self, where: str, argv: Sequence[str]) -> None:
+        self._say(f"{where} {shlex.join(argv)}".strip())
+
+    def _not_run(self, node: str, argv: Sequence[str]) -> CommandResult:
+        return CommandResult(node, tuple(argv), None, "", "", 0.0, error=self._reason)
 
 
 def _result_or_error(node: str, argv: Sequence[str], call: object) -> CommandResult:

@@ -30,6 +30,13 @@ Order (each launch bounded by ``timeout_s``; every command goes to
 
 The results are merged into each node's facts (``fabric``, and ``nccl_runtime``
 for the nodes of an evidence run) and written to ``OUT/fabric.json``.
+
+With ``--dry-run`` (:meth:`Phase.plan`) the launcher is a
+:class:`~burnin.fabric.launch.DryRunLauncher`: steps 1-4 and the multi-node
+run of step 7 are printed as they would start, over every node, and nothing
+is launched or gathered again; what follows them depends on their results and
+is named in one line. Every node's ``fabric`` section says
+:data:`~burnin.phases.DRY_RUN_REASON`, so every check of the suite is incomplete.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from pathlib import Path
 from burnin.dispatch.base import launcher_of
 from burnin.errors import UsageError
 from burnin.fabric import commands, judge, nccl_evidence, nvlink_after
-from burnin.fabric.launch import Launcher, OnCommand, SlurmLauncher, TransportLauncher
+from burnin.fabric.launch import DryRunLauncher, Launcher, OnCommand, SlurmLauncher, TransportLauncher
 from burnin.fabric.localize import Job, Localizer
 from burnin.fabric.measure import NcclMeasurement, gdr_measurement, nccl_measurement, nvb_measurement
 from burnin.fabric.p2p import TOOL as P2P_TOOL
@@ -71,8 +78,10 @@ class FabricOptions:
 
 
 def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: Topology, out_dir: Path,
-                     options: FabricOptions) -> PhaseResult:
-    """Measure, merge a ``fabric`` section into each reachable node's facts, write fabric.json.
+                     options: FabricOptions, dry_run: bool = False,
+                     say: Callable[[str], None] = print) -> PhaseResult:
+    """Measure (or, with ``dry_run``, print every command), merge a ``fabric`` section into each reachable
+    node's facts, write fabric.json.
 
     The dispatcher's job launcher (:func:`burnin.dispatch.base.launcher_of`) says how jobs
     start and which built-in settings fit the nodes (simulated or production).
@@ -84,11 +93,17 @@ def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: T
     log = _CommandLog(out_dir / LOG_FILE)
     launcher = launcher_for(dispatcher, topology, settings, on_command=log.command, facts=facts)
     hosts = {node: nccl_evidence.nccl_host(node, facts[node].data.get("hostname")) for node in reachable}
-    try:
-        result = Phase(launcher, topology, settings, log, hosts=hosts, facts=facts,
-                       recollect=recollector(dispatcher, settings)).run(reachable)
-    finally:
-        launcher.close()
+    if dry_run:  # the one seam: the phase asks a launcher that prints instead of starting
+        from burnin.phases import DRY_RUN_REASON
+
+        dry = DryRunLauncher(launcher, say, DRY_RUN_REASON)
+        result = Phase(dry, topology, settings, log, hosts=hosts, facts=facts).plan(reachable, say=say)
+    else:
+        try:
+            result = Phase(launcher, topology, settings, log, hosts=hosts, facts=facts,
+                           recollect=recollector(dispatcher, settings)).run(reachable)
+        finally:
+            launcher.close()
     for node, doc in node_documents(result).items():
         facts[node].data["fabric"] = doc
     for node, runs in result.nccl_runtime.items():
@@ -112,7 +127,8 @@ def recollector(dispatcher: object, settings: FabricSettings) -> Recollect | Non
 
 
 def launcher_for(dispatcher: object, topology: Topology, settings: FabricSettings, *,
-                 on_command: OnCommand | None = None, facts: Mapping[str, Facts] | None = None) -> Launcher:
+                 on_command: OnCommand | None = None,
+                 facts: Mapping[str, Facts] | None = None) -> TransportLauncher | SlurmLauncher:
     """srun when the dispatcher reaches its nodes through Slurm; otherwise its transport (mpirun, or a
     job that runs as one process when the dispatcher's jobs may, as on a simulated rack)."""
     jobs = launcher_of(dispatcher, facts or {})
@@ -187,6 +203,32 @@ class Phase:
                 self.log.line(f"# no multi-node run: {result.multi_unavailable}")
             else:
                 self._multi(result, nodes)
+        return result
+
+    def plan(self, nodes: list[str], *, say: Callable[[str], None]) -> PhaseResult:
+        """``--dry-run`` (the launcher prints instead of starting): every launch of a run whose nodes all pass
+        alone, in order; nothing is measured, so the result says why for every node."""
+        from burnin.phases import DRY_RUN_REASON
+
+        result = PhaseResult(nodes, self.settings, self.launcher.name, unavailable=DRY_RUN_REASON,
+                             group_floor_gbps=judge.floor(self.topology.ref(judge.MULTI_REF)))
+        if not nodes:
+            return result
+        shown = PhaseResult(nodes, self.settings, self.launcher.name)  # what the printed launches "measured"
+        self.launcher.open(nodes)
+        say(f"# fabric: single-node runs on {len(nodes)} nodes, each node at once, one command after the other")
+        self._single(shown, nodes)
+        self._nvbandwidth(shown, nodes)
+        self._p2p(shown, nodes)
+        self._ib_write_bw(shown, nodes)
+        say("# fabric: NVL-04 gathers the collector's nvml source again on every node (read-only)")
+        if self.settings.multi_node and len(nodes) >= 2:
+            say("# fabric: the multi-node run over the nodes that passed every single-node check (here: all)")
+            self._group(shown, nodes)
+            if self.settings.localize != "never":
+                when = "then (--localize)" if self.settings.localize == "always" else "then, if that run falls short"
+                say(f"# fabric: {when}: pairwise localisation rounds and single-rail runs, whose pairs depend "
+                    "on the results")
         return result
 
     # -- single node ----------------------------------------------------------------------

@@ -37,7 +37,6 @@ from burnin.transport.slurm_jobs import SlurmJobs
 
 LOG_FILE = "megatron-commands.log"
 ALLOC_WAIT_S = 60.0
-DRY_RUN = "--dry-run: nothing was launched (the commands were printed)"
 MAX_SRUN = 256  # srun processes in flight at once
 
 
@@ -79,14 +78,19 @@ def run_megatron_phase(dispatcher: object, facts: dict[str, Facts], *, topology:
     if form == "torchrun" and jobs.transport is None:
         raise UsageError(f"megatron setting launcher: torchrun needs a transport to the nodes, which "
                          f"{jobs.name} dispatch does not offer (use launcher: srun)")
+    if form == "torchrun" and settings.container is not None and settings.container.runner == "pyxis":
+        raise UsageError("megatron setting container.runner: pyxis runs a container only through srun "
+                         "(--via slurm); with torchrun use runner: docker or apptainer")
     log = _CommandLog(out_dir / LOG_FILE)
     if not nodes:
         result = Measurement()
-    elif dry_run:
+    elif dry_run:  # the one seam: the launches are printed where they would be run
+        from burnin.phases import DRY_RUN_REASON
+
         job_id = jobs.slurm.job_id if jobs.slurm is not None else None
         for launch in plan(settings, topology, nodes, form=form, job_id=job_id):
             say(f"# {launch.label}\n{launch.display()}")
-        result = unavailable(nodes, DRY_RUN)
+        result = unavailable(nodes, DRY_RUN_REASON)
     elif jobs.slurm is not None and form == "srun":
         result = _over_slurm(settings, topology, nodes, jobs.slurm, log)
     else:

@@ -36,6 +36,11 @@ PHASES: dict[str, str] = {
 }
 
 
+DRY_RUN_REASON = "dry run: not measured (--dry-run printed the commands and launched none)"
+"""Why every check of a phase is incomplete after ``burnin run --dry-run``: the phase printed each command it
+would launch, at the one place it asks its launcher to run, and launched nothing."""
+
+
 @dataclass
 class PhaseContext:
     """What a phase works with: the dispatcher, the gathered facts (it adds to them), the node type, the output."""
@@ -45,7 +50,8 @@ class PhaseContext:
     topology: Topology
     out_dir: Path
     dry_run: bool = False
-    """``--dry-run``: a phase that can print what it would launch does so, and launches nothing."""
+    """``--dry-run``: the phase prints every command it would launch (``say``), launches none, and records
+    :data:`DRY_RUN_REASON` for each node, so its checks are incomplete."""
     say: Callable[[str], None] = field(default=print)
     """Where a phase prints for the user (its ``--dry-run`` commands)."""
 
@@ -79,7 +85,10 @@ class Phase:
         return None
 
     def run(self, context: PhaseContext, options: Any) -> None:
-        """Measure and record the results into ``context.facts`` (one section per node)."""
+        """Measure and record the results into ``context.facts`` (one section per node).
+
+        With ``context.dry_run`` nothing is launched on any node: the phase prints each command instead
+        and records :data:`DRY_RUN_REASON` as every node's section."""
         raise NotImplementedError
 
 

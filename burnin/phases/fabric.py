@@ -41,7 +41,7 @@ class FabricPhase(Phase):
         from burnin.fabric.phase import run_fabric_phase
 
         run_fabric_phase(context.dispatcher, context.facts, topology=context.topology, out_dir=context.out_dir,
-                         options=options)
+                         options=options, dry_run=context.dry_run, say=context.say)
 
 
 PHASE = FabricPhase()

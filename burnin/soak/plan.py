@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from burnin.errors import UsageError
 
+DRY_RUN_REASON = "dry run: not measured (--dry-run printed the soak's commands and ran none)"
+"""Why every check of ``burnin soak --dry-run`` is incomplete (:meth:`burnin.soak.scheduler.Soak.run`)."""
 STAGES = ("gpu", "nccl", "cpu", "disk")
 STAGE_CHECK = {"dcgm": "BRN-01", "gpu": "BRN-02", "nccl": "BRN-03", "cpu": "BRN-04", "disk": "BRN-05"}
 SIM_SAMPLES = 60  # a simulated soak samples about this many times, whatever its length

@@ -17,10 +17,16 @@ Each turn of the loop, at the clock's ``now``:
 On real nodes a stage runs in a thread while the loop samples; on simulated
 ones (a :class:`~burnin.soak.clock.SimClock`) a stage's commands run when its
 simulated time is up, and the clock jumps from event to event.
+
+With ``--dry-run`` (the checkpointed command's ``dry_run``) there is no loop:
+each stage's commands are printed, nothing runs on any node, no sample is
+taken and no checkpoint written; every check is then incomplete
+(:data:`burnin.soak.plan.DRY_RUN_REASON`).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -122,11 +128,17 @@ class Soak:
     results: dict[str, list[ChunkRecord]] = field(default_factory=dict)
     running: Running | None = None
     _pool: ThreadPoolExecutor | None = None
+    say: Callable[[str], None] = print
+    """Where ``--dry-run`` prints the commands."""
 
     # -- loop -----------------------------------------------------------------------------
 
     def run(self) -> None:
         state = self.state
+        if state.command.get("dry_run"):  # the one seam: nothing reaches self.nodes
+            self.sink.close()
+            self._show_plan()
+            return
         for name in state.nodes:
             self.samples.setdefault(name, [])
             self.results.setdefault(name, [])
@@ -174,6 +186,29 @@ class Soak:
 
     def _save(self) -> None:
         self.store.save(self.state)
+
+    def _show_plan(self) -> None:
+        """``--dry-run``: one turn of each stage as the loop would start it on every node, nothing run."""
+        from burnin.nodes import fold
+
+        where = f"[{fold(list(self.state.nodes))}]"
+        duration = self.state.duration_s
+        self.say(f"# soak: every node at once for {hms(duration)}: DCGM diagnostics once, then the stages in turn "
+                 f"until the time is up; a sample of every node every {hms(self.state.interval_s)}")
+        settings = self.ctx.settings
+        chunks = [self._chunk("dcgm", 0.0)] if settings.dcgm.enabled else []
+        chunks += [self._chunk(stage, min(plan.stage_minutes(settings, stage) * 60, duration))
+                   for stage in self._stages() if stage != "disk"]
+        if "disk" in self._stages():
+            devices = settings.disk.devices
+            listing = () if devices is not None else (plan.disk_list_step(),)
+            disk = plan.disk_chunk(devices if devices is not None else ("DEVICE",))
+            chunks.append(plan.Chunk("disk", disk.seconds, (*listing, *disk.steps)))
+        for chunk in chunks:
+            self.say(f"# {chunk.stage} ({plan.STAGE_CHECK[chunk.stage]})")
+            for step in chunk.steps:
+                given = " (with burnin's GPU stress on stdin)" if step.stdin else ""
+                self.say(f"{where} {shlex.join(step.argv)}{given}")
 
     # -- stages ---------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from burnin.atomic import write_text_atomic
 from burnin.gate.decide import FAIL, INCOMPLETE, NOT_APPLICABLE, PASS, CheckOutcome, NodeDecision, decide, gate_document
 from burnin.soak import drift
 from burnin.soak.monitor import Event, gpu_label, gpu_names
-from burnin.soak.plan import SoakSettings, hms
+from burnin.soak.plan import DRY_RUN_REASON, SoakSettings, hms
 from burnin.soak.results import ChunkRecord
 from burnin.soak.signals import GpuReading, NodeSample
 from burnin.soak.state import DONE, FAILED, NodeProgress, SoakState
@@ -136,6 +136,9 @@ class Judge:
         out.append(self._disk(name))
         out.append(self._duration(name, progress))
         out.append(self._coverage(name, progress))
+        if self.state.command.get("dry_run"):  # nothing ran: one cause for every check
+            why = f"not judged: {DRY_RUN_REASON}"
+            return [dataclasses.replace(o, reason=f"{o.check} {why}") if o.status == INCOMPLETE else o for o in out]
         if progress.status == FAILED and progress.fatal:
             # what a node stopped early could not show is one line, not a list of consequences
             first = progress.fatal[0]
@@ -361,7 +364,8 @@ def write_outputs(out_dir: Path, state: SoakState, outcomes: Sequence[CheckOutco
     write_text_atomic(out_dir / VERDICTS_FILE, json.dumps(verdicts, indent=1))
     write_text_atomic(out_dir / SERIES_FILE, json.dumps(series, indent=1))
     doc = gate_document(decisions, **{"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                      "kind": "soak", "partial": False, "interrupted": False, **meta})
+                                      "kind": "soak", "partial": False, "interrupted": False,
+                                      "dry_run": bool(state.command.get("dry_run")), **meta})
     write_text_atomic(out_dir / GATE_FILE, json.dumps(doc, indent=2) + "\n")
     return decisions
 

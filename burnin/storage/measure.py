@@ -14,6 +14,7 @@ the node's collector reported (``/`` on a real node).
 from __future__ import annotations
 
 import posixpath
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 from burnin.errors import ParseError, UsageError
 from burnin.facts import Facts
+from burnin.nodes import fold
 from burnin.parsers.storage_io import parse_dd_bytes, parse_fio_bytes
 from burnin.storage.common import mark_unavailable, no_fabric, no_transport
 from burnin.topology.model import Topology
@@ -216,6 +218,31 @@ def measure_node(transport: Transport, node: str, *, root: str, mounts: Sequence
     return section
 
 
+def show_commands(say: Callable[[str], None], nodes: Sequence[str], *, mounts: Sequence[str],
+                  compute_hcas: Sequence[str], storage_netdevs: Sequence[str], settings: StorageSettings,
+                  ipoib: Mapping[str, str] | None = None) -> None:
+    """``--dry-run``: what :func:`measure_node` runs on each node, in order (``NODE``: the node's name,
+    ``ROOT``: the root its collector reported, ``/`` on a real node)."""
+    if not nodes or not mounts:
+        return
+    where = f"[{fold(nodes)}]"
+    read = shlex.join(["cat", *(c.path for c in counters("ROOT", compute_hcas, storage_netdevs, ipoib))])
+    say("# storage STO-03 on each node (NODE: its name; ROOT: the root its collector reported, / on a real node)")
+    tools = [settings.tool]
+    if settings.tool == "auto":
+        say(f"{where} fio --version")
+        say("# with fio when it answers, else with dd:")
+        tools = ["fio", "dd"]
+    say(f"{where} {read}")
+    for mount in mounts:
+        path = test_file(mount, "NODE")
+        for tool in tools:
+            say(f"{where} {shlex.join(write_argv(tool, path, settings.size_mib))}")
+            say(f"{where} {shlex.join(read_argv(tool, path, settings.size_mib))}")
+        say(f"{where} rm -f {shlex.quote(path)}")
+    say(f"{where} {read}")
+
+
 # ------------------------------------------------------------------ the phase
 
 
@@ -250,13 +277,12 @@ def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], n
     netdevs = [n.name for n in fabric.netdevs]
     hcas = compute_hca_names(topology)
     ipoib = ipoib_netdevs(topology)
-    if dry_run:
-        tools = ["fio", "dd"] if settings.tool == "auto" else [settings.tool]
-        for mount in mounts:
-            commands = " or ".join(" ".join(write_argv(tool, test_file(mount, "NODE"), settings.size_mib))
-                                  for tool in tools)
-            (say or print)(f"storage: on each node: {commands} (then read back; counters sampled around both)")
-        mark_unavailable(facts, nodes, SECTION, "--dry-run: nothing was written")
+    if dry_run:  # the one seam: the commands of measure_node, printed instead of run
+        from burnin.phases import DRY_RUN_REASON
+
+        show_commands(say or print, nodes, mounts=mounts, compute_hcas=hcas, storage_netdevs=netdevs,
+                      settings=settings, ipoib=ipoib)
+        mark_unavailable(facts, nodes, SECTION, DRY_RUN_REASON)
         return
     if transport is None:
         mark_unavailable(facts, nodes, SECTION, no_transport(launcher_name))

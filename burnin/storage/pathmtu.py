@@ -24,6 +24,7 @@ error with an excerpt); STO-04 judges it (burnin.checks.storage_pathmtu).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 from burnin.checks.storage_pathmtu import SECTION, expected_path_mtu, is_ipv6
 from burnin.errors import ParseError
 from burnin.facts import Facts
+from burnin.nodes import fold
 from burnin.parsers import to_jsonable
 from burnin.parsers.ping import df_payload, parse_ping
 from burnin.storage.common import mark_unavailable, no_fabric, no_transport
@@ -111,13 +113,19 @@ def run_pathmtu_phase(transport: Transport | None, facts: Mapping[str, Facts], n
     if fabric is None:
         mark_unavailable(facts, nodes, SECTION, no_fabric(topology))
         return
-    if dry_run:
+    if dry_run:  # the one seam: the pings of measure_node, printed instead of run
+        from burnin.phases import DRY_RUN_REASON
+
+        show = say or print
         mtu = expected_path_mtu(fabric)
         vrf = fabric.routing.vrf if fabric.routing is not None else None
+        where = f"[{fold(nodes)}]"
+        if nodes:
+            show(f"# storage STO-04 on each node: path MTU {mtu} to every storage target (a target that answers "
+                 "no full-size ping and shows no MTU is pinged again with 56 bytes)")
         for target in fabric.targets:
-            (say or print)(f"storage: on each node: {' '.join(ping_argv(target.destination, mtu, vrf=vrf))} "
-                           f"(STO-04 path MTU {mtu})")
-        mark_unavailable(facts, nodes, SECTION, "--dry-run: nothing was pinged")
+            show(f"{where} {shlex.join(ping_argv(target.destination, mtu, vrf=vrf))}")
+        mark_unavailable(facts, nodes, SECTION, DRY_RUN_REASON)
         return
     if transport is None:
         mark_unavailable(facts, nodes, SECTION, no_transport(launcher_name))

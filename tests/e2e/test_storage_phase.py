@@ -81,8 +81,11 @@ def test_storage_config_without_the_suite_is_a_usage_error(tmp_path: Path) -> No
 
 def test_dry_run_prints_the_commands_and_writes_nothing(tmp_path: Path) -> None:
     proc, gate = run(tmp_path / "out", "--sim", "2", "--suite", "storage", "--dry-run")
-    assert "fio --name=burnin-sto03 --filename=/mnt/home/.burnin-sto03-NODE --rw=write" in proc.stdout
-    assert " or dd if=/dev/zero of=/mnt/pfs/.burnin-sto03-NODE bs=1M count=1024" in proc.stdout
-    assert all(sorted(d["incomplete"]) == ["STO-03", "STO-04"]  # STO-04: nothing pinged either
-               and any("--dry-run: nothing was written" in r for r in d["reasons"])
+    assert "[sim[01-02]] fio --name=burnin-sto03 --filename=/mnt/home/.burnin-sto03-NODE --rw=write" in proc.stdout
+    assert "[sim[01-02]] dd if=/dev/zero of=/mnt/pfs/.burnin-sto03-NODE bs=1M count=1024" in proc.stdout
+    assert "[sim[01-02]] rm -f /mnt/pfs/.burnin-sto03-NODE" in proc.stdout
+    assert all(sorted(d["incomplete"]) == ["RUN", "STO-03", "STO-04"]  # STO-04: nothing pinged either
+               and any("STO-03 could not be measured: storage traffic not measured: dry run: not measured" in r
+                       for r in d["reasons"])
                for d in gate["nodes"].values()), gate["nodes"]
+    assert gate["dry_run"] is True and gate["admitted"] == ""  # a dry run admits nobody

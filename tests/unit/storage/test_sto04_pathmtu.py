@@ -23,6 +23,7 @@ from burnin.checks.storage_pathmtu import SECTION, judge_target, path_mtu_findin
 from burnin.evaluate.verdict import Finding, Status
 from burnin.facts import Facts
 from burnin.parsers.ping import parse_ping
+from burnin.phases import DRY_RUN_REASON
 from burnin.sim import SimNode, build_rack
 from burnin.storage.pathmtu import PING_TIMEOUT_S, measure_node, ping_argv, run_pathmtu_phase
 from burnin.topology.model import StorageRouting, StorageTarget, Topology
@@ -282,9 +283,9 @@ def test_phase_dry_run_prints_and_pings_nothing(sto_topology: Topology) -> None:
     facts = {"n1": Facts("n1", {}), "n2": Facts("n2", {})}
     said: list[str] = []
     run_pathmtu_phase(None, facts, ["n1", "n2"], topology=sto_topology, say=said.append, dry_run=True)
-    assert said == [f"storage: on each node: ping -n -M do -s 8972 -c 3 -i 0.2 -W 1 {a} (STO-04 path MTU 9000)"
-                    for a in (NEAR, FAR)]
-    assert all(f.data[SECTION] == {"unavailable": "--dry-run: nothing was pinged"} for f in facts.values())
+    assert said[0].startswith("# storage STO-04 on each node: path MTU 9000")
+    assert said[1:] == [f"[n[1-2]] ping -n -M do -s 8972 -c 3 -i 0.2 -W 1 {a}" for a in (NEAR, FAR)]
+    assert all(f.data[SECTION] == {"unavailable": DRY_RUN_REASON} for f in facts.values())
 
 
 def test_phase_without_transport_or_fabric_records_why(sto_topology: Topology) -> None:
