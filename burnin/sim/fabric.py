@@ -110,13 +110,15 @@ def health(state: NodeState) -> dict[str, Any]:
 
 
 def _oob(state: NodeState) -> str:
-    """``IF:ADDR`` NCCL bootstraps over: the first compute HCA's IPoIB netdev (burnin.sim.storage addressing)."""
-    from burnin.sim.storage import host_number
+    """``IF:ADDR`` NCCL bootstraps over: the first compute HCA's IPoIB netdev (burnin.sim.addressing's plan)."""
+    from burnin.sim.addressing import plan
+    from burnin.sim.state import topology_from_dict
 
+    addresses = plan(topology_from_dict(state.topology)).node(state.name)
     first = next((h.netdev for h in state.hcas if h.role == "compute" and h.netdev), None)
-    if first is None:
-        return f"eth0:10.0.0.{host_number(state.name)}"
-    return f"{first}:192.168.0.{host_number(state.name)}"
+    if first is None or not addresses.ipoib:
+        return f"eth0:{addresses.oob.ip if addresses.oob is not None else '127.0.0.1'}"
+    return f"{first}:{addresses.ipoib[0].ip}"
 
 
 def outputs(state: NodeState) -> dict[str, str]:

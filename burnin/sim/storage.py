@@ -8,10 +8,12 @@ carries, its HCAs and its fault list), so every renderer agrees:
 - shims in ``bin/`` (:mod:`burnin.sim.formats.storage_tools` prints their real formats): ``ip`` (addr, link,
   route, route get, rule; text and ``-j``), ``ibdev2netdev``, ``mlxconfig``, ``mlnx_qos``, ``ethtool``.
 
-Addressing: compute rail ``r`` has IPoIB ``192.168.<r>.<host>/24``; BlueField
-netdev ``i`` has ``10.20.<4i>.<host>/22`` with gateway ``.1``; each storage
-target is reachable through BlueField netdev ``j = target index mod netdevs``
-(directly when inside its subnet, else via its gateway). With a policy table
+Addressing (burnin.sim.addressing, the one plan the lab's kernel uses too): compute
+rail ``r`` has IPoIB ``192.168.<r>.<h>/24``; BlueField netdev ``i`` has
+``10.20.<4i>.<h>/22`` with gateway ``.1``, ``<h>`` the node's host offset (free of
+gateways and storage targets); each storage target is reachable through
+BlueField netdev ``j = target index mod netdevs`` (directly when inside its
+subnet, else via its gateway). With a policy table
 the storage routes live in that table behind ``ip rule`` ``to <target> lookup
 T``; with a VRF they live in the VRF's table and the BlueField netdevs are its
 members.
@@ -32,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 
 from burnin.errors import UsageError
+from burnin.sim.addressing import IPOIB_GATEWAY_OFFSET, ipoib_network
+from burnin.sim.addressing import plan as address_plan
 from burnin.sim.faults import DEFAULT_HCA, Fault, parse_fault_spec
 from burnin.sim.pcie import sysfs_path
 from burnin.sim.state import NodeState, topology_from_dict
@@ -44,7 +48,6 @@ VRF_TABLE = 1000
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
 DEFAULT_SYSCTL = {"rp_filter": 2, "arp_ignore": 1, "arp_announce": 2}
-IB_GATEWAY_HOST = 254
 
 
 @dataclass
@@ -125,13 +128,6 @@ class SimStorage:
 # ------------------------------------------------------------------ deriving
 
 
-def host_number(node: str) -> int:
-    """The node's host octet: its trailing number (sim07 -> 8), else a stable hash, in 2..250."""
-    digits = re.search(r"(\d+)$", node)
-    value = int(digits.group(1)) if digits else int.from_bytes(hashlib.blake2b(node.encode()).digest()[:2], "big")
-    return 2 + value % 249
-
-
 def _mac(node: str, name: str) -> str:
     raw = hashlib.blake2b(f"{node}/{name}".encode(), digest_size=3).digest()
     return "a0:88:c2:" + ":".join(f"{b:02x}" for b in raw)
@@ -141,24 +137,22 @@ def _ipoib_hwaddr(guid: int) -> str:
     return "00:00:10:29:fe:80:00:00:00:00:00:00:" + ":".join(f"{(guid >> s) & 0xff:02x}" for s in range(56, -8, -8))
 
 
-def _storage_nets(count: int) -> list[ipaddress.IPv4Network]:
-    return [ipaddress.IPv4Network(f"10.20.{4 * i}.0/22") for i in range(count)]
-
-
 def derive(state: NodeState) -> SimStorage:
     """The node's storage view, healthy, then with its storage faults applied."""
     topology = topology_from_dict(state.topology)
-    host = host_number(state.name)
+    plan = address_plan(topology)
+    addresses = plan.node(state.name)
     netdevs: list[SimNetdev] = []
     routes: list[SimRoute] = []
     rules: list[SimRule] = []
     compute = [h for h in state.hcas if h.role == "compute" and h.netdev]
     for rail, hca in enumerate(compute):
+        interface = addresses.ipoib[rail]
         netdevs.append(SimNetdev(hca.netdev or "", hca.bus_id, hca.name, "ipoib", 4092,
-                                 f"192.168.{rail}.{host}/24", _ipoib_hwaddr(hca.port_guid),
+                                 str(interface), _ipoib_hwaddr(hca.port_guid),
                                  hca.state.startswith("4"), index=len(netdevs)))
-        routes.append(SimRoute(f"192.168.{rail}.0/24", hca.netdev or "", protocol="kernel", scope="link",
-                               prefsrc=f"192.168.{rail}.{host}"))
+        routes.append(SimRoute(str(interface.network), hca.netdev or "", protocol="kernel", scope="link",
+                               prefsrc=str(interface.ip)))
     fabric = topology.storage
     sysctl_values = dict(DEFAULT_SYSCTL)
     vrf = vrf_table = None
@@ -170,15 +164,15 @@ def derive(state: NodeState) -> SimStorage:
         vrf_table = VRF_TABLE if vrf is not None else None
         table = str(vrf_table) if vrf_table is not None else (
             str(routing.table) if routing is not None and routing.table is not None else None)
-        nets = _storage_nets(len(fabric.netdevs))
+        nets = [s for s in plan.subnets if s.kind == "storage"]
         by_bus = {h.bus_id: h for h in state.hcas}
         qos = fabric.qos
         for i, spec in enumerate(fabric.netdevs):
             owner = by_bus.get(spec.bus_id)
-            net = nets[i]
-            address = f"{net.network_address + host}/{net.prefixlen}"
+            interface = addresses.storage[i]
             bf = SimNetdev(spec.name, spec.bus_id, spec.hca or (owner.name if owner else None), "bluefield",
-                           spec.mtu, address, _mac(state.name, spec.name), owner is None or owner.state.startswith("4"),
+                           spec.mtu, str(interface), _mac(state.name, spec.name),
+                           owner is None or owner.state.startswith("4"),
                            mode=spec.mode, master=vrf, index=len(netdevs),
                            rx_bytes=1_000_000 * (i + 1), tx_bytes=2_000_000 * (i + 1))
             if qos is not None:
@@ -186,23 +180,23 @@ def derive(state: NodeState) -> SimStorage:
                 bf.pfc = [1 if p in qos.pfc_priorities else 0 for p in range(8)]
                 bf.ecn = [1 if p in qos.ecn_priorities else 0 for p in range(8)]
             netdevs.append(bf)
-            routes.append(SimRoute(str(net), spec.name, table=table, protocol="kernel", scope="link",
-                                   prefsrc=str(net.network_address + host)))
+            routes.append(SimRoute(str(interface.network), spec.name, table=table, protocol="kernel",
+                                   scope="link", prefsrc=str(interface.ip)))
         for j, target in enumerate(fabric.targets):
             destinations.append(target.destination)
             bf = [n for n in netdevs if n.kind == "bluefield"][j % len(fabric.netdevs)]
             net = nets[j % len(fabric.netdevs)]
             dst = target.subnet or f"{target.address}/{32 if ':' not in str(target.address) else 128}"
             destination = ipaddress.ip_network(dst, strict=False)
-            if isinstance(destination, ipaddress.IPv4Network) and destination.subnet_of(net):
+            if isinstance(destination, ipaddress.IPv4Network) and destination.subnet_of(net.network):
                 continue  # on the BlueField's own subnet: its connected route carries it
-            routes.append(SimRoute(dst, bf.name, gateway=str(net.network_address + 1), table=table,
+            routes.append(SimRoute(dst, bf.name, gateway=str(net.gateway), table=table,
                                    protocol="static", prefsrc=bf.address))
             if routing is not None and routing.table is not None:
                 rules.append(SimRule(100, dst, str(routing.table)))
         if routing is not None and routing.table is not None:
             for net in nets:
-                rules.append(SimRule(100, str(net), str(routing.table)))
+                rules.append(SimRule(100, str(net.network), str(routing.table)))
     sysctl = {scope: dict(sysctl_values) for scope in ("all", "default", *(n.name for n in netdevs))}
     sysctl["lo"] = {"rp_filter": 0, "arp_ignore": 0, "arp_announce": 0}
     compute_names = list(topology.storage.nccl_ib_hca) if topology.storage and topology.storage.nccl_ib_hca \
@@ -252,8 +246,9 @@ def _apply(storage: SimStorage, fault: Fault, state: NodeState, topology: Topolo
         table = str(storage.vrf_table) if storage.vrf_table is not None else None
         if table is None and topology.storage is not None and topology.storage.routing is not None:
             table = str(topology.storage.routing.table)
+        gateway = ipoib_network(rail).network_address + IPOIB_GATEWAY_OFFSET
         storage.routes.insert(0, SimRoute(f"{storage.destinations[0]}/32", via.name,
-                                          gateway=f"192.168.{rail}.{IB_GATEWAY_HOST}", table=table,
+                                          gateway=str(gateway), table=table,
                                           protocol="static", prefsrc=via.address))
     elif name == "nccl-hca-leak":
         leak = next((n.rdma for n in storage.bluefields if n.rdma),

@@ -17,6 +17,10 @@ lab rack, with ``ip`` only:
   (burnin_lab.netstore) listens. Nothing routes between the fabric namespace and
   the host.
 
+Every address (node, gateway, target, management) comes from one plan,
+burnin.sim.addressing, that the shims use too: no node holds another's
+address, a gateway's or a storage target's, up to :data:`MAX_NODES` nodes.
+
 The node's sshd runs inside its namespace (``ip netns exec``: the namespace's
 own ``/sys``), so what the node's tools read is the kernel's: ``ip`` is the real
 one, ``/sys/class/net/<dev>/{mtu,operstate,statistics}`` and
@@ -47,18 +51,18 @@ from pathlib import Path
 from typing import Any
 
 from burnin.errors import UsageError
+from burnin.sim import addressing
 from burnin.sim.state import NodeState, topology_from_dict
 from burnin.sim.storage import KERNEL_NETWORK_MARK, SimStorage, derive
 from burnin_lab import netstore
 
-MGMT_NET = ipaddress.IPv4Network("198.18.0.0/15")
+MGMT_NET = addressing.MANAGEMENT_NET
 MGMT_IFNAME = "mgmt0"
-IB_GATEWAY = 254
 IP = "/usr/sbin/ip"
 PING = "/usr/bin/ping"
 IP_TIMEOUT_S = 60.0
 MOUNTS_FILE = "storage-targets.json"
-MAX_NODES = 128
+MAX_NODES = addressing.MANAGEMENT_SLOT_NODES
 """A rack's management /31s fill one /24 of 198.18.0.0/15."""
 SLOT_LOCK = Path("/run/burnin-lab-netns.lock")
 """Held while a lab picks its /24 and adds its addresses: two labs built at once never pick the same one."""
@@ -94,8 +98,8 @@ def peer_ifname(index: int, slot: int) -> str:
 
 def mgmt_pair(slot: int, index: int) -> tuple[str, str]:
     """(host side, node side) addresses of node ``index``'s /31 in the lab's /24 slot of 198.18.0.0/15."""
-    base = int(MGMT_NET.network_address) + slot * 256 + 2 * index
-    return str(ipaddress.IPv4Address(base)), str(ipaddress.IPv4Address(base + 1))
+    host, node = addressing.management_pair(slot, index)
+    return str(host), str(node)
 
 
 # ------------------------------------------------------------------ running ip
@@ -150,17 +154,20 @@ def namespaces() -> list[str]:
     return [line.split()[0] for line in _ip("netns", "list").splitlines() if line.strip()]
 
 
-def _free_slot(lab: str) -> int:
-    """A /24 slot of 198.18.0.0/15 that no host address uses (starting from the lab id)."""
-    used: set[int] = set()
+def _slot_of(address: ipaddress.IPv4Address) -> int | None:
+    return (int(address) - int(MGMT_NET.network_address)) // 256 if address in MGMT_NET else None
+
+
+def _free_slot(lab: str, plan: addressing.AddressPlan) -> int:
+    """A /24 slot of 198.18.0.0/15 that no host address and no storage target uses (starting from the lab id)."""
+    used = {_slot_of(address) for address in plan.targets}
     for item in json.loads(_ip("-j", "-4", "addr", "show") or "[]"):
         for info in item.get("addr_info", []):
-            address = ipaddress.IPv4Address(info.get("local") or 0)
-            if address in MGMT_NET:
-                used.add((int(address) - int(MGMT_NET.network_address)) // 256)
-    first = int(lab, 16) % 512
-    for step in range(512):
-        slot = (first + step) % 512
+            used.add(_slot_of(ipaddress.IPv4Address(info.get("local") or 0)))
+    slots = addressing.MANAGEMENT_SLOTS
+    first = int(lab, 16) % slots
+    for step in range(slots):
+        slot = (first + step) % slots
         if slot not in used:
             return slot
     raise NetnsError("no free /24 left in 198.18.0.0/15 for the lab's management addresses")
@@ -169,16 +176,14 @@ def _free_slot(lab: str) -> int:
 # ------------------------------------------------------------------ building
 
 
-def _bridges(storage: SimStorage) -> dict[str, tuple[str, int]]:
-    """Bridge name -> (its address with prefix, MTU) for each compute rail and BlueField network."""
-    out: dict[str, tuple[str, int]] = {}
-    for rail, netdev in enumerate(storage.ipoib):
-        net = ipaddress.IPv4Interface(netdev.interface or f"192.168.{rail}.1/24").network
-        out[f"ib{rail}"] = (f"{net.network_address + IB_GATEWAY}/{net.prefixlen}", 4092)
-    for i, netdev in enumerate(storage.bluefields):
-        net = ipaddress.IPv4Interface(netdev.interface or f"10.20.{4 * i}.1/22").network
-        out[f"bf{i}"] = (f"{net.network_address + 1}/{net.prefixlen}", 9000)
-    return out
+BRIDGES = {"ipoib": ("ib", 4092), "storage": ("bf", 9000)}
+"""Per subnet kind of the address plan: the fabric bridge's name prefix and MTU (no bridge for ``oob``)."""
+
+
+def _bridges(plan: addressing.AddressPlan) -> dict[str, tuple[str, int]]:
+    """Bridge name -> (the subnet's gateway with its prefix, MTU) for each compute rail and BlueField network."""
+    return {f"{BRIDGES[s.kind][0]}{s.index}": (f"{s.gateway}/{s.network.prefixlen}", BRIDGES[s.kind][1])
+            for s in plan.subnets if s.kind in BRIDGES}
 
 
 def _bridge_of(storage: SimStorage, name: str) -> str:
@@ -188,21 +193,16 @@ def _bridge_of(storage: SimStorage, name: str) -> str:
     return f"bf{[n.name for n in storage.bluefields].index(name)}"
 
 
-def _target_addresses(state: NodeState) -> list[str]:
-    fabric = topology_from_dict(state.topology).storage
-    out: list[str] = []
-    for target in fabric.targets if fabric is not None else ():
-        address = target.address or target.probe
-        if address is not None and ":" not in str(address):
-            out.append(str(address))
-    return out
-
-
 def mounts(state: NodeState) -> dict[str, str]:
-    """Mount point -> the address the node's writes there go to."""
+    """Mount point -> the address the node's writes there go to (the target's address, probe or first host)."""
     fabric = topology_from_dict(state.topology).storage
-    return {str(t.mount): str(t.address or t.probe) for t in (fabric.targets if fabric is not None else ())
-            if t.mount and (t.address or t.probe)}
+    return {str(t.mount): t.destination for t in (fabric.targets if fabric is not None else ()) if t.mount}
+
+
+def check_size(count: int) -> None:
+    if count > MAX_NODES:
+        raise NetnsError(f"a kernel-network lab rack holds at most {MAX_NODES} nodes (one /24 of management "
+                         f"addresses); {count} asked: use --netns off")
 
 
 def check_topology(state: NodeState) -> None:
@@ -287,27 +287,25 @@ def create(state_dir: Path, states: Sequence[NodeState]) -> dict[str, Any]:
 def _create(state_dir: Path, states: Sequence[NodeState]) -> dict[str, Any]:
     if not states:
         raise NetnsError("no nodes")
-    if len(states) > MAX_NODES:
-        raise NetnsError(f"a kernel-network lab rack holds at most {MAX_NODES} nodes (one /24 of management "
-                         f"addresses); {len(states)} asked: use --netns off")
+    check_size(len(states))
     for state in states:
         check_topology(state)
+    plan = addressing.plan(topology_from_dict(states[0].topology))  # a lab rack is of one node type
+    plan.check_rack([s.name for s in states], "a kernel-network lab rack")
     lab = lab_id(state_dir)
     record: dict[str, Any] = {"lab": lab, "namespaces": [], "host_ifnames": [], "nodes": {}}
     try:
-        slot = _free_slot(lab)
+        slot = _free_slot(lab, plan)
         record["slot"] = slot
         fab = fabric_ns(lab)
         _ip("netns", "add", fab)
         record["namespaces"].append(fab)
-        first = derive(states[0])
-        bridges = _bridges(first)
+        bridges = _bridges(plan)
         fabric_lines = ["link set lo up"]
         for bridge, (address, mtu) in bridges.items():
             fabric_lines += [f"link add {bridge} type bridge", f"link set {bridge} mtu {mtu}",
                              f"addr add {address} dev {bridge}", f"link set {bridge} up"]
-        for address in sorted({a for s in states for a in _target_addresses(s)}):
-            fabric_lines.append(f"addr add {address}/32 dev lo")
+        fabric_lines += [f"addr add {target}/32 dev lo" for target in sorted(set(plan.targets))]
         _ip(netns=fab, batch=fabric_lines)
         _sysctl(fab, [("net.ipv4.conf.all.rp_filter", 0), ("net.ipv4.conf.default.rp_filter", 0)])
         for index, state in enumerate(states):

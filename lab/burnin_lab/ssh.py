@@ -76,12 +76,14 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
     state_dir.mkdir(parents=True, exist_ok=True)
     state_dir.chmod(0o755)
     _check_reachable(state_dir)
-    rack = build_rack(state_dir, topology, names, dict(faults))
-    record: dict[str, Any] | None = None
     if kernel_network:
+        netns.check_size(len(names))  # before anything is built
         why = netns.unavailable()
         if why is not None:
             raise UsageError(f"a kernel-network lab needs root, ip and ping: {why}")
+    rack = build_rack(state_dir, topology, names, dict(faults))
+    record: dict[str, Any] | None = None
+    if kernel_network:
         for node in rack:
             netns.mark_node(node.dir)
             render_node(node.dir, node.state())

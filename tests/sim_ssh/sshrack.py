@@ -69,6 +69,18 @@ def require_sim_ssh() -> None:
         pytest.skip(problem)
 
 
+def require_netns() -> None:
+    """Skip (or fail under CI) when this machine cannot give a lab rack kernel networking (netns)."""
+    require_sim_ssh()
+    from burnin_lab.netns import unavailable
+
+    problem = unavailable()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"kernel-network lab cannot run: {problem}")
+        pytest.skip(problem)
+
+
 def worker_subnet(offset: int = 0) -> str:
     """A loopback /24 per xdist worker and test session, so parallel racks do not fight over addresses.
 
@@ -90,6 +102,6 @@ def make_state_dir(prefix: str) -> Path:
     return path
 
 
-def burnin(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def burnin(*args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "burnin.cli.main", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
+                          text=True, timeout=timeout, check=False, cwd=cwd)

@@ -8,7 +8,6 @@ sysctls, byte counters), the faults are real routing and MTU changes, and
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sshrack import burnin, make_state_dir, require_sim_ssh
+from sshrack import burnin, make_state_dir, require_netns
 
 pytestmark = pytest.mark.sim_ssh
 
@@ -25,17 +24,6 @@ TARGET = "10.20.0.10"  # nfs-home, on the first BlueField netdev's subnet (topol
 
 def _ip(*args: str) -> str:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=True, timeout=60).stdout
-
-
-def _require_netns() -> None:
-    require_sim_ssh()
-    from burnin_lab.netns import unavailable
-
-    problem = unavailable()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"kernel-network lab cannot run: {problem}")
-        pytest.skip(problem)
 
 
 class Lab:
@@ -59,7 +47,7 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def netns_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    _require_netns()
+    require_netns()
     state = make_state_dir("burnin-sim-netns-")
     try:
         up = burnin("sim", "up", "--ssh", "4", "--fault", "sim03:storage-route-via-ib", "--state", str(state))
@@ -121,7 +109,7 @@ def test_a_runtime_fault_changes_the_kernel_and_clear_restores_it(netns_lab: Lab
 
 
 def test_down_leaves_no_namespace_interface_or_process() -> None:
-    _require_netns()
+    require_netns()
     state = make_state_dir("burnin-sim-netns-down-")
     try:
         assert burnin("sim", "up", "--ssh", "2", "--state", str(state)).returncode == 0

@@ -21,7 +21,7 @@ from burnin.sim import SimNode, build_rack
 from burnin.sim.faults import FAULTS
 from burnin.sim.formats import storage_tools
 from burnin.sim.state import healthy_state
-from burnin.sim.storage import STORAGE_FAULTS, derive, host_number, resolve
+from burnin.sim.storage import STORAGE_FAULTS, derive, resolve
 from burnin.topology.model import StorageRouting, Topology
 
 
@@ -50,7 +50,7 @@ def test_ip_shim_text_and_json_agree(healthy_node: SimNode) -> None:
 
 def test_ip_shim_routes_targets_through_the_bluefields(healthy_node: SimNode) -> None:
     near = parse_ip_route(run(healthy_node, "ip", "-j", "route", "get", "10.20.0.10").stdout).routes[0]
-    assert (near.dev, near.gateway, near.prefsrc) == ("enp41s0f0np0", None, f"10.20.0.{host_number('sim01')}")
+    assert (near.dev, near.gateway, near.prefsrc) == ("enp41s0f0np0", None, "10.20.0.3")  # sim01: .3
     far = parse_ip_route(run(healthy_node, "ip", "route", "get", "10.20.8.11").stdout).routes[0]
     assert (far.dev, far.gateway) == ("enp177s0f0np0", "10.20.4.1")
     lost = run(healthy_node, "ip", "-j", "route", "get", "8.8.8.8")
@@ -65,7 +65,7 @@ def test_ip_shim_routes_targets_through_the_bluefields(healthy_node: SimNode) ->
 
 def test_brief_addresses_and_ibdev2netdev(healthy_node: SimNode) -> None:
     brief = {i.name: i for i in parse_ip_addr(run(healthy_node, "ip", "-br", "addr").stdout).interfaces}
-    assert brief["enp177s0f0np0"].addresses[0].local == f"10.20.4.{host_number('sim01')}"
+    assert brief["enp177s0f0np0"].addresses[0].local == "10.20.4.3"
     report = parse_ibdev2netdev(run(healthy_node, "ibdev2netdev").stdout)
     assert report.netdev_of("mlx5_8") == "enp41s0f0np0" and report.netdev_of("mlx5_2") == "ibp79s0"
     assert [e.device for e in report.entries][:3] == ["mlx5_0", "mlx5_1", "mlx5_2"]
