@@ -42,6 +42,9 @@ from burnin.topology.model import Topology
 STATE_FILE = "node.json"
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NVML_STATE = "nvml.state"
+TRACE_ENV = "BURNIN_SIM_TRACE"
+"""Names a file to which every shim of every node appends ``<node> <tool> <arguments>`` as it starts (unset: no
+trace). What ran on a simulated node is seen from the node's side: tests prove that a dry run starts nothing."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,13 @@ def _link_library(node_dir: Path, library: Path) -> None:
         os.replace(tmp, link)
 
 
+def _traced(node: str, script: str) -> str:
+    """``script`` with a first line that appends its invocation to ``$BURNIN_SIM_TRACE`` when that is set."""
+    shebang, _, body = script.partition("\n")
+    trace = f'[ -z "${TRACE_ENV}" ] || printf \'%s\\n\' "{node} ${{0##*/}} $*" >> "${TRACE_ENV}"'
+    return f"{shebang}\n{trace}\n{body}"
+
+
 def render_node(node_dir: Path, state: NodeState, library: Path | None = None) -> SimNode:
     """Write every file of ``state`` into ``node_dir`` (created if needed)."""
     node_dir.mkdir(parents=True, exist_ok=True)
@@ -131,6 +141,7 @@ def render_node(node_dir: Path, state: NodeState, library: Path | None = None) -
     scripts = Tree()
     scripts.files.update(render_scripts(state))
     scripts.files.update(storage_tools.render_scripts(state))
+    scripts.files = {tool: _traced(state.name, text) for tool, text in scripts.files.items()}
     sync_tree(node_dir, "bin", scripts, mode=0o755)
     replace_file(node_dir / STATE_FILE, state.model_dump_json(indent=1))
     return SimNode(state.name, node_dir)
