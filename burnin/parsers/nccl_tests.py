@@ -1,7 +1,9 @@
 """nccl-tests ``*_perf`` output (all_reduce, all_gather, reduce_scatter, alltoall,
 sendrecv, broadcast, reduce, ...).
 
-Columns are read from the header line, and each data row is split from the
+Columns are read from the header line, per group (out-of-place, in-place): a
+group without its ``#wrong`` column (a header cut at the terminal's edge, or
+edited) has three numbers in each row, not four. Each data row is split from the
 right, so rows with a blank ``redop`` (sendrecv) or without ``redop``/``root``
 columns (old versions) still parse. Lines that are not part of the table (MPI
 help messages, ``NCCL INFO``/``WARN`` lines, ``srun -l``/``mpirun
@@ -129,17 +131,20 @@ _MPI_HELP = re.compile(r"help message|help / error messages|orte_base_help_aggre
 
 @dataclass(frozen=True, slots=True)
 class _Layout:
-    group_width: int  # 4 with a #wrong/error column, else 3
-    groups: int  # 2 (out-of-place and in-place) or 1
+    widths: tuple[int, ...]  # per group (out-of-place, then in-place): 4 with a #wrong/error column, else 3
+
+
+_WRONG_NAMES = frozenset({"#wrong", "wrong", "error"})
 
 
 def _header_layout(tokens: list[str]) -> _Layout | None:
     names = [t.lower() for t in tokens]
     if "size" not in names or "time" not in names or "busbw" not in names:
         return None
-    groups = names.count("time")
-    width = 4 if ("#wrong" in names or "error" in names or "wrong" in names) else 3
-    return _Layout(group_width=width, groups=max(1, min(groups, 2)))
+    starts = [i for i, name in enumerate(names) if name == "time"][:2]
+    bounds = [*starts[1:], len(names)]
+    widths = tuple(4 if _WRONG_NAMES & set(names[a:b]) else 3 for a, b in zip(starts, bounds, strict=True))
+    return _Layout(widths)
 
 
 def _wrong(token: str) -> int | float | None:
@@ -162,7 +167,7 @@ def _measure(tokens: list[str], width: int) -> NcclMeasure:
 
 def _row(tokens: list[str], layout: _Layout) -> NcclRow | None:
     """A data row, or None when the tokens are not a complete row."""
-    need = layout.group_width * layout.groups
+    need = sum(layout.widths)
     if len(tokens) < 3 + need or len(tokens) > 5 + need:
         return None
     size, count = parse_int(tokens[0]), parse_int(tokens[1])
@@ -183,9 +188,9 @@ def _row(tokens: list[str], layout: _Layout) -> NcclRow | None:
     measures = tokens[len(tokens) - need :]
     if all(parse_float(t) is None and t.upper() != "N/A" for t in measures[:3]):
         return None
-    w = layout.group_width
+    w = layout.widths[0]
     out_place = _measure(measures[:w], w)
-    in_place = _measure(measures[w : 2 * w], w) if layout.groups == 2 else _measure([], w)
+    in_place = _measure(measures[w:], layout.widths[1]) if len(layout.widths) == 2 else _measure([], 3)
     return NcclRow(size, count, dtype, redop, root, out_place, in_place)
 
 
@@ -296,7 +301,7 @@ def parse_nccl_tests(text: str, collective: str | None = None, *, name_hint: str
             version = m.group(1)
         tokens = stripped.split()
         if _looks_like_row(tokens):
-            row = _row(tokens, layout or _Layout(4, 2))
+            row = _row(tokens, layout or _Layout((4, 4)))
             if row is not None:
                 rows.append(row)
                 partial = False

@@ -7,6 +7,7 @@ from field_samples import field_text
 
 from burnin.errors import ParseError
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
+from burnin.parsers.nccl_tests import NcclMeasure, parse_nccl_tests
 from burnin.parsers.perftest import parse_perftest
 
 # ------------------------------------------------------------------ mlnx_qos -i
@@ -98,3 +99,21 @@ def test_a_tos_after_the_exchange_method_is_its_own_setting() -> None:
     text = field_text(NEBIUS_SEND).replace(" Data ex. method : Ethernet", line)
     (report,) = parse_perftest(text).reports
     assert report.setting("Data ex. method") == "rdma_cm" and report.setting("TOS") == "106"
+
+
+# ------------------------------------------------------------------ nccl-tests
+
+NEBIUS_NCCL = "nccl-tests-all_reduce-nebius-ib-vm-no-inplace-wrong-column-skypilot.txt"
+
+
+def test_a_header_without_the_in_place_wrong_column_shifts_no_value() -> None:
+    run = parse_nccl_tests(field_text(NEBIUS_NCCL))
+    assert [r.size_bytes for r in run.rows] == [2**29, 2**30, 2**31, 2**32, 2**33]
+    first, last = run.rows[0], run.rows[-1]
+    assert (first.count, first.dtype, first.redop, first.root) == (134217728, "float", "sum", -1)
+    assert first.out_of_place == NcclMeasure(2424.4, 221.45, 415.21, 0)
+    assert first.in_place == NcclMeasure(2391.0, 224.53, 421.00, None)
+    assert last.out_of_place == NcclMeasure(34430.0, 249.49, 467.79, 0)
+    assert last.in_place == NcclMeasure(34443.0, 249.39, 467.61, None)
+    assert (run.avg_busbw_gbps, run.max_busbw_gbps, run.out_of_bounds) == (450.146, 467.79, 0)
+    assert run.truncated is False and run.nranks == 0 and run.collective is None
