@@ -81,7 +81,7 @@ class Watcher:
         self.journal = Journal(config.state_dir)
         self.incidents = Incidents(config.dedupe_window)
         self.incidents.restore(self.journal.recent(clock() - config.dedupe_window))
-        self.events = EventLanes(lambda event: classify(event, config.policy).action)
+        self.events = EventLanes(self._urgency)
         self.nvml: NvmlWatch | None = NvmlWatch(self.events.put, self.log) if config.use_nvml else None
         self.labels: dict[str, str] = hca_labels(config.root)
         self.devices: NodeDevices = read_devices(config.root)
@@ -104,6 +104,10 @@ class Watcher:
     def log(self, text: str) -> None:
         self.err.write(f"burnin watch: {self.config.node}: {text}\n")
         self.err.flush()
+
+    def _urgency(self, event: WatchEvent) -> Action:
+        """The event's class, for the lanes (another node's device: a record, without classifying it)."""
+        return Action.RECORD if event.foreign else classify(event, self.config.policy).action
 
     def _kernel_record(self, record: KernelRecord, detected: float) -> None:
         """From the kernel-log thread: the record's events into the lanes; a line not the kernel's, counted."""

@@ -91,6 +91,9 @@ _FIXED: dict[Kind, tuple[Action, str, str]] = {
 }
 
 
+_GPU_BUS = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}")
+
+
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
     """One thing the watch heard, as heard.
@@ -116,7 +119,7 @@ class WatchEvent:
     def subject(self) -> str:
         if self.label:
             return self.label
-        if re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}", self.device):
+        if _GPU_BUS.fullmatch(self.device):
             return f"PCI {self.device}"
         return self.device or "node"
 
