@@ -131,6 +131,12 @@ class KernelLog:
     # ------------------------------------------------------------------ loop
 
     def run(self, stop: threading.Event) -> None:
+        try:
+            self._run(stop)
+        finally:
+            self.behind.clear()  # nobody reads any more: nothing may wait for the reading
+
+    def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
                 mode = os.stat(self.path).st_mode

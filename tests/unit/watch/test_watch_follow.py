@@ -232,3 +232,20 @@ def test_a_missing_log_is_not_behind(tmp_path: Path, follow: Callable[[Path], Fo
     follower.log.behind.set()
     follower.wait_for(lambda: bool(follower.messages))
     follower.wait_for(lambda: not follower.log.behind.is_set())
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_follower_that_ends_is_not_behind(tmp_path: Path) -> None:
+    log = tmp_path / "kmsg"
+    log.write_text("")
+    follower = Follower(log)
+
+    def emit(record: KernelRecord, detected: float) -> None:
+        raise RuntimeError("a bug in the caller")
+
+    follower.log.emit = emit
+    follower.thread.start()
+    follower.wait_for(follower.log.following.is_set)
+    _append(log, "4,1,2,-;line\n")
+    follower.thread.join(timeout=30)
+    assert not follower.thread.is_alive() and not follower.log.behind.is_set()
