@@ -59,10 +59,24 @@ def is_elision(line: str) -> bool:
     return line.strip().lstrip(">").strip() in ELISIONS
 
 
+# "[root@cn3 ~]# ", "root@node-008:~# ", "centos7@centos7:~$ ": a prompt naming its user and host.
+_HOST_PROMPT = re.compile(r"^(?:\[[^\]\s][^\]]{0,80}\]|[\w.-]{1,64}@[\w.-]{1,64}(?::\S{0,200}?)?)\s?[#$](?:\s|$)")
+
+
 def is_prompt(line: str) -> bool:
-    """True for a shell prompt line that precedes a quoted command output."""
+    """True for a shell prompt line that precedes a quoted command output.
+
+    ``$ cmd``, ``# cmd``, a root prompt written without its space (``#ibstatus``),
+    a prompt with user and host (``[root@cn3 ~]# cmd``, ``root@node:~# cmd``) and
+    Markdown fences. Only parsers of tools that never print a line starting with
+    ``#`` or ``$`` ask this.
+    """
     s = line.strip()
-    return s.startswith(("$ ", "# ", "```")) or s in ("$", "```")
+    if s.startswith(("$ ", "# ", "```")) or s in ("$", "```", "#"):
+        return True
+    if s[:1] in ("#", "$") and s[1:2].isalpha():
+        return True
+    return _HOST_PROMPT.match(s) is not None
 
 
 def parse_int(text: str | None) -> int | None:

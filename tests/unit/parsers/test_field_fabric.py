@@ -6,6 +6,9 @@ import pytest
 from field_samples import field_text
 
 from burnin.errors import ParseError
+from burnin.parsers._common import is_prompt
+from burnin.parsers.ibstat import parse_ibstatus
+from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
 from burnin.parsers.nccl_tests import NcclMeasure, parse_nccl_tests
 from burnin.parsers.perftest import parse_perftest
@@ -117,3 +120,56 @@ def test_a_header_without_the_in_place_wrong_column_shifts_no_value() -> None:
     assert last.in_place == NcclMeasure(34443.0, 249.39, 467.61, None)
     assert (run.avg_busbw_gbps, run.max_busbw_gbps, run.out_of_bounds) == (450.146, 467.79, 0)
     assert run.truncated is False and run.nranks == 0 and run.collective is None
+
+
+# ------------------------------------------------------------------ ibstatus, ibv_devinfo (ConnectX-3, FDR)
+
+
+def test_ibstatus_of_a_dual_port_fdr_card() -> None:
+    report = parse_ibstatus(field_text("ibstatus-cx3-fdr56-dual-port-heioy-books.txt"))
+    assert [(p.device, p.port, p.state, p.state_code, p.physical_state, p.rate_gbps, p.rate_text, p.link_layer)
+            for p in report.ports] == [
+        ("mlx4_0", 1, "ACTIVE", 4, "LinkUp", 56.0, "4X FDR", "InfiniBand"),
+        ("mlx4_0", 2, "ACTIVE", 4, "LinkUp", 56.0, "4X FDR", "InfiniBand")]
+    assert [(p.base_lid, p.sm_lid) for p in report.ports] == [("0x3", "0x3"), ("0x2", "0x2")]
+    assert report.ports[1].default_gid == "fe80:0000:0000:0000:0002:c903:00a4:e722"
+    assert report.errors == ()  # the "#ibstatus" prompt above it is no error
+
+
+def test_ibv_devinfo_of_two_dual_port_hcas() -> None:
+    report = parse_ibv_devinfo(field_text("ibv-devinfo-cx3-fdr-2hca-2port-heioy-books.txt"))
+    assert [d.name for d in report.devices] == ["mlx4_1", "mlx4_0"]
+    mlx4_0 = report.device("mlx4_0")
+    assert mlx4_0 is not None
+    assert (mlx4_0.fw_ver, mlx4_0.vendor_id, mlx4_0.vendor_part_id, mlx4_0.board_id, mlx4_0.phys_port_cnt) == (
+        "2.42.5000", 0x02C9, 4099, "MT_1090120019", 2)
+    assert mlx4_0.node_guid == "e41d:2d03:00e0:c740"
+    assert [(p.port, p.state, p.state_code, p.active_mtu, p.sm_lid, p.port_lid, p.link_layer)
+            for p in mlx4_0.ports] == [
+        (1, "PORT_ACTIVE", 4, 4096, 18, 32, "InfiniBand"), (2, "PORT_DOWN", 1, 4096, 0, 0, "InfiniBand")]
+    assert report.errors == ()
+
+
+def test_ibv_devinfo_verbose_attributes_stay_out_of_the_port() -> None:
+    report = parse_ibv_devinfo(field_text("ibv-devinfo-v-cx3-port2-polling-heioy-books.txt"))
+    (device,) = report.devices
+    assert (device.name, device.phys_port_cnt, device.hw_ver) == ("mlx4_1", 2, "0x1")
+    (port,) = device.ports
+    assert (port.port, port.state, port.max_mtu, port.active_mtu, port.port_lmc) == (2, "PORT_DOWN", 4096, 4096, 0)
+    assert report.errors == ()
+
+
+@pytest.mark.parametrize("line", [
+    "#ibstatus", "#ibv_devinfo -d mlx4_1 -i 2 -v",  # Heioy/Books
+    "[root@cn3 ~]# ib_read_bw  cn2  -a -F -d mlx5_1",  # openucx/ucx#8851
+    "root@lg-cmc-gpu-tf-prod-008:~# mlnx_qos -i ens4np0",
+    "centos7@centos7:~$ ibdev2netdev",
+])
+def test_prompts_seen_in_real_captures(line: str) -> None:
+    assert is_prompt(line)
+
+
+@pytest.mark.parametrize("line", ["CA 'mlx5_0'", "hca_id:\tmlx5_0", "Infiniband device 'mlx4_0' port 1 status:",
+                                  "GPU0: Pass", "mlx5_0 port 1 ==> ibp12s0 (Up)"])
+def test_tool_lines_are_no_prompt(line: str) -> None:
+    assert not is_prompt(line)
