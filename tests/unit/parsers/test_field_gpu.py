@@ -5,6 +5,7 @@ from __future__ import annotations
 from field_samples import field_text
 
 from burnin.parsers.dcgmi import DcgmiDetail, parse_dcgmi_diag
+from burnin.parsers.nvbandwidth import parse_nvbandwidth
 
 # ------------------------------------------------------------------ dcgmi diag (DCGM 4.x)
 
@@ -48,3 +49,18 @@ def test_dcgm4_four_global_warnings_then_per_gpu_rows() -> None:
         CHILD_EXIT.format(pid=152), CHILD_EXIT.format(pid=153),
         CHILD_PARSE.format(pid=152), CHILD_PARSE.format(pid=153)]
     assert diag.truncated is True  # the paste ends before the closing border
+
+
+# ------------------------------------------------------------------ nvbandwidth v0.10
+
+
+def test_nvbandwidth_v0_10_with_coefficient_of_variation_lines() -> None:
+    report = parse_nvbandwidth(field_text("nvbandwidth-v0.10-2gpu-ce-cov-azurehpc-health-checks.txt"))
+    assert report.version is None
+    h2d, d2h, d2d = report.testcases
+    assert (h2d.name, h2d.rows, h2d.columns, h2d.matrix, h2d.sum, h2d.status) == (
+        "host_to_device_memcpy_ce", (0,), (0, 1), ((26.03, 25.94),), 51.97, "ok")
+    assert (d2h.name, d2h.matrix, d2h.sum) == ("device_to_host_memcpy_ce", ((25.97, 26.00),), 51.97)
+    assert (d2d.name, d2d.rows, d2d.matrix, d2d.sum) == (
+        "device_to_device_memcpy_read_ce", (0, 1), ((None, 276.07), (276.19, None)), 552.26)
+    assert (d2d.row_kind, d2d.column_kind, d2d.unit) == ("GPU", "GPU", "GB/s")
