@@ -44,7 +44,7 @@ class TopoMatrix:
     gpus: tuple[str, ...]  # "GPU0".."GPU7", header order
     nics: tuple[str, ...]  # "NIC0"... (or "mlx5_0"... in old drivers), header order
     links: dict[str, dict[str, str]]  # row device -> column device -> "NV18"/"PIX"/"SYS"/"X"...
-    cpu_affinity: dict[str, str]  # GPU -> "0-55,112-167" (as printed; may be "N/A")
+    cpu_affinity: dict[str, str]  # GPU -> "0-55,112-167" (as printed; may be "N/A"); absent when unreadable
     numa_affinity: dict[str, int | None]
     nic_names: dict[str, str]  # "NIC0" -> "mlx5_0"
     gpu_numa_id: dict[str, int | None]  # the "GPU NUMA ID" column where printed
@@ -54,6 +54,13 @@ class TopoMatrix:
 _DEVICE = re.compile(r"^(?:GPU\d{1,4}|NIC\d{1,4}|[a-z][a-z0-9]{0,15}_[\w]{1,20})$")
 _DESCRIPTORS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _LEGEND = re.compile(r"^(NIC\d{1,4}): (\S{1,64})$")
+# The link types of nvidia-smi's legend (SOC: drivers before 384).
+_LINK = re.compile(r"^(?:X|NV\d{1,3}|PIX|PXB|PHB|NODE|SYS|SOC)$")
+_DESCRIPTOR_VALUE = {
+    "CPU Affinity": re.compile(r"^(?:N/A|\d{1,6}(?:-\d{1,6})?(?:,\d{1,6}(?:-\d{1,6})?){0,63})$"),
+    "NUMA Affinity": re.compile(r"^(?:N/A|\d{1,4}(?:-\d{1,4})?(?:,\d{1,4}(?:-\d{1,4})?){0,63})$"),
+    "GPU NUMA ID": re.compile(r"^(?:N/A|\d{1,4})$"),
+}
 
 
 def _is_header(tokens: list[str]) -> bool:
@@ -86,8 +93,27 @@ def _header_columns(line: str) -> tuple[list[str], list[str]]:
     return devices, descriptors
 
 
+def _descriptor_values(descriptors: list[str], values: list[str]) -> dict[str, str] | None:
+    """CPU/NUMA affinity cells of a row, or None when they cannot be told apart.
+
+    Blank cells vanish when the tabs become spaces (a VM without NUMA information prints
+    ``PXB<TAB><TAB><TAB>N/A``), and two cells glue when a tab is lost (``56-111,168-2231``):
+    a row whose values do not match the header's descriptors one for one is not guessed.
+    """
+    if len(values) != len(descriptors):
+        return None
+    pairs = dict(zip(descriptors, values, strict=True))
+    if any(_DESCRIPTOR_VALUE[name].match(value) is None for name, value in pairs.items()):
+        return None
+    return pairs
+
+
 def parse_topo_matrix(text: str) -> TopoMatrix:
-    """Parse ``nvidia-smi topo -m`` (tab- or space-separated)."""
+    """Parse ``nvidia-smi topo -m`` (tab- or space-separated).
+
+    A copy that lost a tab between two columns (``NIC8NIC9`` in the header, ``NODENODE``
+    in a row) is refused: its cells can no longer be matched to their devices.
+    """
     require_text("nvidia-smi-topo", text)
     lines = split_lines(text)
     devices: list[str] = []
@@ -100,6 +126,10 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
             break
     if start is None:
         fail("nvidia-smi-topo", "no 'GPU0 GPU1 ...' header line found", head_excerpt(text))
+    unknown = [d for d in descriptors if d not in _DESCRIPTORS]
+    if unknown:
+        fail("nvidia-smi-topo", f"header column {unknown[0]!r} is neither a device nor "
+             "CPU Affinity, NUMA Affinity or GPU NUMA ID (two columns glued in the copy?)", lines[start - 1][:300])
     links: dict[str, dict[str, str]] = {}
     cpu: dict[str, str] = {}
     numa: dict[str, int | None] = {}
@@ -134,8 +164,13 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
             continue
         if len(link_cells) < len(devices) or "" in link_cells:
             truncated = True
+        bad = next((c for c in link_cells if c and _LINK.match(c) is None), None)
+        if bad is not None:
+            fail("nvidia-smi-topo", f"row {label}: {bad!r} is not a link type (two cells glued in the copy?)",
+                 line.strip()[:300])
         links[label] = {dev: cell for dev, cell in zip(devices, link_cells, strict=False) if cell}
-        for name, value in zip(descriptors, extra, strict=False):
+        values = _descriptor_values(descriptors, extra) if extra else {}
+        for name, value in (values or {}).items():
             if name == "CPU Affinity":
                 cpu[label] = value
             elif name == "NUMA Affinity":

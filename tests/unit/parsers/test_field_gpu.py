@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from field_samples import field_text
 
+from burnin.errors import ParseError
 from burnin.parsers.dcgmi import DcgmiDetail, parse_dcgmi_diag
 from burnin.parsers.nvbandwidth import parse_nvbandwidth
+from burnin.parsers.nvidia_smi import parse_topo_matrix
 
 # ------------------------------------------------------------------ dcgmi diag (DCGM 4.x)
 
@@ -64,3 +67,46 @@ def test_nvbandwidth_v0_10_with_coefficient_of_variation_lines() -> None:
     assert (d2d.name, d2d.rows, d2d.matrix, d2d.sum) == (
         "device_to_device_memcpy_read_ce", (0, 1), ((None, 276.07), (276.19, None)), 552.26)
     assert (d2d.row_kind, d2d.column_kind, d2d.unit) == ("GPU", "GPU", "GB/s")
+
+
+# ------------------------------------------------------------------ nvidia-smi topo -m
+
+
+def test_topo_with_tabs_lost_between_columns_is_refused_not_shifted() -> None:
+    """``NIC8NIC9`` in the header: every cell right of it would land under the wrong device."""
+    with pytest.raises(ParseError, match="'NIC8NIC9' is neither a device"):
+        parse_topo_matrix(field_text("nvidia-smi-topo-dgx-h100-12nic-tabs-lost-vllm-issue13855.txt"))
+
+
+def test_topo_rows_with_two_cells_glued_are_refused() -> None:
+    """The same capture with its header mended: rows GPU4-GPU7 still hold ``NODENODE``."""
+    text = field_text("nvidia-smi-topo-dgx-h100-12nic-tabs-lost-vllm-issue13855.txt").replace(
+        "NIC8NIC9", "NIC8\tNIC9")
+    with pytest.raises(ParseError, match="row GPU4: 'NODENODE' is not a link type"):
+        parse_topo_matrix(text)
+
+
+def test_topo_with_blank_affinity_cells_reads_no_affinity() -> None:
+    """A VM printing no CPU/NUMA affinity, copied with spaces: ``N/A`` is the GPU NUMA ID, not a CPU list."""
+    topo = parse_topo_matrix(field_text("nvidia-smi-topo-2gpu-nv12-8nic-blank-affinity-vllm-issue19607.txt"))
+    assert topo.gpus == ("GPU0", "GPU1")
+    assert topo.nics == tuple(f"NIC{i}" for i in range(8))
+    assert topo.links["GPU0"] == {"GPU0": "X", "GPU1": "NV12", **{f"NIC{i}": "SYS" for i in range(6)},
+                                  "NIC6": "PXB", "NIC7": "PXB"}
+    assert topo.links["NIC7"]["NIC6"] == "PIX" and topo.links["NIC7"]["NIC7"] == "X"
+    assert topo.cpu_affinity == {} and topo.numa_affinity == {} and topo.gpu_numa_id == {}
+    assert topo.truncated is False
+
+
+@pytest.mark.parametrize(("cells", "cpu", "numa"), [
+    ("0-15,32-47     0               N/A", {"GPU0": "0-15,32-47"}, {"GPU0": 0}),  # what a node with NUMA prints
+    ("0-15,32-47     x               N/A", {}, {}),  # a NUMA node that is no number: not guessed
+    ("0-15,32-470               N/A", {}, {}),  # NUMA glued to the CPU list (vllm#17516): not guessed
+])
+def test_topo_affinity_cells_are_read_only_when_each_fits_its_column(
+        cells: str, cpu: dict[str, str], numa: dict[str, int]) -> None:
+    text = field_text("nvidia-smi-topo-2gpu-nv12-8nic-blank-affinity-vllm-issue19607.txt")
+    row = "GPU0     X      NV12    SYS     SYS     SYS     SYS     SYS     SYS     PXB     PXB     "
+    old = next(line for line in text.splitlines() if line.startswith("GPU0 "))
+    topo = parse_topo_matrix(text.replace(old, row + cells))
+    assert topo.cpu_affinity == cpu and topo.numa_affinity == numa
