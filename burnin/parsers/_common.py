@@ -79,6 +79,14 @@ def is_prompt(line: str) -> bool:
     return _HOST_PROMPT.match(s) is not None
 
 
+def is_command_echo(line: str, *commands: str) -> bool:
+    """The command itself, pasted without a prompt above its output: ``ibstat``, ``sudo ibstat mlx5_0 1``."""
+    words = line.split()
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    return bool(words) and words[0] in commands and not any(w.endswith(":") for w in words)
+
+
 def parse_int(text: str | None) -> int | None:
     """Parse a decimal (or ``0x`` hex) integer; ``None`` when it is not one."""
     if text is None:

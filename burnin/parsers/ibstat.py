@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from burnin.parsers._common import (
     fail,
     head_excerpt,
+    is_command_echo,
     is_elision,
     is_prompt,
     iter_lines,
@@ -138,7 +139,7 @@ def parse_ibstat(text: str) -> IbstatReport:
     port: _PortDraft | None = None
     for raw in iter_lines(text):
         line = raw.strip()
-        if not line or is_elision(line) or is_prompt(line):
+        if not line or is_elision(line) or is_prompt(line) or is_command_echo(line, "ibstat"):
             continue
         m = _CA.match(line)
         if m:
@@ -212,7 +213,7 @@ def parse_ibstatus(text: str) -> IbstatusReport:
     errors: list[str] = []
     for raw in iter_lines(text):
         line = raw.strip()
-        if not line or is_elision(line) or is_prompt(line):
+        if not line or is_elision(line) or is_prompt(line) or is_command_echo(line, "ibstatus"):
             continue
         m = _IBSTATUS_HEAD.match(line)
         if m:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from burnin.parsers._common import (
     fail,
     head_excerpt,
+    is_command_echo,
     is_elision,
     is_prompt,
     iter_lines,
@@ -144,7 +145,7 @@ def parse_ibv_devinfo(text: str) -> IbvDevinfoReport:
     errors: list[str] = []
     for raw in iter_lines(text):
         line = raw.strip()
-        if not line or is_elision(line) or is_prompt(line):
+        if not line or is_elision(line) or is_prompt(line) or is_command_echo(line, "ibv_devinfo"):
             continue
         kv = split_colon(line)
         if kv is None:

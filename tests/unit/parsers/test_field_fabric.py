@@ -6,8 +6,8 @@ import pytest
 from field_samples import field_text
 
 from burnin.errors import ParseError
-from burnin.parsers._common import is_prompt
-from burnin.parsers.ibstat import parse_ibstatus
+from burnin.parsers._common import is_command_echo, is_prompt
+from burnin.parsers.ibstat import parse_ibstat, parse_ibstatus
 from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
 from burnin.parsers.nccl_tests import NcclMeasure, parse_nccl_tests
@@ -67,6 +67,18 @@ def test_a_dscp_under_two_priorities_is_refused_not_guessed() -> None:
 def test_a_value_above_63_is_no_dscp() -> None:
     with pytest.raises(ParseError, match="DSCP 64 under priority 7"):
         parse_mlnx_qos("Priority trust state: dscp\ndscp2prio mapping:\n\tprio:7 dscp:64,\n")
+
+
+def test_a_report_cut_before_its_pfc_table_keeps_its_trust_and_map() -> None:
+    text = field_text(NETARBITER).split("PFC configuration:")[0]
+    qos = parse_mlnx_qos(text)
+    assert qos.trust == "dscp" and qos.dscp_to_prio == DEFAULT_MAP and qos.pfc_enabled is None
+
+
+def test_one_pfc_flag_other_than_0_or_1_is_refused() -> None:
+    text = field_text(NETARBITER).replace("enabled     0   0   0   1", "enabled     0   0   0   2")
+    with pytest.raises(ParseError, match="PFC enabled row"):
+        parse_mlnx_qos(text)
 
 
 # ------------------------------------------------------------------ perftest
@@ -173,3 +185,24 @@ def test_prompts_seen_in_real_captures(line: str) -> None:
                                   "GPU0: Pass", "mlx5_0 port 1 ==> ibp12s0 (Up)"])
 def test_tool_lines_are_no_prompt(line: str) -> None:
     assert not is_prompt(line)
+
+
+def test_ibstat_of_one_ndr_port_under_its_bare_command() -> None:
+    report = parse_ibstat(field_text("ibstat-h100-cx7-ndr400-elided-nccl-issue1591.txt"))
+    (ca,) = report.cas
+    assert (ca.name, ca.type, ca.firmware, ca.num_ports, ca.hardware_version) == (
+        "mlx5_5", "MT4129", "28.41.1000", 1, "0")
+    assert ca.node_guid == ca.system_image_guid == "0x9c63c003005548ae"
+    (port,) = ca.ports
+    assert (port.port, port.state, port.physical_state, port.rate_gbps, port.link_layer) == (
+        1, "Active", "LinkUp", 400.0, "InfiniBand")
+    assert (port.base_lid, port.sm_lid, port.lmc, port.capability_mask) == (987, 359, 0, "0xa751e848")
+    assert report.errors == ()  # "ibstat" is the command, "..." the author's cut: neither is the tool's error
+
+
+@pytest.mark.parametrize(("line", "echo"), [
+    ("ibstat", True), ("sudo ibstat mlx5_0 1", True), ("ibstat -d mlx5_0", True),
+    ("ibstat: port 1 is not active", False), ("ibstatus", False), ("ibpanic: [1234] main: stat of IB device", False),
+])
+def test_a_bare_command_is_told_from_the_tools_messages(line: str, echo: bool) -> None:
+    assert is_command_echo(line, "ibstat") is echo
