@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 
 from watch_support import FakeSlurm
 
+from burnin.watch import daemon
 from burnin.watch.actions import SlurmActor
 from burnin.watch.daemon import WatchConfig, Watcher
-from burnin.watch.events import Action, Kind, Policy, WatchEvent
+from burnin.watch.events import Action, Kind, Policy, WatchEvent, classify
+from burnin.watch.records import KernelRecord
 
 
 class Clock:
@@ -167,3 +170,73 @@ def test_the_same_xid_again_after_an_operator_resumed_the_node_is_a_new_incident
     entry = watcher.handle(_xid(79, clock))  # same GPU, same Xid
     assert entry is not None and entry["action"] == "evict" and entry["requeued"] == ["42"]
     assert [e["action"] for e in _journal(tmp_path) if e["kind"] == "xid"] == ["evict", "evict"]
+
+
+def _gpu(root: Path, bus: str) -> None:
+    device = root / "sys/bus/pci/devices" / f"{bus}.0"
+    device.mkdir(parents=True)
+    (device / "vendor").write_text("0x10de\n")
+    (device / "class").write_text("0x030200\n")
+
+
+def _kernel_watcher(tmp_path: Path, root: Path) -> Watcher:
+    config = WatchConfig(node="sim01", state_dir=tmp_path / "state", kernel_log=tmp_path / "kmsg", use_nvml=False,
+                         root=str(root), dry_run=True)
+    return Watcher(config, out=io.StringIO(), err=io.StringIO())
+
+
+def _heard(watcher: Watcher) -> list[WatchEvent]:
+    found = []
+    while (event := watcher.events.get(timeout=0)) is not None:
+        found.append(event)
+    return found
+
+
+def test_a_gpu_sysfs_lists_later_is_known_at_the_next_rescan_not_before(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _gpu(root, "0000:1b:00")
+    watcher = _kernel_watcher(tmp_path, root)
+    line = KernelRecord(1, 2, 4, "NVRM: Xid (PCI:0000:52:00): 79, GPU has fallen off the bus.")
+    _gpu(root, "0000:52:00")  # hot-added after the start
+    watcher._kernel_record(line, 1.0)
+    (early,) = _heard(watcher)
+    assert early.foreign == "not a GPU of this node"  # sysfs is not read again for every line
+    watcher._devices_read -= daemon.RESCAN_S
+    watcher._kernel_record(line, 2.0)
+    (later,) = _heard(watcher)
+    assert later.foreign == "" and classify(later).action is Action.EVICT
+
+
+def test_a_line_of_a_known_device_or_no_event_reads_no_sysfs(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _gpu(root, "0000:1b:00")
+    watcher = _kernel_watcher(tmp_path, root)
+    watcher._devices_read -= daemon.RESCAN_S
+    due = watcher._devices_read
+    watcher._kernel_record(KernelRecord(1, 2, 4, "usb 1-1: new high-speed USB device"), 1.0)
+    watcher._kernel_record(KernelRecord(2, 2, 4, "NVRM: Xid (PCI:0000:1b:00): 13, x"), 1.0)
+    assert watcher._devices_read == due and [e.code for e in _heard(watcher)] == [13]
+
+
+def test_an_untrusted_event_like_line_is_said_once_and_counted(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _gpu(root, "0000:1b:00")
+    watcher = _kernel_watcher(tmp_path, root)
+    forged = KernelRecord(1, 2, 4, "NVRM: Xid (PCI:0000:1b:00): 79, x", trusted=False, origin="kmsg facility 1 (user)")
+    plain = KernelRecord(2, 2, 4, "hello", trusted=False, origin="kmsg facility 1 (user)")
+    for record in (forged, plain, forged):
+        watcher._kernel_record(record, 1.0)
+    assert _heard(watcher) == []
+    assert (watcher.untrusted, watcher.forged) == (3, 2)
+    said = watcher.err.getvalue()  # type: ignore[attr-defined]
+    assert said.count("not acted on, not written by the kernel (kmsg facility 1 (user))") == 1
+
+
+def test_no_gpu_known_is_said_at_start(tmp_path: Path) -> None:
+    watcher = _kernel_watcher(tmp_path, tmp_path / "empty-root")
+    stop = threading.Event()
+    stop.set()
+    assert watcher.run(stop) == 0
+    said = watcher.err.getvalue()  # type: ignore[attr-defined]
+    assert "no GPU listed in" in said and "Xids in the kernel log will be recorded, not acted on" in said
+    assert "format auto" in said and "0 lines not the kernel's" in said
