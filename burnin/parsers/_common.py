@@ -54,9 +54,14 @@ def iter_lines(text: str) -> Iterator[str]:
     yield text[start:]
 
 
+# Any run of three or more dots (or ellipsis characters), bare or in brackets: "....", "[ .... ]".
+_DOTS = re.compile(r"(?:\.{3,}|…+|\[\s*(?:\.{2,}|…+)\s*\])")
+
+
 def is_elision(line: str) -> bool:
-    """True for ``[...]``-style lines that mark text cut out of a quoted output."""
-    return line.strip().lstrip(">").strip() in ELISIONS
+    """True for ``[...]``-style lines (and ``....``) that mark text cut out of a quoted output."""
+    s = line.strip().lstrip(">").strip()
+    return s in ELISIONS or _DOTS.fullmatch(s) is not None
 
 
 # "[root@cn3 ~]# ", "root@node-008:~# ", "centos7@centos7:~$ ": a prompt naming its user and host.

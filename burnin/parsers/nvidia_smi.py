@@ -237,6 +237,8 @@ def _gpu_draft(m: re.Match[str]) -> _GpuDraft:
     if pos >= 0:
         uuid = rest[pos + 6 :].strip().rstrip(")").strip() or None
         rest = rest[:pos].strip()
+        if uuid is not None and is_elision(uuid):  # "(UUID: ...)": the author hid it
+            uuid = None
     return _GpuDraft(int(m.group(1)), rest, uuid, {})
 
 

@@ -8,7 +8,7 @@ from field_samples import field_text
 from burnin.errors import ParseError
 from burnin.parsers.dcgmi import DcgmiDetail, parse_dcgmi_diag
 from burnin.parsers.nvbandwidth import parse_nvbandwidth
-from burnin.parsers.nvidia_smi import parse_topo_matrix
+from burnin.parsers.nvidia_smi import parse_nvlink, parse_topo_matrix
 
 # ------------------------------------------------------------------ dcgmi diag (DCGM 4.x)
 
@@ -110,3 +110,29 @@ def test_topo_affinity_cells_are_read_only_when_each_fits_its_column(
     old = next(line for line in text.splitlines() if line.startswith("GPU0 "))
     topo = parse_topo_matrix(text.replace(old, row + cells))
     assert topo.cpu_affinity == cpu and topo.numa_affinity == numa
+
+
+def test_topo_of_four_h100_each_on_its_own_numa_node() -> None:
+    topo = parse_topo_matrix(field_text("nvidia-smi-topo-4x-h100-nv6-4nic-spaces-nccl-issue1617.txt"))
+    assert topo.gpus == ("GPU0", "GPU1", "GPU2", "GPU3") and topo.nics == ("NIC0", "NIC1", "NIC2", "NIC3")
+    assert topo.cpu_affinity == {"GPU0": "6,14,22,30", "GPU1": "4,12,20,28", "GPU2": "7,15,23,31",
+                                 "GPU3": "5,13,21,29"}
+    assert topo.numa_affinity == {"GPU0": 3, "GPU1": 1, "GPU2": 7, "GPU3": 5}
+    assert topo.gpu_numa_id == {"GPU0": None, "GPU1": None, "GPU2": None, "GPU3": None}
+    assert all(topo.links[f"GPU{i}"][f"NIC{i}"] == "PIX" for i in range(4))
+    assert topo.links["GPU2"]["GPU3"] == "NV6" and topo.links["NIC3"]["NIC3"] == "X"
+    assert topo.truncated is False
+
+
+# ------------------------------------------------------------------ nvidia-smi nvlink -s
+
+
+def test_nvlink_status_with_two_inactive_links_and_the_rest_cut() -> None:
+    report = parse_nvlink(field_text("nvidia-smi-nvlink-s-v100-two-inactive-azhpc-diagnostics-issue73.txt"))
+    (gpu,) = report.gpus
+    assert (gpu.index, gpu.name, gpu.uuid) == (3, "Tesla V100-SXM2-32GB", None)  # "(UUID: ...)" hides it
+    assert [(link.link, link.speed_gbps, link.active) for link in gpu.links] == [
+        (0, 25.781, True), (1, 25.781, True), (2, 25.781, True), (3, None, False), (4, 25.781, True),
+        (5, None, False)]
+    assert report.elided is True  # "...." stood for GPUs 0-2
+    assert gpu.all_links_inactive is False and gpu.message is None
