@@ -8,7 +8,7 @@ from field_samples import field_text
 from burnin.errors import ParseError
 from burnin.parsers.dcgmi import DcgmiDetail, parse_dcgmi_diag
 from burnin.parsers.nvbandwidth import parse_nvbandwidth
-from burnin.parsers.nvidia_smi import parse_nvlink, parse_topo_matrix
+from burnin.parsers.nvidia_smi import parse_nvlink, parse_smi_query, parse_topo_matrix
 
 # ------------------------------------------------------------------ dcgmi diag (DCGM 4.x)
 
@@ -136,3 +136,22 @@ def test_nvlink_status_with_two_inactive_links_and_the_rest_cut() -> None:
         (5, None, False)]
     assert report.elided is True  # "...." stood for GPUs 0-2
     assert gpu.all_links_inactive is False and gpu.message is None
+
+
+# ------------------------------------------------------------------ nvidia-smi -q
+
+
+def test_smi_query_of_a_pcie_a10_with_remapped_rows_pending() -> None:
+    query = parse_smi_query(field_text("nvidia-smi-q-a10-driver535.129.03-rows-pending-gpud.txt"))
+    assert (query.driver_version, query.cuda_version, query.attached_gpus) == ("535.129.03", "12.2", 1)
+    (gpu,) = query.gpus
+    assert (gpu.pci_bus_id, gpu.product_name, gpu.product_architecture) == ("00000000:07:00.0", "NVIDIA A10", "Ampere")
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.link_width_current, gpu.link_width_max) == (4, 4, 16, 16)
+    assert gpu.pcie_gen_host_max is None and gpu.pcie_replays == 0
+    rows = gpu.remapped_rows
+    assert rows is not None
+    assert (rows.correctable, rows.uncorrectable, rows.pending, rows.failure) == (0, 4, True, False)
+    assert gpu.ecc_volatile is not None and gpu.ecc_volatile.uncorrectable_total == 0
+    assert (gpu.power_draw_w, gpu.power_limit_w, gpu.temperature.gpu_c) == (43.89, 150.0, 33.0)
+    assert gpu.mig_mode_current is None and gpu.fabric_state is None and gpu.reset_required is False
+    assert query.errors == ()
