@@ -168,7 +168,7 @@ class SlurmActor:
             elif seen.ok and updates and state != "PENDING":
                 return Step(shlex.join(start_now_argv(job)), True, f"{updates} update(s); job now {state}")
             elif seen.ok and state not in ("PENDING", "COMPLETING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"):
-                return Step(shlex.join(start_now_argv(job)), updates > 0, f"job {state or 'gone'}")
+                return Step(shlex.join(start_now_argv(job)), False, f"job {state or 'gone'}")  # before any update
             sleep(poll_s)
             waited += poll_s
         done = updates > 0

@@ -98,3 +98,29 @@ def test_dry_run_prints_the_commands_and_runs_nothing() -> None:
                         '--format=%i); do scontrol requeue "$job"; done')
     assert "StartTime=now" in lines[2] and lines[2].startswith("#")
     assert outcome.out_of_pool and outcome.requeued == ()
+
+
+def test_release_polls_until_its_deadline_inclusive() -> None:
+    slurm = FakeSlurm(job_states={"41": ["COMPLETING|None"]})
+    SlurmActor("sim01", client=slurm).release("41", deadline_s=1.0, poll_s=0.5, sleep=lambda _: None)
+    assert sum(call[0] == "squeue" for call in slurm.calls) == 3  # at 0, 0.5 and 1.0 s
+
+
+def test_release_updates_at_most_five_times() -> None:
+    slurm = FakeSlurm(job_states={"41": ["PENDING|BeginTime"]})  # Slurm keeps setting the begin time
+    step = SlurmActor("sim01", client=slurm).release("41", deadline_s=5.0, poll_s=0.5, sleep=lambda _: None)
+    assert sum(call[:2] == ["scontrol", "update"] for call in slurm.calls) == 5
+    assert step.ok and step.detail.startswith("5 update(s) in 5 s")
+
+
+def test_release_that_updated_once_is_done_though_the_job_still_waits() -> None:
+    slurm = FakeSlurm(job_states={"41": ["PENDING|BeginTime", "PENDING|Priority"]})
+    step = SlurmActor("sim01", client=slurm).release("41", deadline_s=1.0, poll_s=0.5, sleep=lambda _: None)
+    assert step.ok and step.detail.startswith("1 update(s)")
+
+
+def test_release_of_a_job_gone_before_any_update_is_not_done() -> None:
+    slurm = FakeSlurm(job_states={"41": ["CANCELLED|None"]})
+    step = SlurmActor("sim01", client=slurm).release("41", sleep=lambda _: None)
+    assert not step.ok and step.detail == "job CANCELLED"
+    assert not any(call[:2] == ["scontrol", "update"] for call in slurm.calls)

@@ -240,3 +240,14 @@ def test_no_gpu_known_is_said_at_start(tmp_path: Path) -> None:
     said = watcher.err.getvalue()  # type: ignore[attr-defined]
     assert "no GPU listed in" in said and "Xids in the kernel log will be recorded, not acted on" in said
     assert "format auto" in said and "0 lines not the kernel's" in said
+
+
+def test_a_failed_action_is_retried_three_times_then_left_recorded(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"], fail={"scontrol --oneliner"}), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    watcher.handle(_xid(79, clock))
+    for _ in range(6):
+        clock.now += daemon.RETRY_S + 0.5
+        watcher._retry_due(clock())
+    assert [e.get("retry") for e in _journal(tmp_path)] == [None, 1, 2, 3]
+    assert watcher._retries == []
