@@ -251,3 +251,27 @@ def test_a_failed_action_is_retried_three_times_then_left_recorded(tmp_path: Pat
         watcher._retry_due(clock())
     assert [e.get("retry") for e in _journal(tmp_path)] == [None, 1, 2, 3]
     assert watcher._retries == []
+
+
+def test_nvmls_gpus_count_as_the_nodes_as_nvml_names_them(tmp_path: Path) -> None:
+    """NVML replaces its labels whole when its GPUs change; sysfs's devices are read again on a rescan."""
+    root = tmp_path / "root"
+    _gpu(root, "0000:1b:00")
+    config = WatchConfig(node="sim01", state_dir=tmp_path / "state", kernel_log=tmp_path / "kmsg", use_nvml=True,
+                         root=str(root), dry_run=True)
+    watcher = Watcher(config, out=io.StringIO(), err=io.StringIO())
+    assert watcher.nvml is not None
+    line = KernelRecord(1, 2, 4, "NVRM: Xid (PCI:0000:52:00): 79, GPU has fallen off the bus.")
+    watcher._kernel_record(line, 1.0)
+    assert [e.foreign for e in _heard(watcher)] == ["not a GPU of this node"]
+    watcher.nvml.labels = {"0000:1b:00": "gpu0", "0000:52:00": "gpu2"}  # an NVML session came up
+    watcher._kernel_record(line, 2.0)
+    (event,) = _heard(watcher)
+    assert (event.foreign, event.label) == ("", "gpu2")
+    watcher.nvml.labels = {"0000:1b:00": "gpu0"}  # a new session without it
+    watcher._kernel_record(line, 3.0)
+    assert [e.foreign for e in _heard(watcher)] == ["not a GPU of this node"]
+    _gpu(root, "0000:52:00")
+    watcher.devices = daemon.read_devices(str(root))  # what a rescan does
+    watcher._kernel_record(line, 4.0)
+    assert [e.foreign for e in _heard(watcher)] == [""]
