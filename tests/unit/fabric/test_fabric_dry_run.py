@@ -132,3 +132,27 @@ def test_dry_run_launcher_shows_what_each_launcher_would_start(h100_topology: To
     inside = DryRunLauncher(SlurmLauncher(client, h100_topology, SIMULATED, job_id="42"), said.append, "why")
     inside.per_node(["n1"], ["nvbandwidth"], timeout=5)
     assert client.calls == [] and said[-1].startswith("srun --jobid=42 ")
+
+
+@pytest.mark.parametrize(("nodes", "settings", "group", "localise"), [
+    (["sim01", "sim02"], {}, True, "then, if that run falls short:"),
+    (["sim01", "sim02"], {"localize": "always"}, True, "then (--localize):"),
+    (["sim01", "sim02"], {"localize": "never"}, True, None),
+    (["sim01", "sim02"], {"multi_node": False}, False, None),
+    (["sim01"], {}, False, None),
+], ids=["two-nodes", "localize", "never-localize", "multi-node-off", "one-node"])
+def test_plan_shows_the_multi_node_run_exactly_when_a_real_run_would_start_one(
+        h100_topology: Topology, tmp_path: Path, nodes: list[str], settings: dict[str, object], group: bool,
+        localise: str | None) -> None:
+    from burnin.fabric.phase import Phase, _CommandLog
+
+    said: list[str] = []
+    fabric = SIMULATED.replace(**settings)
+    launcher = DryRunLauncher(TransportLauncher(RecordingTransport(), h100_topology, fabric, "sim"), said.append,
+                              DRY_RUN_REASON)
+    result = Phase(launcher, h100_topology, fabric, _CommandLog(tmp_path / "log")).plan(nodes, say=said.append)
+    assert result.unavailable == DRY_RUN_REASON and result.group is None
+    jobs = [line for line in said if f"BURNIN_SIM_JOB_NODES={','.join(nodes)} " in line]  # a simulated job
+    assert bool(jobs) is group
+    assert [line.split(": pairwise")[0].removeprefix("# fabric: ") for line in said if "pairwise" in line] == (
+        [localise.rstrip(":")] if localise else [])
