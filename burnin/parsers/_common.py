@@ -77,9 +77,20 @@ def is_prompt(line: str) -> bool:
     ``#`` or ``$`` ask this.
     """
     s = line.strip()
-    if s.startswith(("$ ", "# ", "```")) or s in ("$", "```", "#"):
+    if s.startswith(("# ", "```")) or s in ("```", "#"):
         return True
-    if s[:1] in ("#", "$") and s[1:2].isalpha():
+    if s[:1] == "#" and s[1:2].isalpha():
+        return True
+    return is_user_prompt(s)
+
+
+def is_user_prompt(line: str) -> bool:
+    """A prompt that cannot be a comment: ``$ cmd``, ``$cmd`` or one naming user and host.
+
+    For tools whose own output has ``# `` comment lines (``lscpu -p``).
+    """
+    s = line.strip()
+    if s.startswith("$ ") or s == "$" or (s[:1] == "$" and s[1:2].isalpha()):
         return True
     return _HOST_PROMPT.match(s) is not None
 

@@ -15,11 +15,13 @@ from burnin.parsers._common import (
     fail,
     head_excerpt,
     is_elision,
+    is_user_prompt,
     iter_lines,
     parse_int,
     require_text,
     split_colon,
     split_lines,
+    unquote,
 )
 
 
@@ -146,7 +148,7 @@ def _table(header: list[str], rows: list[list[str]], style: str) -> LscpuReport 
 def parse_lscpu(text: str) -> LscpuReport:
     """Parse ``lscpu`` in any of its common output styles."""
     require_text("lscpu", text)
-    lines = [ln for ln in split_lines(text) if ln.strip() and not is_elision(ln)]
+    lines = [ln for ln in split_lines(text) if ln.strip() and not is_elision(ln) and not is_user_prompt(ln)]
     # lscpu -p: comment lines, the last one naming the columns, then CSV rows.
     comments = [ln for ln in lines if ln.lstrip().startswith("#") and "," in ln]
     csv_rows = [ln for ln in lines if not ln.lstrip().startswith("#") and "," in ln]
@@ -190,7 +192,9 @@ def parse_numactl_hardware(text: str) -> NumaHardware:
     columns: list[int] | None = None
     seen = False
     for raw in iter_lines(text):
-        line = raw.strip()
+        # numactl prints no line starting with "#" or ">": those are Markdown headings or
+        # quote marks a pasted copy gained ("#### node 0 size: 31862 MB").
+        line = unquote(raw.strip().lstrip("#"))
         if not line:
             continue
         if line.startswith("No NUMA available"):
