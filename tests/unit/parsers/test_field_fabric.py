@@ -7,6 +7,7 @@ from field_samples import field_text
 
 from burnin.errors import ParseError
 from burnin.parsers._common import is_command_echo, is_prompt
+from burnin.parsers.ibdev2netdev import parse_ibdev2netdev
 from burnin.parsers.ibstat import parse_ibstat, parse_ibstatus
 from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
@@ -206,3 +207,27 @@ def test_ibstat_of_one_ndr_port_under_its_bare_command() -> None:
 ])
 def test_a_bare_command_is_told_from_the_tools_messages(line: str, echo: bool) -> None:
     assert is_command_echo(line, "ibstat") is echo
+
+
+def test_ibstat_of_another_vendors_roce_nic_with_empty_fields() -> None:
+    """Intel E810 (irdma): ``CA type:`` and ``Hardware version:`` are printed empty, not missing."""
+    report = parse_ibstat(field_text("ibstat-intel-e810-roce-down-nccl-issue622.txt"))
+    (ca,) = report.cas
+    assert (ca.name, ca.type, ca.firmware, ca.hardware_version, ca.num_ports) == ("rocep216s0f0", "", "1.50", "", 1)
+    (port,) = ca.ports
+    assert (port.state, port.physical_state, port.rate_gbps, port.base_lid, port.sm_lid) == (
+        "Down", "Disabled", 100.0, 1, 0)
+    assert port.link_layer == "" and port.port_guid is None  # cut from the copy: unknown, not guessed
+    assert report.errors == ()
+
+
+# ------------------------------------------------------------------ ibdev2netdev
+
+
+def test_ibdev2netdev_with_ib_ports_down_and_a_roce_bond() -> None:
+    report = parse_ibdev2netdev(field_text("ibdev2netdev-h20-cx7-ib-down-bf3-bond-stepmesh-issue15.txt"))
+    assert [(e.device, e.port, e.netdev, e.state, e.up) for e in report.entries] == [
+        ("mlx5_0", 1, "ibs108", "Down", False), ("mlx5_1", 1, "ens12f0np0", "Up", True),
+        ("mlx5_2", 1, "ens12f1np1", "Up", True), ("mlx5_3", 1, "ibs110", "Down", False),
+        ("mlx5_4", 1, "ibs112", "Down", False), ("mlx5_7", 1, "ibs114", "Down", False),
+        ("mlx5_bond_0", 1, "bond0", "Up", True)]
