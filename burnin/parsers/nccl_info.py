@@ -12,7 +12,7 @@ NCCL prefixes each line with ``HOST:PID:TID [CUDADEV] NCCL INFO`` (its default
 - ``Channel 00/0 : 8[0] -> 0[0] [send] via NET/IB/3/GDRDMA``: channels through the network name the device
   index into the ``NET/IB : Using`` list (``/3``), so the devices really used are known;
 - ``NCCL_X set by environment to Y`` and ``NCCL_IB_HCA set to ...``: settings NCCL reports;
-- ``Using network IB``, ``NCCL version ...``.
+- ``Using network IB``, ``NCCL version ...`` (also the bare line rank 0 prints without the prefix).
 
 Per host, the first line that said each of these is kept (:attr:`NcclHostInfo.evidence`), so a
 check can quote NCCL's own words. Everything else (trees, rings, tuner and plugin chatter) is ignored.
@@ -182,7 +182,13 @@ def parse_nccl_info(text: str) -> NcclInfoReport:
     version: list[str] = []
     count = 0
     for line in iter_lines(text):
-        if "NCCL INFO" not in line or len(line) > MAX_LINE:
+        if len(line) > MAX_LINE:
+            continue
+        if "NCCL INFO" not in line:
+            # NCCL's rank 0 prints its version bare, without the INFO prefix ("NCCL version 2.19.3+cuda12.3").
+            bare = _VERSION.match(line.strip())
+            if bare is not None and not version:
+                version.append(bare.group("version"))
             continue
         match = _PREFIX.search(line)
         if match is None:

@@ -11,6 +11,7 @@ from burnin.parsers.ibdev2netdev import parse_ibdev2netdev
 from burnin.parsers.ibstat import parse_ibstat, parse_ibstatus
 from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
+from burnin.parsers.nccl_info import parse_nccl_info
 from burnin.parsers.nccl_tests import NcclMeasure, parse_nccl_tests
 from burnin.parsers.perftest import parse_perftest
 
@@ -231,3 +232,18 @@ def test_ibdev2netdev_with_ib_ports_down_and_a_roce_bond() -> None:
         ("mlx5_2", 1, "ens12f1np1", "Up", True), ("mlx5_3", 1, "ibs110", "Down", False),
         ("mlx5_4", 1, "ibs112", "Down", False), ("mlx5_7", 1, "ibs114", "Down", False),
         ("mlx5_bond_0", 1, "bond0", "Up", True)]
+
+
+# ------------------------------------------------------------------ NCCL_DEBUG=INFO
+
+
+def test_nccl_info_of_two_dgx_h100_over_roce() -> None:
+    report = parse_nccl_info(field_text("nccl-info-dgxh100-roce-2node-nccl2.19.3-nccl-tests-issue185.txt"))
+    assert report.version == "2.19.3+cuda12.3"  # printed bare by rank 0, not on an INFO line
+    assert [h.host for h in report.hosts] == ["dgxh100-4", "dgxh100-3"]
+    for host, address in zip(report.hosts, ("11.1.128.136", "11.1.128.128"), strict=True):
+        assert [(d.index, d.name, d.port, d.transport) for d in host.net_devices["IB"]] == [
+            (0, "mlx5_10", 1, "RoCE"), (1, "mlx5_11", 1, "RoCE")]
+        assert host.bootstrap == (f"enp220s0np0:{address}",) and host.oob == (f"enp220s0np0:{address}",)
+        assert host.networks == ("IB",) and host.used == ()
+    assert report.info_lines == 12
