@@ -200,7 +200,7 @@ def _parse_text(text: str) -> DcgmiDiag:
                 tests[-1].add_result(value.strip())
             continue
         # "Warning", or DCGM 4's "Warning: GPU0" style.
-        kind = _DETAIL_KINDS.get(name.replace(":", " ").split()[0].lower())
+        kind = _DETAIL_KINDS.get(name.replace(":", " ").split(maxsplit=1)[0].lower()) if name.strip(":") else None
         if kind is not None:
             detail = _Text(kind)
             detail.chunks.append((value, full))

@@ -59,3 +59,9 @@ def test_a_result_word_inside_wrapped_text_is_text() -> None:
     ))
     assert diag.tests[0].details[0].text == "the link of GPU0: Pass was degraded at the time of the test"
     assert diag.tests[0].gpu_results == {}
+
+
+def test_a_name_cell_of_colons_only_is_a_test_row_not_a_crash() -> None:
+    """Found by the fuzz test: ``| : | y |`` once raised IndexError instead of reading a row."""
+    diag = parse_dcgmi_diag(table(row("memory", "Pass"), row(":", "Fail")))
+    assert diag.results == {"memory": "Pass", ":": "Fail"}
