@@ -6,6 +6,7 @@ from field_samples import field_text
 
 from burnin.parsers._common import expand_cpu_list
 from burnin.parsers.cpu import parse_lscpu, parse_numactl_hardware
+from burnin.parsers.megatron import parse_megatron_log
 
 # ------------------------------------------------------------------ lscpu, numactl
 
@@ -27,3 +28,16 @@ def test_numactl_pasted_as_markdown_headings() -> None:
     assert node0.cpus == expand_cpu_list("0-55,112-167") and node1.cpus == expand_cpu_list("56-111,168-223")
     assert (node0.size_mb, node0.free_mb, node1.size_mb, node1.free_mb) == (31862, 17469, 32172, 19017)
     assert numa.distances == {0: {0: 10, 1: 32}, 1: {0: 32, 1: 10}}
+
+
+# ------------------------------------------------------------------ Megatron training log
+
+
+def test_megatron_line_quoted_with_a_launcher_prefix() -> None:
+    log = parse_megatron_log(field_text("megatron-flagscale-openseek-iter1-quoted-default0-prefix.txt"))
+    (it,) = log.iterations
+    assert (it.iteration, it.total, it.timestamp) == (1, 24000, "2025-05-27 15:23:07")
+    assert (it.elapsed_ms, it.tflops_per_gpu, it.lm_loss, it.lr) == (271607.0, 40.4, 11.92634, 1.5e-06)
+    assert (it.consumed_samples, it.global_batch_size, it.loss_scale, it.grad_norm) == (1024, 1024, 1.0, 5.96)
+    assert (it.skipped, it.nan) == (0, 0) and log.truncated is False
+    assert it.extra == {"load_balancing_loss": "1.041994E+00", "num zeros": "0.0", "params norm": "238.330"}
