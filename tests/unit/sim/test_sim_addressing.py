@@ -136,8 +136,9 @@ def test_management_pairs_of_a_full_lab_are_distinct_and_apart_from_the_fabric(h
         assert len(set(flat)) == len(flat) == 2 * NETNS_LIMIT
         assert all(a in MANAGEMENT_NET and not any(a in net for net in fabric) for a in flat)
         assert all(ipaddress.ip_network(f"{host}/31", strict=True) for host, _node in pairs)  # a /31 each
-    with pytest.raises(ValueError, match="outside"):
-        management_pair(0, MANAGEMENT_SLOT_NODES)
+    for slot, index in ((0, MANAGEMENT_SLOT_NODES), (MANAGEMENT_SLOTS, 0), (-1, 0)):
+        with pytest.raises(ValueError, match="outside"):
+            management_pair(slot, index)
 
 
 def test_a_storage_subnet_inside_a_node_subnet_is_kept_free() -> None:
@@ -146,6 +147,19 @@ def test_a_storage_subnet_inside_a_node_subnet_is_kept_free() -> None:
     assert p.capacity == 250 - 64  # .64-.127 taken by the storage subnet, .10 by home
     _assert_rack_is_clean(p, sim_names(p.capacity))
     assert all(p.node(n).storage[0].ip not in IPv4Network("10.20.0.64/26") for n in sim_names(p.capacity))
+
+
+def test_a_storage_subnet_as_wide_as_the_node_subnet_keeps_only_its_probe() -> None:
+    """A target subnet that is the storage network itself (the nodes live in it): only its probe is kept free."""
+    p = plan_for(8, 2, (StorageTarget(name="pfs", subnet="10.20.4.0/22", probe="10.20.4.20"),))
+    assert p.capacity == 251 - 1 and 20 not in p.offsets
+
+
+def test_a_node_type_without_ipoib_bootstraps_on_the_out_of_band_network() -> None:
+    p = plan_for(0, 1, (StorageTarget(name="home", address="10.20.0.10"),))
+    sim01 = p.node("sim01")
+    assert (str(sim01.oob), sim01.ipoib) == ("10.0.0.3/24", ())
+    assert [(s.kind, str(s.gateway)) for s in p.subnets] == [("storage", "10.20.0.1"), ("oob", "10.0.0.254")]
 
 
 _OFFSET = st.integers(min_value=0, max_value=1023)
