@@ -275,3 +275,64 @@ def test_nvmls_gpus_count_as_the_nodes_as_nvml_names_them(tmp_path: Path) -> Non
     watcher.devices = daemon.read_devices(str(root))  # what a rescan does
     watcher._kernel_record(line, 4.0)
     assert [e.foreign for e in _heard(watcher)] == [""]
+
+
+def test_a_repeat_is_said_once_per_incident(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    for _ in range(4):
+        watcher.handle(_xid(13, clock))
+        clock.now += 1
+    said = watcher.err.getvalue()  # type: ignore[attr-defined]
+    assert said.count("heard again, same incident") == 1
+    assert watcher.incidents.duplicates == 3
+
+
+def test_journal_reason_only_for_a_drain_or_an_eviction(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    watcher.handle(_xid(13, clock))
+    watcher.handle(_xid(79, clock))
+    record, evict = _journal(tmp_path)
+    assert record["reason"] is None
+    assert evict["reason"] == "burnin: GPU-04 gpu3 Xid 79 (GPU has fallen off the bus)"
+
+
+def test_in_a_dry_run_a_repeat_is_the_same_incident_whatever_slurm_says(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()  # the node stays in the pool: a dry run drains nothing
+    watcher, _ = _watcher(tmp_path, slurm, clock, dry_run=True)
+    assert watcher.handle(_xid(79, clock)) is not None
+    clock.now += 1
+    assert watcher.handle(_xid(79, clock)) is None
+    assert slurm.calls == []
+
+
+def test_a_repeat_of_a_failed_eviction_waits_for_the_retry(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"], fail={"scontrol --oneliner"}), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    watcher.handle(_xid(79, clock))
+    calls = len(slurm.calls)
+    clock.now += 0.5
+    assert watcher.handle(_xid(79, clock, "nvml")) is None  # the retry schedule acts, not the repeat
+    assert len(slurm.calls) == calls and len(watcher._retries) == 1
+
+
+class UnreadableSlurm(FakeSlurm):
+    """Slurm whose node state cannot be read at all once ``broken`` (the client raises)."""
+
+    broken: bool = False
+
+    def run(self, argv, *, timeout=10.0):  # type: ignore[no-untyped-def]
+        if self.broken and list(argv[:2]) == ["scontrol", "--oneliner"]:
+            raise RuntimeError("slurm client crashed")
+        return super().run(argv, timeout=timeout)
+
+
+def test_a_repeat_while_slurm_is_unreadable_is_the_same_incident(tmp_path: Path) -> None:
+    slurm, clock = UnreadableSlurm(jobs=["41"]), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    assert watcher.handle(_xid(79, clock)) is not None
+    slurm.broken = True
+    clock.now += 1
+    assert watcher.handle(_xid(79, clock)) is None
+    assert slurm.commands().count("scontrol requeue") == 1
