@@ -6,6 +6,13 @@ Reads plain ``dmesg`` (``[  123.456789]``), ``dmesg -T`` (``[Sun Feb 23 ...]``),
 ``journalctl -k`` / syslog (``Feb 23 16:24:18 host kernel:``) and bare lines.
 Lines that say nothing of interest are ignored: a log without Xids is a valid
 result with zero events.
+
+Newer drivers (570) may report a GPU that has fallen off the bus without an Xid
+line, in NVRM's own words over up to three lines (``NVRM: The NVIDIA GPU
+0000:b3:00.0`` / ``NVRM: (PCI ID: 10de:26b5) installed in this system has`` /
+``NVRM: fallen off the bus and is not responding to commands.``): that is read
+as an Xid 79 event (the code NVIDIA gives the condition) unless the log also
+holds the Xid 79 line for that GPU; its text says no Xid number was printed.
 """
 
 from __future__ import annotations
@@ -87,6 +94,9 @@ _LIMIT = re.compile(
     r" bandwidth, limited by ([\d.]+) GT/s PCIe x(\d+) link at ([0-9A-Fa-f:.]+)"
     r"(?: \(capable of ([\d.]+) Gb/s with ([\d.]+) GT/s PCIe x(\d+) link\))?"
 )
+_FALLEN_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\b")
+_FALLEN_TEXT = "GPU has fallen off the bus and is not responding to commands (NVRM message; no Xid number printed)"
+_FALLEN_SPAN = 3  # lines from "The NVIDIA GPU ..." to "fallen off the bus"
 _CARRIER = re.compile(r"\b([A-Za-z][\w.-]{0,30}): (lost carrier|[Gg]ained carrier)\b")
 
 # Timestamp forms, tried on the text before the message.
@@ -143,10 +153,20 @@ def parse_xid_events(text: str) -> XidReport:
     limits: list[PcieLimitEvent] = []
     links: list[LinkEvent] = []
     uuids: dict[str, str] = {}
+    fallen: dict[str, tuple[str | None, int]] = {}  # PCI -> (timestamp, line) of NVRM's "fallen off the bus"
+    named: tuple[str, str | None, int] | None = None  # the last "The NVIDIA GPU <pci>": (pci, timestamp, line)
     non_blank = 0
     for number, line in enumerate(iter_lines(text), start=1):
         if line and not line.isspace():
             non_blank += 1
+        if "NVRM: The NVIDIA GPU" in line:
+            gpu = _FALLEN_GPU.search(line)
+            if gpu is not None:
+                named = (gpu.group(1), _timestamp(line[: gpu.start()]), number)
+        if named is not None and "fallen off the bus" in line and "Xid" not in line:
+            if number - named[2] < _FALLEN_SPAN:
+                fallen.setdefault(named[0], (named[1], named[2]))
+            named = None
         if "Xid" in line:
             m = _XID.search(line)
             if m:
@@ -210,6 +230,11 @@ def parse_xid_events(text: str) -> XidReport:
                         line=number,
                     )
                 )
+    seen_79 = {e.pci.lower().removeprefix("pci:")[:10] for e in events if e.xid == 79}
+    for pci, (stamp, number) in fallen.items():
+        if pci.lower() not in seen_79:
+            events.append(XidEvent(pci, 79, None, _FALLEN_TEXT, stamp, None, number))
+    events.sort(key=lambda e: e.line)
     return XidReport(
         events=tuple(events),
         sxid_events=tuple(sxids),

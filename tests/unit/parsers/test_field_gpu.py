@@ -7,6 +7,7 @@ from field_samples import field_text
 
 from burnin.errors import ParseError
 from burnin.parsers.dcgmi import DcgmiDetail, parse_dcgmi_diag
+from burnin.parsers.dmesg import parse_xid_events
 from burnin.parsers.nvbandwidth import parse_nvbandwidth
 from burnin.parsers.nvidia_smi import parse_nvlink, parse_smi_query, parse_topo_matrix
 
@@ -155,3 +156,36 @@ def test_smi_query_of_a_pcie_a10_with_remapped_rows_pending() -> None:
     assert (gpu.power_draw_w, gpu.power_limit_w, gpu.temperature.gpu_c) == (43.89, 150.0, 33.0)
     assert gpu.mig_mode_current is None and gpu.fabric_state is None and gpu.reset_required is False
     assert query.errors == ()
+
+
+# ------------------------------------------------------------------ kernel log: a GPU fallen off the bus, no Xid
+
+FALLEN = "dmesg-fallen-off-bus-no-xid-l40-driver570-nvsentinel-issue155.txt"
+
+
+def test_a_gpu_fallen_off_the_bus_without_an_xid_line_is_an_xid_79() -> None:
+    report = parse_xid_events(field_text(FALLEN))
+    (event,) = report.events
+    assert (event.pci, event.xid, event.timestamp, event.line, event.pid) == ("0000:b3:00", 79, "1843.308145", 1, None)
+    assert "no Xid number printed" in event.text
+
+
+def test_the_xid_79_line_for_the_same_gpu_is_not_counted_twice() -> None:
+    xid = ("[ 1843.308100] NVRM: Xid (PCI:0000:b3:00): 79, pid='<unknown>', name=<unknown>, "
+           "GPU has fallen off the bus.\n")
+    report = parse_xid_events(xid + field_text(FALLEN))
+    (event,) = report.events
+    assert (event.xid, event.line, event.text) == (79, 1, "GPU has fallen off the bus.")
+
+
+def test_the_older_one_line_message_is_read_too() -> None:
+    line = ("[  512.100000] NVRM: The NVIDIA GPU 0000:19:00.0 (PCI ID: 10de:2330) installed in this system has "
+            "fallen off the bus and is not responding to commands.\n")
+    (event,) = parse_xid_events(line).events
+    assert (event.pci, event.xid, event.timestamp) == ("0000:19:00", 79, "512.100000")
+
+
+def test_a_gpu_named_without_falling_off_the_bus_is_no_event() -> None:
+    lines = ["[ 1.0] NVRM: The NVIDIA GPU 0000:19:00.0", "[ 1.1] NVRM: (PCI ID: 10de:2330) installed in this system",
+             "[ 1.2] NVRM: is not supported", "[ 1.3] NVRM: loaded", "[ 9.0] NVRM: fallen off the bus"]
+    assert parse_xid_events("\n".join(lines) + "\n").events == ()
