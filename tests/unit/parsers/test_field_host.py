@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from field_samples import field_text
 
+from burnin.errors import ParseError
 from burnin.parsers._common import expand_cpu_list
 from burnin.parsers.cpu import parse_lscpu, parse_numactl_hardware
+from burnin.parsers.lspci import parse_lspci
 from burnin.parsers.megatron import parse_megatron_log
 
 # ------------------------------------------------------------------ lscpu, numactl
@@ -41,3 +44,19 @@ def test_megatron_line_quoted_with_a_launcher_prefix() -> None:
     assert (it.consumed_samples, it.global_batch_size, it.loss_scale, it.grad_norm) == (1024, 1024, 1.0, 5.96)
     assert (it.skipped, it.nan) == (0, 0) and log.truncated is False
     assert it.extra == {"load_balancing_loss": "1.041994E+00", "num zeros": "0.0", "params norm": "238.330"}
+
+
+# ------------------------------------------------------------------ lspci
+
+
+def test_lspci_stanza_with_ids_in_brackets_and_no_link_status() -> None:
+    (gpu,) = parse_lspci(field_text("lspci-vvnn-a100-sxm4-stanza-cut-before-lnkcap-hwloc-issue653.txt")).devices
+    assert (gpu.address, gpu.device_class, gpu.name, gpu.revision) == (
+        "0000:da:00.0", "3D controller", "NVIDIA Corporation GA100 [A100 SXM4 40GB]", "a1")
+    assert (gpu.vendor_id, gpu.device_id, gpu.numa_node, gpu.port_type) == ("10de", "20b0", 5, "Endpoint")
+    assert (gpu.lnkcap_speed_gts, gpu.lnksta_speed_gts, gpu.lnksta_width) == (None, None, None)  # cut: unknown
+
+
+def test_link_lines_without_their_device_line_are_refused() -> None:
+    with pytest.raises(ParseError, match="no 'BB:DD.F class: name' device line"):
+        parse_lspci(field_text("lspci-vvv-4090-riser-lnksta-downgraded-no-device-line-jan-issue183.txt"))
