@@ -8,8 +8,9 @@ from field_samples import field_text
 from burnin.errors import ParseError
 from burnin.parsers.dcgmi import DcgmiDetail, parse_dcgmi_diag
 from burnin.parsers.dmesg import parse_xid_events
+from burnin.parsers.dmon import parse_dmon
 from burnin.parsers.nvbandwidth import parse_nvbandwidth
-from burnin.parsers.nvidia_smi import parse_nvlink, parse_smi_query, parse_topo_matrix
+from burnin.parsers.nvidia_smi import parse_nvlink, parse_query_csv, parse_smi_query, parse_topo_matrix
 
 # ------------------------------------------------------------------ dcgmi diag (DCGM 4.x)
 
@@ -189,3 +190,42 @@ def test_a_gpu_named_without_falling_off_the_bus_is_no_event() -> None:
     lines = ["[ 1.0] NVRM: The NVIDIA GPU 0000:19:00.0", "[ 1.1] NVRM: (PCI ID: 10de:2330) installed in this system",
              "[ 1.2] NVRM: is not supported", "[ 1.3] NVRM: loaded", "[ 9.0] NVRM: fallen off the bus"]
     assert parse_xid_events("\n".join(lines) + "\n").events == ()
+
+
+# ------------------------------------------------------------------ nvidia-smi dmon, --query-gpu (Blackwell)
+
+QUERY_COLUMNS = (
+    "index", "uuid", "name", "pci.bus_id", "driver_version", "utilization.gpu", "utilization.memory",
+    "memory.total", "memory.used", "memory.free", "temperature.gpu", "temperature.memory", "power.draw",
+    "power.limit", "clocks.gr", "clocks.mem", "clocks.max.gr", "clocks.max.mem", "fan.speed", "pstate",
+    "pcie.link.gen.current", "pcie.link.width.current", "encoder.stats.sessionCount",
+)
+
+
+def test_dmon_of_four_blackwell_gpus_with_trailing_spaces() -> None:
+    dmon = parse_dmon(field_text("nvidia-smi-dmon-pucm-4x-rtx-pro-6000-blackwell-driver595-candy-top.txt"))
+    assert dmon.columns[:4] == ("pwr", "gtemp", "mtemp", "sm") and dmon.units["fb"] == "MB"
+    assert [s.gpu for s in dmon.samples] == [0, 1, 2, 3]
+    first, last = dmon.samples[0], dmon.samples[-1]
+    assert (first.values["pwr"], first.values["gtemp"], first.values["mtemp"], first.values["pclk"]) == (
+        294.0, 81.0, None, 1897.0)
+    assert (last.values["sm"], last.values["mem"], last.values["fb"], last.values["bar1"]) == (
+        100.0, 58.0, 48209.0, 6.0)
+
+
+def test_query_csv_without_header_reads_with_the_commands_columns() -> None:
+    text = field_text("nvidia-smi-query-csv-noheader-nounits-4x-rtx-pro-6000-candy-top.txt")
+    query = parse_query_csv(text, columns=QUERY_COLUMNS)
+    assert [r["index"] for r in query.rows] == ["0", "1", "2", "3"]
+    third = query.rows[2]
+    assert (third["pci.bus_id"], third["driver_version"], third["memory.total"], third["power.draw"]) == (
+        "00000000:81:00.0", "595.91.07", "97887", "299.95")
+    assert (third["temperature.memory"], third["pcie.link.gen.current"], third["pcie.link.width.current"]) == (
+        "N/A", "5", "16")
+    assert third["name"] == "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"
+
+
+def test_query_csv_with_fewer_columns_than_values_is_refused() -> None:
+    text = field_text("nvidia-smi-query-csv-noheader-nounits-4x-rtx-pro-6000-candy-top.txt")
+    with pytest.raises(ParseError):
+        parse_query_csv(text, columns=QUERY_COLUMNS[:3])
