@@ -54,8 +54,8 @@ def iter_lines(text: str) -> Iterator[str]:
     yield text[start:]
 
 
-# Any run of three or more dots (or ellipsis characters), bare or in brackets: "....", "[ .... ]".
-_DOTS = re.compile(r"(?:\.{3,}|…+|\[\s*(?:\.{2,}|…+)\s*\])")
+# Any run of three or more dots (or ellipsis characters), bare or in brackets: "....", "[ .... ]", "(...)".
+_DOTS = re.compile(r"(?:\.{3,}|…+|\[\s*(?:\.{2,}|…+)\s*\]|\(\s*(?:\.{2,}|…+)\s*\))")
 
 
 def is_elision(line: str) -> bool:

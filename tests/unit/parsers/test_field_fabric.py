@@ -6,11 +6,12 @@ import pytest
 from field_samples import field_text
 
 from burnin.errors import ParseError
-from burnin.parsers._common import is_command_echo, is_prompt
+from burnin.parsers._common import is_command_echo, is_elision, is_prompt
 from burnin.parsers.ibdev2netdev import parse_ibdev2netdev
 from burnin.parsers.ibstat import parse_ibstat, parse_ibstatus
 from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
+from burnin.parsers.mlxconfig import parse_mlxconfig_query
 from burnin.parsers.nccl_info import parse_nccl_info
 from burnin.parsers.nccl_tests import NcclMeasure, parse_nccl_tests
 from burnin.parsers.perftest import parse_perftest
@@ -247,3 +248,27 @@ def test_nccl_info_of_two_dgx_h100_over_roce() -> None:
         assert host.bootstrap == (f"enp220s0np0:{address}",) and host.oob == (f"enp220s0np0:{address}",)
         assert host.networks == ("IB",) and host.used == ()
     assert report.info_lines == 12
+
+
+# ------------------------------------------------------------------ mlxconfig
+
+
+def test_mlxconfig_query_with_the_authors_cut() -> None:
+    report = parse_mlxconfig_query(field_text("mlxconfig-query-cx7-mcx715105as-elided-openshift-notes.txt"))
+    (dev,) = report.devices
+    assert (dev.device_type, dev.name, dev.device) == ("ConnectX7", "MCX715105AS-WEAT_Ax", "/dev/mst/mt4129_pciconf0")
+    assert dev.description is not None and dev.description.startswith("NVIDIA ConnectX-7 HHHL Adapter Card; 400GbE")
+    assert dev.columns == ("Next Boot",)
+    assert [(p.name, p.values, p.modified) for p in dev.params] == [
+        ("MODULE_SPLIT_M0", ("Array[0..15]",), False), ("MEMIC_BAR_SIZE", ("0",), False),
+        ("MEMIC_SIZE_LIMIT", ("_256KB(1)",), False), ("ADVANCED_PCI_SETTINGS", ("False(0)",), False),
+        ("SAFE_MODE_THRESHOLD", ("10",), False), ("SAFE_MODE_ENABLE", ("True(1)",), False)]
+    assert report.errors == ()
+
+
+@pytest.mark.parametrize(("line", "cut"), [
+    ("       (...)", True), ("....", True), ("[ .... ]", True), ("> [...]", True), ("…", True),
+    ("..", False), ("(x...)", False), ("Link 3: <inactive>", False),
+])
+def test_elision_marks_seen_in_real_captures(line: str, cut: bool) -> None:
+    assert is_elision(line) is cut
