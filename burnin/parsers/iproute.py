@@ -357,20 +357,30 @@ def _block_link(head: re.Match[str], body: list[str]) -> IpLink:
                   slave_table=slave_table)
 
 
+# The words an `ip addr`/`ip link` block's own lines start with: a copy that lost the relative
+# indentation (a block pasted at one indent) still shows which lines belong to the head above.
+_BODY_WORDS = ("link/", "inet", "inet6", "altname", "valid_lft", "vf ", "alias", "permaddr", "prog/", "netnsid")
+
+
 def _blocks(text: str) -> list[tuple[re.Match[str], list[str]]]:
-    """``N: NAME: <FLAGS> ...`` heads with their indented lines."""
+    """``N: NAME: <FLAGS> ...`` heads with their lines (indented deeper, or starting with a block word)."""
     blocks: list[tuple[re.Match[str], list[str]]] = []
+    indent = 0  # the current head's indentation
+    ended = True
     for line in iter_lines(text):
-        if len(line) > MAX_LINE:
+        if len(line) > MAX_LINE or not line.strip():
             continue
-        head = _LINK_HEAD.match(line)
+        stripped = line.lstrip()
+        depth = len(line) - len(stripped)
+        head = _LINK_HEAD.match(stripped)
         if head is not None:
             blocks.append((head, []))
-        elif blocks and line[:1].isspace() and line.strip():
+            indent, ended = depth, False
+        elif blocks and not ended and (depth > indent or (depth == indent and stripped.startswith(_BODY_WORDS))):
             blocks[-1][1].append(line)
-        elif line.strip() and blocks:
-            blocks[-1] = (blocks[-1][0], blocks[-1][1] + ["\x00end"])  # the block ended
-    return [(head, [ln for ln in body if ln != "\x00end"]) for head, body in blocks]
+        else:
+            ended = True  # the block ended
+    return blocks
 
 
 def parse_ip_link(text: str) -> IpLinks:

@@ -10,6 +10,7 @@ from burnin.parsers._common import is_command_echo, is_elision, is_prompt
 from burnin.parsers.ibdev2netdev import parse_ibdev2netdev
 from burnin.parsers.ibstat import parse_ibstat, parse_ibstatus
 from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
+from burnin.parsers.iproute import IpAddress, parse_ip_addr, parse_ip_link
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
 from burnin.parsers.mlxconfig import parse_mlxconfig_query
 from burnin.parsers.nccl_info import parse_nccl_info
@@ -272,3 +273,29 @@ def test_mlxconfig_query_with_the_authors_cut() -> None:
 ])
 def test_elision_marks_seen_in_real_captures(line: str, cut: bool) -> None:
     assert is_elision(line) is cut
+
+
+# ------------------------------------------------------------------ ip addr / ip link
+
+IPOIB = "ip-addr-ipoib-cx5-flattened-indent-spiderpool-docs.txt"
+
+
+def test_ip_addr_block_pasted_at_one_indent_keeps_its_addresses() -> None:
+    (ib,) = parse_ip_addr(field_text(IPOIB)).interfaces
+    assert (ib.name, ib.ifindex, ib.mtu, ib.operstate, ib.link_type) == ("ibs5f0", 9, 2044, "UP", "infiniband")
+    assert ib.flags == ("BROADCAST", "MULTICAST", "UP", "LOWER_UP")
+    assert ib.address == "00:00:10:49:fe:80:00:00:00:00:00:00:e8:eb:d3:03:00:93:ae:10"
+    assert ib.addresses == (IpAddress("inet", "172.91.0.10", 16, "global"),
+                            IpAddress("inet6", "fd00:91::172:91:0:10", 64, "global"),
+                            IpAddress("inet6", "fe80::eaeb:d303:93:ae10", 64, "link"))
+
+
+def test_ip_link_reads_the_same_block() -> None:
+    (link,) = parse_ip_link(field_text(IPOIB)).links
+    assert (link.name, link.mtu, link.link_type, link.master) == ("ibs5f0", 2044, "infiniband", None)
+
+
+def test_a_line_that_is_not_the_blocks_own_ends_it() -> None:
+    text = field_text(IPOIB).replace("        altname ibp134s0f0\n", "        altname ibp134s0f0\n        ~# date\n")
+    (ib,) = parse_ip_addr(text).interfaces
+    assert ib.addresses == ()  # the addresses printed after the prompt belong to no block
