@@ -10,7 +10,7 @@ from burnin.parsers._common import is_command_echo, is_elision, is_prompt
 from burnin.parsers.ibdev2netdev import parse_ibdev2netdev
 from burnin.parsers.ibstat import parse_ibstat, parse_ibstatus
 from burnin.parsers.ibv_devinfo import parse_ibv_devinfo
-from burnin.parsers.iproute import IpAddress, parse_ip_addr, parse_ip_link
+from burnin.parsers.iproute import IpAddress, parse_ip_addr, parse_ip_link, parse_ip_route
 from burnin.parsers.mlnx_qos import parse_mlnx_qos
 from burnin.parsers.mlxconfig import parse_mlxconfig_query
 from burnin.parsers.nccl_info import parse_nccl_info
@@ -299,3 +299,13 @@ def test_a_line_that_is_not_the_blocks_own_ends_it() -> None:
     text = field_text(IPOIB).replace("        altname ibp134s0f0\n", "        altname ibp134s0f0\n        ~# date\n")
     (ib,) = parse_ip_addr(text).interfaces
     assert ib.addresses == ()  # the addresses printed after the prompt belong to no block
+
+
+
+def test_ip_route_with_an_ipoib_subnet() -> None:
+    routes = parse_ip_route(field_text("ip-route-ipoib-ib0-metric150-hpc-networking-notes.txt")).routes
+    assert [(r.dst, r.gateway, r.dev, r.protocol, r.scope, r.prefsrc, r.metric) for r in routes] == [
+        ("default", "7.151.164.131", "eno1", "static", None, None, 100),
+        ("7.0.0.0/8", "7.151.164.131", "eno1", "static", None, None, 65024000),
+        ("7.151.164.128/25", None, "eno1", "kernel", "link", "7.151.164.166", 100),
+        ("7.151.176.0/21", None, "ib0", "kernel", "link", "7.151.181.31", 150)]
