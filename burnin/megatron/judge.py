@@ -134,9 +134,9 @@ def _failure(record: dict[str, Any]) -> str | None:
     to an end (not started, hung)."""
     if record.get("timed_out"):
         raise Unmeasurable(hang_note(record))
-    if record.get("error") and record.get("exit_status") is None:
-        raise Unmeasurable(f"the run{_where(record)} did not start: {record['error']}")
     status = record.get("exit_status")
+    if status is None:  # no exit status: it never ran to an end that says anything about the node
+        raise Unmeasurable(f"the run{_where(record)} did not start: {_not_started(record)}")
     if status == 0:
         return None
     evidence = _evidence(record)
@@ -506,9 +506,13 @@ def _run_health(subject: str, record: dict[str, Any], drop: Reference) -> list[F
     found = loss_findings(subject, record, drop) + nccl_findings(subject, record)
     if record.get("timed_out"):
         found.append(unknown(subject, hang_note(record)))
-    elif record.get("error") and record.get("exit_status") is None:
-        found.append(unknown(subject, f"did not start: {record['error']}"))
+    elif record.get("exit_status") is None:
+        found.append(unknown(subject, f"did not start: {_not_started(record)}"))
     return found
+
+
+def _not_started(record: dict[str, Any]) -> str:
+    return str(record.get("error") or "no exit status recorded")
 
 
 def _multi_vs_members(rate: float, members: object, tol: float, expected: str) -> Finding:
