@@ -8,6 +8,7 @@ from field_samples import field_text
 from burnin.errors import ParseError
 from burnin.parsers._common import expand_cpu_list
 from burnin.parsers.cpu import parse_lscpu, parse_numactl_hardware
+from burnin.parsers.cpubind import parse_cpu_bind
 from burnin.parsers.lspci import parse_lspci
 from burnin.parsers.megatron import parse_megatron_log
 
@@ -60,3 +61,14 @@ def test_lspci_stanza_with_ids_in_brackets_and_no_link_status() -> None:
 def test_link_lines_without_their_device_line_are_refused() -> None:
     with pytest.raises(ParseError, match="device line found"):
         parse_lspci(field_text("lspci-vvv-4090-riser-lnksta-downgraded-no-device-line-jan-issue183.txt"))
+
+
+# ------------------------------------------------------------------ srun --cpu-bind=verbose
+
+
+def test_cpu_bind_line_commented_out_in_a_script_reads_its_wide_mask() -> None:
+    report = parse_cpu_bind(field_text("cpu-bind-verbose-core-leonardo-mask-commented-parflow-bench.txt"))
+    (task,) = report.tasks
+    assert (task.node, task.task, task.local_task, task.pid, task.bind_type) == ("login08", 0, 0, 2499314, "MASK")
+    assert task.mask == "8000000040000000800000004"
+    assert task.cpus == (2, 35, 66, 99)  # what the Cpus_allowed_list line printed under it says
