@@ -9,7 +9,7 @@ from burnin.errors import ParseError
 from burnin.parsers.dcgmi import DcgmiDetail, parse_dcgmi_diag
 from burnin.parsers.dmesg import parse_xid_events
 from burnin.parsers.dmon import parse_dmon
-from burnin.parsers.nvbandwidth import parse_nvbandwidth
+from burnin.parsers.nvbandwidth import parse_nvbandwidth, parse_p2p_bandwidth
 from burnin.parsers.nvidia_smi import parse_nvlink, parse_query_csv, parse_smi_query, parse_topo_matrix
 
 # ------------------------------------------------------------------ dcgmi diag (DCGM 4.x)
@@ -229,3 +229,17 @@ def test_query_csv_with_fewer_columns_than_values_is_refused() -> None:
     text = field_text("nvidia-smi-query-csv-noheader-nounits-4x-rtx-pro-6000-candy-top.txt")
     with pytest.raises(ParseError):
         parse_query_csv(text, columns=QUERY_COLUMNS[:3])
+
+
+# ------------------------------------------------------------------ p2pBandwidthLatencyTest
+
+
+def test_p2p_matrices_where_peer_to_peer_is_slower_than_disabled() -> None:
+    report = parse_p2p_bandwidth(field_text("p2p-bandwidth-6gpu-p2p-writes-10gbs-sm-copy-off-nccl-issue814.txt"))
+    assert report.devices == () and report.peer_access == ()
+    disabled, writes, reads = report.matrices
+    assert (disabled.p2p_enabled, disabled.bidirectional, disabled.unit) == (False, False, "GB/s")
+    assert (writes.p2p_enabled, writes.transfer, reads.transfer) == (True, "writes", "reads")
+    assert writes.columns == writes.rows == (0, 1, 2, 3, 4, 5)
+    assert (disabled.cell(3, 4), writes.cell(0, 1), writes.cell(2, 0), reads.cell(5, 2)) == (20.46, 9.90, 10.01, 10.46)
+    assert writes.cell(5, 5) == 922.37
