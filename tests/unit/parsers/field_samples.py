@@ -13,8 +13,9 @@ from pathlib import Path
 
 FIELD_DIR = Path(__file__).resolve().parents[2] / "field"
 SOURCES = FIELD_DIR / "SOURCES.md"
-# "- `file` — `tool` — source — machine — damage"
-_ENTRY = re.compile(r"^- `([^`]+)` — `([^`]+)` — (.+)$")
+# "- `file` — `tool` [and `tool`] — source — machine — damage"
+_ENTRY = re.compile(r"^- `([^`]+)` — ([^—]+) — (.+)$")
+_TOOL = re.compile(r"`([a-z0-9-]+)`")
 
 
 def field_text(name: str) -> str:
@@ -22,13 +23,13 @@ def field_text(name: str) -> str:
     return (FIELD_DIR / name).read_bytes().decode("utf-8", errors="replace")
 
 
-def sources() -> dict[str, str]:
-    """File name -> the tool (``burnin parse`` name) SOURCES.md says reads it."""
-    entries: dict[str, str] = {}
+def sources() -> dict[str, tuple[str, ...]]:
+    """File name -> the tools (``burnin parse`` names) SOURCES.md says read it."""
+    entries: dict[str, tuple[str, ...]] = {}
     for line in SOURCES.read_text(encoding="utf-8").splitlines():
         match = _ENTRY.match(line)
         if match is not None:
-            entries[match.group(1)] = match.group(2)
+            entries[match.group(1)] = tuple(_TOOL.findall(match.group(2)))
     return entries
 
 
