@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from burnin.cli.argtypes import seconds
-from burnin.cli.main import EXIT_OK, EXIT_REJECTED
+from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:
     from burnin.dispatch.base import Dispatcher
@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
     from burnin.outdir import new_run_id
-    from burnin.soak.plan import default_interval, load_settings, parse_duration
+    from burnin.soak.plan import check_interval, default_interval, load_settings, parse_duration
     from burnin.soak.state import SoakState, Store
     from burnin.topology.load import find_topology
 
@@ -232,6 +232,7 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
         options = _namespace(command)
     else:
         duration_s = parse_duration(args.duration)
+        _check_faults(args.fault, duration_s)
         load_settings(args.config)
         find_topology(args.topology)
         out_dir = args.out or Path("reports") / new_run_id("soak-")
@@ -251,10 +252,14 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
             advance = simulated_time_of(dispatcher, float(command["duration_s"]))
             if state is None:
                 simulated = advance is not None
+                if args.interval is not None:
+                    check_interval(args.interval, float(command["duration_s"]), simulated=simulated)
                 interval_s = args.interval or default_interval(float(command["duration_s"]), simulated, settings)
                 command.update(interval_s=interval_s, simulated=simulated)
                 state = SoakState(command=command, duration_s=float(command["duration_s"]), interval_s=interval_s,
                                   nodes={}, run_id=out_dir.name)
+                if not command["dry_run"] and not _accept(state, dispatcher, command["topology"], out_dir):
+                    return EXIT_INTERNAL
             _soak(state, store, dispatcher, advance, settings, topology, out_dir,
                   on_fatal=_drainer(gate, bool(command["dry_run"])),
                   fanout=int(getattr(options, "fanout", None) or DEFAULT_FANOUT))
@@ -268,6 +273,48 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
     return EXIT_REJECTED if rejected else EXIT_OK
 
 
+def _check_faults(faults: list[str], duration_s: float) -> None:
+    """A fault that unfolds at a soak minute must fall within the soak (an Xid after its end is never seen)."""
+    if not faults:
+        return
+    from burnin.errors import UsageError
+    from burnin.sim import parse_fault_spec
+
+    for value in faults:
+        _, found, spec = value.partition(":")
+        if not found:
+            continue  # the dispatcher names what is wrong with it
+        fault = parse_fault_spec(spec)
+        minute = getattr(fault, "minute", None)
+        if minute is not None and minute * 60 > duration_s:
+            raise UsageError(f"--fault {value}: minute {minute} is past the soak's end ({_hms(duration_s)}), "
+                             "so nothing would ever catch it")
+
+
+def _accept(state: SoakState, dispatcher: Dispatcher, topology_ref: str, out_dir: Path) -> bool:
+    """The node suite on every node first (burnin/soak/acceptance.py): a node it rejects is not soaked, and the
+    soak's gate judges its verdicts with the soak's. False (said in one line) when pytest could not run."""
+    from burnin.cli.interrupt import raise_if_received
+    from burnin.nodes import fold
+    from burnin.phases import PhaseRun, load_phase
+    from burnin.session import SuiteError, execute
+    from burnin.soak.acceptance import ACCEPTANCE_DIR, SUITE, admit
+
+    phase = load_phase(SUITE)  # as `burnin run` runs the suite: its phase (INV-11's fleet counts), then its tests
+    try:
+        result = execute(dispatcher, topology=topology_ref, out_dir=out_dir / ACCEPTANCE_DIR, suites=(SUITE,),
+                         phases=[PhaseRun(phase)] if phase is not None else [])
+    except SuiteError as exc:
+        raise_if_received()
+        print(f"burnin soak: acceptance: {exc}", file=sys.stderr)
+        return False
+    held = admit(state, list(dispatcher.nodes), result.decisions, out_dir)  # checkpointed with the soak's first round
+    print(f"soak acceptance: the node suite judged {len(state.nodes)} nodes; "
+          + (f"not soaked: {fold(held)} ({len(held)})" if held else "every node goes on to soak"),
+          file=sys.stderr, flush=True)
+    return True
+
+
 def _soak(state: SoakState, store: Any, dispatcher: Dispatcher, advance: Callable[[float], None] | None,
           settings: SoakSettings, topology: Topology, out_dir: Path, *,
           on_fatal: Callable[[str, list[Event]], None] | None, fanout: int) -> None:
@@ -275,8 +322,12 @@ def _soak(state: SoakState, store: Any, dispatcher: Dispatcher, advance: Callabl
     from burnin.soak.nodes import open_nodes
     from burnin.soak.progress import progress_for
     from burnin.soak.scheduler import DEADLINE_FACTOR, Soak, restart
-    from burnin.soak.state import RUNNING, NodeProgress
+    from burnin.soak.state import HELD, RUNNING, NodeProgress
 
+    if state.nodes and all(p.status == HELD for p in state.nodes.values()):
+        state.finished = True  # acceptance held every node back: nothing to soak, no allocation to take
+        store.save(state)
+        return
     hold_s = max(0.0, DEADLINE_FACTOR * state.duration_s - state.now) + HOLD_SLACK_S
     nodes = open_nodes(dispatcher, fanout=fanout, hold_s=hold_s, log_file=out_dir / "slurm-commands.log")
     try:
@@ -303,14 +354,17 @@ def _soak(state: SoakState, store: Any, dispatcher: Dispatcher, advance: Callabl
 
 def _judge(state: SoakState, store: Any, settings: SoakSettings, topology: Topology, out_dir: Path,
            command: dict[str, Any]) -> dict[str, NodeDecision]:
+    from burnin.soak import acceptance
     from burnin.soak.verdicts import Judge, write_outputs
 
+    accepted = acceptance.outcomes(state, out_dir)
     samples, results = store.samples(state), store.results(state)
     judge = Judge(state, samples, results, settings, topology, command["config"] or "the default settings")
     outcomes = judge.outcomes()
     meta = {"topology": topology.name, "duration_s": state.duration_s, "interval_s": state.interval_s,
-            "simulated": _simulated(command)}
-    return write_outputs(out_dir, state, outcomes, judge.series, meta=meta)
+            "simulated": _simulated(command),
+            "acceptance": f"{acceptance.ACCEPTANCE_DIR}/gate.json" if state.acceptance is not None else None}
+    return write_outputs(out_dir, state, outcomes, judge.series, meta=meta, acceptance=accepted)
 
 
 def _condense(reasons: tuple[str, ...]) -> list[str]:

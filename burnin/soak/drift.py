@@ -124,10 +124,17 @@ def median(values: Sequence[float]) -> float | None:
     return statistics.median(clean) if clean else None
 
 
-def stragglers(values: Mapping[str, float], tolerance: float) -> dict[str, tuple[float, float, float]]:
-    """Members more than ``tolerance`` below the median of all: name -> (value, median, shortfall)."""
-    middle = median(list(values.values()))
-    if middle is None or middle <= 0 or len(values) < 2:
+def stragglers(values: Mapping[str, float], tolerance: float, *,
+               reference: float | None = None) -> dict[str, tuple[float, float, float]]:
+    """Members more than ``tolerance`` below the norm: name -> (value, norm, shortfall).
+
+    The norm is the median of all (of two members at least), or ``reference`` where that is higher: a
+    majority of slow members cannot make itself the norm.
+    """
+    middle = median(list(values.values())) if len(values) >= 2 else None
+    if reference is not None:
+        middle = reference if middle is None else max(middle, reference)
+    if middle is None or middle <= 0:
         return {}
     out: dict[str, tuple[float, float, float]] = {}
     for name, value in values.items():

@@ -38,6 +38,9 @@ DRY_RUN_REASON = "dry run: not measured (--dry-run printed the soak's commands a
 STAGES = ("gpu", "nccl", "cpu", "disk")
 STAGE_CHECK = {"dcgm": "BRN-01", "gpu": "BRN-02", "nccl": "BRN-03", "cpu": "BRN-04", "disk": "BRN-05"}
 SIM_SAMPLES = 60  # a simulated soak samples about this many times, whatever its length
+SIM_MAX_SAMPLES = 600  # at most this many (--interval): each sample round takes real time
+MIN_INTERVAL_S = 1.0  # a real soak samples at most once a second (a sample is a collector run per node)
+MAX_DURATION_S = 30 * 86400.0  # burn-in norms are 24-72 h; a month is the most a soak may last
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$")
 _UNIT_S = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 
@@ -48,9 +51,22 @@ def parse_duration(text: str) -> float:
     if match is None:
         raise UsageError(f"{text!r} is not a duration (write e.g. 24h, 90m, 30s)")
     seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
-    if not math.isfinite(seconds) or seconds <= 0:
+    if not math.isfinite(seconds) or seconds > MAX_DURATION_S:
+        raise UsageError(f"{text!r}: a soak lasts at most {MAX_DURATION_S / 86400:g} days")
+    if seconds <= 0:
         raise UsageError(f"{text!r}: a duration must be above 0")
     return seconds
+
+
+def check_interval(interval_s: float, duration_s: float, *, simulated: bool) -> None:
+    """``--interval``: on real nodes at least :data:`MIN_INTERVAL_S`; a simulated soak (whose every sample round
+    takes real time while its clock jumps) samples at most :data:`SIM_MAX_SAMPLES` times. UsageError otherwise."""
+    least = duration_s / SIM_MAX_SAMPLES if simulated else MIN_INTERVAL_S
+    if not math.isfinite(interval_s) or (not simulated and interval_s < least):
+        raise UsageError(f"--interval {interval_s:g}: a soak samples at most once every {MIN_INTERVAL_S:g} s")
+    if interval_s < least:
+        raise UsageError(f"--interval {interval_s:g}: a simulated soak of {hms(duration_s)} samples at most "
+                         f"{SIM_MAX_SAMPLES} times (--interval {math.ceil(least):g} or more)")
 
 
 def hms(seconds: float) -> str:
@@ -74,6 +90,9 @@ class GpuStage(_Model):
     minutes: float = Field(default=60.0, gt=0)
     tool: Literal["auto", "gpu_burn", "builtin"] = "auto"
     gpu_burn_args: tuple[str, ...] = ("-tc",)
+    reference_gflops: float | None = Field(
+        default=None, gt=0, description="BRN-02: the Gflop/s per GPU a good node reaches with this tool and these "
+                                        "arguments; the fleet median is held to it, so a slow majority is no norm")
 
 
 class NcclStage(_Model):
@@ -110,7 +129,7 @@ class Tolerances(_Model):
 
 
 class SoakSettings(_Model):
-    interval_s: float = Field(default=30.0, gt=0, le=3600, description="BRN-07: sample every 10-30 s")
+    interval_s: float = Field(default=30.0, ge=MIN_INTERVAL_S, le=3600, description="BRN-07: sample every 10-30 s")
     dcgm: DcgmStage = DcgmStage()
     gpu: GpuStage = GpuStage()
     nccl: NcclStage = NcclStage()

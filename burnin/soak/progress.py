@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from burnin.soak.plan import hms
 from burnin.soak.scheduler import View
-from burnin.soak.state import DONE, FAILED, RUNNING
+from burnin.soak.state import DONE, FAILED, HELD, RUNNING
 from burnin.text import printable
 
 
@@ -28,7 +28,9 @@ def summary_line(view: View) -> str:
     more = f", +{len(failed) - 8} more" if len(failed) > 8 else ""
     line = (f"soak +{hms(view.now)}/{hms(view.duration_s)} ({share:.0%}) stage {view.stage or '-'}: "
             f"{counts[RUNNING]} running, {counts[DONE]} done, {counts[FAILED]} failed")
-    return line + (f" ({named}{more})" if failed else "")
+    held = sum(1 for n in view.nodes if n.status == HELD)
+    return line + (f" ({named}{more})" if failed else "") + (f", {held} not soaked (rejected by acceptance)"
+                                                             if held else "")
 
 
 class LineProgress:
@@ -66,7 +68,7 @@ class LiveProgress:
         table = Table(title=Text(printable(summary_line(view))), title_justify="left", expand=False)
         for column in ("node", "state", "soaked", "reason"):
             table.add_column(column)
-        style = {RUNNING: "cyan", DONE: "green", FAILED: "bold red"}
+        style = {RUNNING: "cyan", DONE: "green", FAILED: "bold red", HELD: "red"}
         for node in view.nodes:
             table.add_row(Text(node.name), Text(node.status, style=style.get(node.status, "")),
                           hms(node.elapsed_s), Text(printable(node.reason)[:120]))

@@ -39,7 +39,7 @@ from burnin.soak.nodes import SoakNodes
 from burnin.soak.plan import Chunk, SoakSettings, hms
 from burnin.soak.results import ChunkRecord, read_chunk
 from burnin.soak.signals import NodeSample, read_sample
-from burnin.soak.state import DONE, FAILED, RESULTS_LOG, RUNNING, SAMPLES_LOG, NodeProgress, SoakState, Store
+from burnin.soak.state import DONE, FAILED, HELD, RESULTS_LOG, RUNNING, SAMPLES_LOG, NodeProgress, SoakState, Store
 from burnin.transport.base import CommandResult
 
 MIN_CHUNK_S = 60.0
@@ -422,8 +422,9 @@ class Soak:
         for name, progress in self.state.nodes.items():
             end = progress.end_t if progress.end_t is not None else self.state.now
             reason = progress.fatal[0].reason if progress.fatal else (progress.restarts[-1] if progress.restarts
-                                                                      else "")
-            rows.append(NodeView(name, progress.status, max(0.0, end - progress.start_t), reason))
+                                                                      else progress.held)
+            soaked = 0.0 if progress.status == HELD else max(0.0, end - progress.start_t)
+            rows.append(NodeView(name, progress.status, soaked, reason))
         stage = self.running.chunk.stage if self.running is not None else ""
         return View(self.state.now, self.state.duration_s, stage, tuple(rows), events)
 

@@ -9,7 +9,14 @@ Every node gets one outcome for each check the soak covers:
   fleet median), BRN-03 (all_reduce floor and drift), BRN-04 (stress-ng,
   STREAM per socket, machine checks, EDAC), BRN-05 (NVMe health);
 - BRN-06: the node soaked its whole duration (a node stopped early is incomplete);
-- BRN-07: the node was monitored throughout.
+- BRN-07: the node was monitored throughout, at least twice per judging window
+  (an hour, or a quarter of a shorter soak): sampled more coarsely, the growth
+  within an hour, drift and creep cannot be judged, and BRN-07 is incomplete.
+
+A node the node suite rejected before the soak (acceptance, ``acceptance/``)
+is not soaked: every soak check is incomplete there, with that as the cause.
+The gate's decision (``gate.json``) takes the acceptance verdicts and the
+soak's together: a node is admitted only when both passed it.
 
 A stage switched off in the site settings is not applicable, with the file as
 the reason. The drift verdicts carry their series' summary (first, last, min,
@@ -34,7 +41,7 @@ from burnin.soak.monitor import Event, gpu_label, gpu_names
 from burnin.soak.plan import DRY_RUN_REASON, SoakSettings, hms
 from burnin.soak.results import ChunkRecord
 from burnin.soak.signals import GpuReading, NodeSample
-from burnin.soak.state import DONE, FAILED, NodeProgress, SoakState
+from burnin.soak.state import DONE, FAILED, HELD, NodeProgress, SoakState
 from burnin.text import printable
 from burnin.topology.model import Topology
 
@@ -139,6 +146,10 @@ class Judge:
         if self.state.command.get("dry_run"):  # nothing ran: one cause for every check
             why = f"not judged: {DRY_RUN_REASON}"
             return [dataclasses.replace(o, reason=f"{o.check} {why}") if o.status == INCOMPLETE else o for o in out]
+        if progress.status == HELD:  # never soaked: nothing here is a pass
+            why = f"not judged: {progress.held or 'the node was not soaked'}"
+            return [dataclasses.replace(o, status=INCOMPLETE, reason=f"{o.check} {why}") if o.status != NOT_APPLICABLE
+                    else o for o in out]
         if progress.status == FAILED and progress.fatal:
             # what a node stopped early could not show is one line, not a list of consequences
             first = progress.fatal[0]
@@ -258,16 +269,19 @@ class Judge:
         slow = [f"{gpu} mean {v:.0f} Gflop/s is {short:.1%} below the node median {m:.0f}"
                 for gpu, (v, m, short) in sorted(drift.stragglers(means, tolerance.straggler).items())]
         fleet = {n: statistics.fmean(m.values()) for n, m in self._gpu_means.items() if m}
-        behind = drift.stragglers(fleet, tolerance.straggler).get(name)
+        reference = self.settings.gpu.reference_gflops
+        behind = drift.stragglers(fleet, tolerance.straggler, reference=reference).get(name)
         if behind is not None:
-            slow.append(f"node mean {behind[0]:.0f} Gflop/s per GPU is {behind[2]:.1%} below the fleet median "
-                        f"{behind[1]:.0f}")
+            norm = (f"the reference {reference:.0f} (gpu.reference_gflops in {self.config_name})"
+                    if reference is not None and behind[1] == reference else f"the fleet median {behind[1]:.0f}")
+            slow.append(f"node mean {behind[0]:.0f} Gflop/s per GPU is {behind[2]:.1%} below {norm}")
         if thin:
             errors.append(f"too few gpu_burn points in the first or last hour to judge drift on {', '.join(thin)}")
         if not points:
             errors.append("no gpu stress throughput measured")
         expected = (f"no errors; fall <= {tolerance.throughput_drift:.0%} first to last hour; within "
-                    f"{tolerance.straggler:.0%} of the node and fleet medians")
+                    f"{tolerance.straggler:.0%} of the node and fleet medians"
+                    + (f" (the fleet's held to {reference:.0f} Gflop/s)" if reference is not None else ""))
         return self._outcome(name, "BRN-02", [*fails, *drifts, *slow], errors, worst, expected)
 
     def _nccl(self, name: str) -> CheckOutcome:
@@ -350,15 +364,22 @@ class Judge:
     def _coverage(self, name: str, progress: NodeProgress) -> CheckOutcome:
         mine = [s for s in self.samples.get(name, ()) if s.attempt == progress.attempt]
         unread = [s for s in mine if not s.ok]
-        measured = f"{len(mine) - len(unread)} of {len(mine)} samples read every {hms(self.state.interval_s)}"
+        interval, finest = self.state.interval_s, self.window_s / 2
+        measured = f"{len(mine) - len(unread)} of {len(mine)} samples read every {hms(interval)}"
         errors = [] if mine and len(unread) < len(mine) else ["the node was never sampled"]
-        return self._outcome(name, "BRN-07", [], errors, measured, "every node sampled each interval")
+        if interval > finest:
+            window = "hour" if self.window_s >= drift.HOUR_S else f"{hms(self.window_s)} window"
+            errors.append(f"sampled every {hms(interval)}: too coarse to judge growth within an hour, drift and "
+                          f"creep (two samples per {window} at least: every {hms(finest)} or more often)")
+        return self._outcome(name, "BRN-07", [], errors, measured,
+                             f"every node sampled each interval, at least every {hms(finest)}")
 
 
 def write_outputs(out_dir: Path, state: SoakState, outcomes: Sequence[CheckOutcome], series: dict[str, Any], *,
-                  meta: Mapping[str, Any]) -> dict[str, NodeDecision]:
-    """verdicts.json, series.json, then gate.json (atomically, in that order); returns the decisions."""
-    decisions = decide(list(state.nodes), outcomes)
+                  meta: Mapping[str, Any], acceptance: Sequence[CheckOutcome] = ()) -> dict[str, NodeDecision]:
+    """verdicts.json (the soak's), series.json, then gate.json (atomically, in that order); returns the
+    decisions, which take the acceptance verdicts (the node suite's, run before the soak) with the soak's."""
+    decisions = decide(list(state.nodes), [*acceptance, *outcomes])
     verdicts = [{**dataclasses.asdict(o), "reason": printable(o.reason), "measured": printable(o.measured),
                  "expected": printable(o.expected)} for o in outcomes]
     write_text_atomic(out_dir / VERDICTS_FILE, json.dumps(verdicts, indent=1))

@@ -139,6 +139,11 @@ def test_killed_soak_resumes_with_the_same_verdicts(tmp_path: Path) -> None:
     (["soak", "--duration", "1h"], "no nodes"),
     (["soak", "--sim", "2", "--duration", "1h", "--fault", "sim01:xid-at:ten:79"], "write xid-at:MIN:N"),
     (["run", "--sim", "2", "--fault", "sim01:thermal-creep"], "burnin soak"),
+    # issue 19 case 12: a soak that could never end, or a fault it could never see
+    (["soak", "--sim", "2", "--duration", "99999999999999999999h"], "a soak lasts at most 30 days"),
+    (["soak", "--sim", "2", "--duration", "1h", "--interval", "0.001"], "samples at most 600 times"),
+    (["soak", "--sim", "2", "--duration", "24h", "--fault", "sim01:xid-at:1441:79"],
+     "minute 1441 is past the soak's end (24:00:00)"),
 ])
 def test_mistakes_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     proc = burnin(*args, "--out", str(tmp_path / "out")) if "--resume" not in args else burnin(*args)

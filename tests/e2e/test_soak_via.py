@@ -2,8 +2,8 @@
 
 - over SSH, nodes that refuse the connection are soaked for the duration, never sampled, and rejected
   as incomplete (exit 1), never admitted;
-- through Slurm, an allocation Slurm refuses ends the soak before it starts: one line, exit 2, no
-  checkpoint (the same ``--out`` can be used again).
+- through Slurm, an allocation Slurm refuses leaves the node suite run first without a node to judge:
+  nobody is soaked, the soak asks for no allocation of its own, and every node is rejected as incomplete.
 """
 
 from __future__ import annotations
@@ -47,21 +47,25 @@ def test_a_soak_over_ssh_of_unreachable_nodes_rejects_them_and_loads_no_simulato
     assert "BRN-07" in gate["nodes"]["n1"]["incomplete"] and gate["nodes"]["n1"]["failed"] == []
 
 
-def test_a_soak_through_slurm_that_gets_no_allocation_is_one_line_and_loads_no_simulator(tmp_path: Path) -> None:
+def test_a_soak_through_slurm_that_gets_no_allocation_soaks_nobody_and_loads_no_simulator(tmp_path: Path) -> None:
+    """The node suite runs first: with no allocation it reaches no node, so no node is soaked and the soak
+    asks Slurm for no allocation of its own; every node is rejected as incomplete, naming salloc's answer."""
     fake = tmp_path / "bin"
     fake.mkdir()
     for tool in ("srun", "salloc", "scontrol", "scancel", "sbcast"):
         path = fake / tool
-        path.write_text("#!/bin/sh\necho \"$0: no Slurm here\" >&2\nexit 1\n", encoding="utf-8")
+        path.write_text("#!/bin/sh\necho \"$0 $*\" >> \"$(dirname \"$0\")/calls\"\n"
+                        "echo \"$0: no Slurm here\" >&2\nexit 1\n", encoding="utf-8")
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     env = {"PATH": f"{fake}{os.pathsep}{os.environ.get('PATH', '')}", "SLURM_JOB_ID": "", "SLURM_JOB_NODELIST": ""}
     out = tmp_path / "soak"
     args = ["soak", "--via", "slurm", "--nodes", "n[1-2]", "--duration", "1h", "--out", str(out)]
     code, loaded, stdout, stderr = _run(args, env)
-    assert code == 2, stdout + stderr
+    assert code == 1, stdout + stderr
     assert loaded == [], stdout
-    assert stderr.strip().splitlines() == [
-        f"burnin soak: no Slurm allocation for the soak: salloc exited 1: {fake}/salloc: no Slurm here"], stderr
-    assert not (out / "soak-state.json").exists()
-    again = _run(args, env)
-    assert again[0] == 2 and "holds a soak already" not in again[3]
+    assert [line for line in stderr.splitlines() if not line.startswith("soak ")] == [], stderr
+    gate = json.loads((out / "gate.json").read_text())
+    assert (gate["rejected"], gate["admitted"]) == ("n[1-2]", ""), gate
+    assert f"no Slurm allocation: salloc exited 1: {fake}/salloc: no Slurm here" in gate["nodes"]["n1"]["reasons"][0]
+    assert "BRN-06" in gate["nodes"]["n1"]["incomplete"] and not gate["nodes"]["n1"]["failed"]
+    assert "-J burnin-soak-" not in (fake / "calls").read_text()  # the soak itself asked for nothing

@@ -158,6 +158,7 @@ def test_lines_the_state_does_not_count_are_dropped_on_resume(tmp_path: Path) ->
     store = Store(tmp_path)
     state = SoakState(command={}, duration_s=HOUR, interval_s=60.0, nodes={"n1": NodeProgress("n1")})
     store.append(state, "samples.jsonl", [{"node": "n1", "t": 0.0}])
+    state.nodes["n1"].samples = 1  # as the scheduler counts it
     store.save(state)
     with (tmp_path / "samples.jsonl").open("a") as handle:
         handle.write('{"node": "n1", "t": 60.0}\n{"node": "n1", "t"')  # appended, never counted; then torn
