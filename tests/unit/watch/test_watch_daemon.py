@@ -336,3 +336,13 @@ def test_a_repeat_while_slurm_is_unreadable_is_the_same_incident(tmp_path: Path)
     clock.now += 1
     assert watcher.handle(_xid(79, clock)) is None
     assert slurm.commands().count("scontrol requeue") == 1
+
+
+def test_a_retry_is_due_at_its_time_exactly_and_runs_once(tmp_path: Path) -> None:
+    slurm, clock = FakeSlurm(jobs=["41"], fail={"scontrol --oneliner"}), Clock()
+    watcher, _ = _watcher(tmp_path, slurm, clock)
+    watcher.handle(_xid(79, clock))
+    (retry,) = watcher._retries
+    watcher._retry_due(retry.due)
+    assert [e.get("retry") for e in _journal(tmp_path)] == [None, 1]
+    assert [r.attempts for r in watcher._retries] == [2]
