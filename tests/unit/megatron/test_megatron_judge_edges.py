@@ -122,6 +122,9 @@ def test_throughput_keeps_only_real_times_and_values() -> None:
         it.update(elapsed_ms=0.5, tflops_per_gpu=0.5)
     assert judge.throughput(fast).logged == 0.5 and judge.throughput(fast).computed == pytest.approx(800000.0)
     for it in fast["iterations"]:
+        it.update(tflops_per_gpu=0.0)
+    assert judge.throughput(fast).logged is None  # a logged 0 is no throughput
+    for it in fast["iterations"]:
         it.update(elapsed_ms=0.0)
     with pytest.raises(Unmeasurable, match="no iteration after the 10 warm-up iterations has a time"):
         judge.throughput(fast)
