@@ -65,3 +65,9 @@ def test_a_name_cell_of_colons_only_is_a_test_row_not_a_crash() -> None:
     """Found by the fuzz test: ``| : | y |`` once raised IndexError instead of reading a row."""
     diag = parse_dcgmi_diag(table(row("memory", "Pass"), row(":", "Fail")))
     assert diag.results == {"memory": "Pass", ":": "Fail"}
+
+
+def test_a_row_without_its_right_border_is_not_a_full_cell() -> None:
+    """A copy cut at the right edge (no closing ``|``): the chunk's length says nothing, so words are not glued."""
+    text = table(row("pcie", "Warn"), row("Warning", "x" * 45)[:-2], row("", "tail"))
+    assert parse_dcgmi_diag(text).tests[0].details[0].text == "x" * 45 + " tail"
