@@ -218,3 +218,23 @@ def test_srun_reports_its_tasks_missing_program_as_theirs(h100_topology: Topolog
     assert run_record(launch, results, settings)["unavailable"] is None
     results = {"gpu01": _result("gpu01", "", "srun: fatal: srun: No such file or directory\n", status=127)}
     assert run_record(launch, results, settings)["unavailable"] == "srun not found: srun on gpu01's PATH"
+
+
+@pytest.mark.parametrize("word", ["CUDA_DEVICE_MAX_CONNECTIONS=1", "-k", "10", "pretrain_gpt.py"])
+def test_only_a_program_of_the_launch_chain_is_a_missing_launcher(h100_topology: Topology, word: str) -> None:
+    """Options, variables, the time limit's numbers and what the ranks run are not the launcher."""
+    settings = MegatronSettings()
+    launch = training_launch(settings, h100_topology, ["gpu01"], form="torchrun")
+    results = {"gpu01": _result("gpu01", "", f"env: \u2018{word}\u2019: No such file or directory\n", status=127)}
+    assert run_record(launch, results, settings)["unavailable"] is None
+
+
+def test_without_torchrun_options_only_the_first_program_is_the_launcher() -> None:
+    from burnin.megatron.commands import Launch
+    from burnin.megatron.record import missing_launcher
+
+    launch = Launch("single", "torchrun", "none", ("gpu01",), {"gpu01": ("site-launcher", "helper")}, 8, 60.0)
+    for missing, expected in (("helper", None), ("site-launcher", "site-launcher not found: site-launcher on "
+                                                                 "gpu01's PATH")):
+        results = {"gpu01": _result("gpu01", "", f"sh: 1: {missing}: not found\n", status=127)}
+        assert missing_launcher(launch, results) == expected
