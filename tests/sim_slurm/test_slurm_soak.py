@@ -7,7 +7,8 @@ no simulator code in its own process.
 
 - a healthy soak stopped by SIGTERM ends with exit 3 and one line, leaves no
   job, step or shipped file behind, and ``--resume`` finishes it: exit 0, every
-  node admitted, the samples before the stop kept;
+  node admitted, the samples before the stop kept (the node suite that ran
+  first, through its own allocation, is not run again);
 - a machine check on one node mid-soak fails that node alone for BRN-04 and,
   under ``--gate slurm``, drains it while the soak still runs for the others.
 """
@@ -128,7 +129,15 @@ def _queue(slurm_lab: SlurmLab) -> str:
 
 
 def _job_ids(out: Path) -> list[str]:
-    return re.findall(r"\$ sbcast --jobid=(\d+) .*collector\.pyz", (out / "slurm-commands.log").read_text())
+    """The soak's own allocations (the collector it ships as burnin-soak-J-...), not the node suite's before it."""
+    log = (out / "slurm-commands.log").read_text()
+    return re.findall(r"\$ sbcast --jobid=(\d+) .*burnin-soak-\S*collector\.pyz", log)
+
+
+def _acceptance_jobs(out: Path) -> list[str]:
+    """The node suite's allocations, run before the soak (its collector shipped as burnin-collector-J-...)."""
+    log = (out / "slurm-commands.log").read_text()
+    return re.findall(r"\$ sbcast --jobid=(\d+) .*burnin-collector-\S*\.pyz", log)
 
 
 def _gate(out: Path) -> dict[str, Any]:
@@ -174,6 +183,8 @@ def test_a_soak_over_slurm_stopped_by_sigterm_leaves_nothing_and_resumes_to_exit
             ("BRN-03", "not-applicable")}  # switched off in the settings: every other check passed
         assert _lines(out / "samples.jsonl")[:counted] == before  # the samples before the stop are kept
         assert len(set(_job_ids(out))) == 2 and _queue(slurm_lab) == ""  # a new allocation, released too
+        assert len(_acceptance_jobs(out)) == 1  # the node suite ran once, before the soak, not again on --resume
+        assert json.loads((out / "acceptance" / "gate.json").read_text())["admitted"] == "sim[01-04]"
 
 
 def test_a_machine_check_fails_and_drains_only_its_node_while_the_soak_goes_on(
