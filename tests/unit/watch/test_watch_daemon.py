@@ -7,6 +7,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from watch_support import FakeSlurm
 
 from burnin.watch import daemon
@@ -346,3 +347,20 @@ def test_a_retry_is_due_at_its_time_exactly_and_runs_once(tmp_path: Path) -> Non
     watcher._retry_due(retry.due)
     assert [e.get("retry") for e in _journal(tmp_path)] == [None, 1]
     assert [r.attempts for r in watcher._retries] == [2]
+
+
+@pytest.mark.parametrize(("gpu", "nvml"), [(True, False), (False, True)])
+def test_no_gpu_warning_only_when_neither_sysfs_nor_nvml_can_name_one(tmp_path: Path, gpu: bool,
+                                                                     nvml: bool) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    if gpu:
+        _gpu(root, "0000:1b:00")
+    config = WatchConfig(node="sim01", state_dir=tmp_path / "state", kernel_log=None, use_nvml=nvml,
+                         root=str(root), dry_run=True)
+    watcher = Watcher(config, out=io.StringIO(), err=io.StringIO())
+    stop = threading.Event()
+    stop.set()
+    assert watcher.run(stop) == 0
+    said = watcher.err.getvalue()  # type: ignore[attr-defined]
+    assert "no GPU listed" not in said and "watching (kernel log none;" in said
