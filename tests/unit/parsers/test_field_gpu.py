@@ -243,3 +243,15 @@ def test_p2p_matrices_where_peer_to_peer_is_slower_than_disabled() -> None:
     assert writes.columns == writes.rows == (0, 1, 2, 3, 4, 5)
     assert (disabled.cell(3, 4), writes.cell(0, 1), writes.cell(2, 0), reads.cell(5, 2)) == (20.46, 9.90, 10.01, 10.46)
     assert writes.cell(5, 5) == 922.37
+
+
+def test_fallen_off_the_bus_three_lines_below_the_gpu_name_is_another_message() -> None:
+    lines = ["[ 1.0] NVRM: The NVIDIA GPU 0000:19:00.0", "[ 1.1] NVRM: (PCI ID: 10de:2330) installed in this system",
+             "[ 1.2] NVRM: is not supported", "[ 1.3] NVRM: fallen off the bus"]
+    assert parse_xid_events("\n".join(lines) + "\n").events == ()
+
+
+def test_an_xid_79_line_with_a_pci_function_is_the_same_gpu() -> None:
+    xid = "[ 1843.3] NVRM: Xid (PCI:0000:b3:00.0): 79, pid=123, name=python, GPU has fallen off the bus.\n"
+    (event,) = parse_xid_events(xid + field_text(FALLEN)).events
+    assert (event.pci, event.line) == ("0000:b3:00.0", 1)
