@@ -208,8 +208,7 @@ def drain_action(node: str, reason: str, info: SlurmNode) -> GateAction:
         return GateAction((node,), "keep", f"already drained ({info.reason})")
     wanted = burnin_reason(reason)
     ids = reason_checks(wanted)
-    extra = [c for c in earlier if ids is not None and c not in ids]
-    if ids is not None and extra:
+    if ids is not None and (extra := [c for c in earlier if c not in ids]):
         cause = wanted[len(BURNIN_PREFIX):].split(maxsplit=1)[1:]
         wanted = burnin_reason(" ".join([check_ids_text((*ids, *extra)), *cause]))
     if info.drained and info.reason == wanted:

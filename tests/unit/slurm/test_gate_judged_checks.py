@@ -175,3 +175,28 @@ def test_the_slurm_gate_acts_on_the_checks_judged() -> None:
     assert not any("State=RESUME" in call for call in client.calls)
     assert gate.resume("sim03", passed=("IB-01",))
     assert client.calls[-1] == ("scontrol", "update", "NodeName=sim03", "State=RESUME")
+
+
+def test_an_id_list_of_exactly_the_budget_stays_as_given() -> None:
+    ids = [f"BB-{n:02d}" for n in range(1, 17)]  # 16 ids: 95 characters joined
+    assert len(check_ids_text([*ids, "C-12"])) == 100 and check_ids_text([*ids, "C-12"]) == ",".join([*ids, "C-12"])
+    assert check_ids_text([*ids, "C-123"]) == "BB-01..16,C-123"  # one over: by family, with ranges
+
+
+def test_only_a_drain_burnin_set_is_acted_on_as_burnin_s() -> None:
+    stale = SlurmNode("sim03", "DOWN", "burnin: IB-01 mlx5_2 1: DOWN")  # down, not drained: not burnin's to resume
+    assert plan({"sim03": _admitted("sim03", ("IB-01",))}, {"sim03": stale}) == []
+    operator = SlurmNode("sim03", "IDLE+DRAIN", "maintenance")
+    (kept,) = plan({"sim03": _admitted("sim03", ("IB-01",))}, {"sim03": operator})
+    assert kept.action == "keep" and "by someone else (maintenance)" in kept.note
+    rejected = NodeDecision("sim03", False, ("GPU-04",), (), ("GPU-04 gpu3 Xid 79",))
+    idle = SlurmNode("sim03", "IDLE", "burnin: IB-01 an old reason Slurm kept")
+    (fresh,) = plan({"sim03": rejected}, {"sim03": idle})  # its old ids are no drain: nothing to carry
+    assert fresh.argv[-1] == "Reason=burnin: GPU-04 gpu3 Xid 79"
+    assert drain_action("sim03", "GPU-04 gpu3 Xid 79", idle).argv[-1] == "Reason=burnin: GPU-04 gpu3 Xid 79"
+    unnamed = SlurmNode("sim03", "IDLE+DRAIN", "")  # drained without a reason: burnin may drain it
+    assert [a.action for a in plan({"sim03": rejected}, {"sim03": unnamed})] == ["drain"]
+    assert drain_action("sim03", "GPU-04 gpu3 Xid 79", unnamed).action == "drain"
+    client = Scontrol("NodeName=sim03 Arch=x86_64 State=IDLE Reason=burnin: IB-01 x [root@2026-11-29T23:45:25]\n")
+    assert not SlurmGate(client=client).resume("sim03", passed=("IB-01",))
+    assert not any("State=RESUME" in call for call in client.calls)
