@@ -95,3 +95,25 @@ def test_one_incident_has_one_key_whichever_source_saw_it() -> None:
 ])
 def test_gpu_bus_normalises_nvml_and_kernel_forms(text: str, bus: str) -> None:
     assert gpu_bus(text) == bus
+
+
+def test_the_nvml_event_bits_are_nvml_hs() -> None:
+    """The watch's nvmlEventType* values are pynvml's (nvml.h): a wrong bit would register nothing."""
+    import pynvml
+
+    from burnin.watch import events
+
+    pairs = [
+        (events.NVML_SINGLE_BIT_ECC, pynvml.nvmlEventTypeSingleBitEccError),
+        (events.NVML_DOUBLE_BIT_ECC, pynvml.nvmlEventTypeDoubleBitEccError),
+        (events.NVML_XID, pynvml.nvmlEventTypeXidCriticalError),
+        (events.NVML_DRAM_RETIREMENT, pynvml.nvmlEventTypeDramRetirementEvent),
+        (events.NVML_DRAM_RETIREMENT_FAILURE, pynvml.nvmlEventTypeDramRetirementFailure),
+        (events.NVML_NONFATAL_POISON, pynvml.nvmlEventTypeNonFatalPoisonError),
+        (events.NVML_FATAL_POISON, pynvml.nvmlEventTypeFatalPoisonError),
+        (events.NVML_GPU_UNAVAILABLE, pynvml.nvmlEventTypeGpuUnavailableError),
+        (events.NVML_GPU_RECOVERY_ACTION, pynvml.nvmlEventTypeGpuRecoveryAction),
+    ]
+    assert [ours for ours, _ in pairs] == [theirs for _, theirs in pairs]
+    assert set(events.NVML_KINDS) == {ours for ours, _ in pairs}
+    assert sum(events.NVML_KINDS) == events.NVML_WANTED
