@@ -19,7 +19,7 @@ import pytest
 from burnin.errors import UsageError
 from burnin.gate.decide import CheckOutcome
 from burnin.soak import acceptance
-from burnin.soak.state import STATE_FILE, NodeProgress, SoakState, Store, _digest, _sealed
+from burnin.soak.state import STATE_FILE, NodeProgress, SoakState, Store, _digest
 
 from .test_scheduler import HOUR, soak
 
@@ -50,10 +50,10 @@ def _edit(folder: Path, change: Edit, *, reseal: bool = False) -> None:
     if reseal:  # as someone who knows the format would: the seals agree again
         doc.pop("seal", None)
         if isinstance(doc["nodes"], dict):
-            doc = _sealed({**doc, "nodes": {n: {k: v for k, v in e.items() if k != "seal"}
-                                            for n, e in doc["nodes"].items()}})
-        else:
-            doc["seal"] = _digest(doc)
+            entries = {n: {k: v for k, v in e.items() if k != "seal"} if isinstance(e, dict) else e
+                       for n, e in doc["nodes"].items()}
+            doc["nodes"] = {n: {**e, "seal": _digest(e)} if isinstance(e, dict) else e for n, e in entries.items()}
+        doc["seal"] = _digest(doc)
     path.write_text(json.dumps(doc))
 
 
@@ -170,3 +170,41 @@ def test_acceptance_verdicts_are_held_to_their_digest(tmp_path: Path) -> None:
     (folder / acceptance.VERDICTS).unlink()
     with pytest.raises(UsageError, match="unreadable"):
         acceptance.outcomes(state, tmp_path)
+
+
+@pytest.mark.parametrize(("change", "loads"), [
+    (lambda d: d.update(duration_s=0), False),
+    (lambda d: d.update(duration_s=0.5), True),
+    (lambda d: d.update(duration_s=30 * 86400.0), True),
+    (lambda d: d.update(interval_s=0), False),
+    (lambda d: d.update(interval_s=0.5), True),
+])
+def test_the_bounds_a_checkpoint_is_read_within(soaked: Path, change: Edit, loads: bool) -> None:
+    _edit(soaked, change, reseal=True)
+    if loads:
+        Store(soaked).load()
+    else:
+        with pytest.raises(UsageError, match=r"unreadable \((duration_s|interval_s)"):
+            Store(soaked).load()
+
+
+def test_a_node_table_with_an_entry_that_is_no_node_is_refused(soaked: Path) -> None:
+    _edit(soaked, lambda d: d["nodes"].update(n3=5), reseal=True)
+    with pytest.raises(UsageError, match="node n3's entry was changed"):
+        Store(soaked).load()
+    doc = json.loads((soaked / STATE_FILE).read_text())
+    with pytest.raises(ValueError, match="nodes is not a table of nodes"):
+        SoakState.from_json(doc)
+
+
+def test_a_held_node_and_the_acceptance_digest_survive_a_save_and_load(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    state = SoakState(command={}, duration_s=HOUR, interval_s=60.0, now=HOUR, finished=True, acceptance="ab" * 32,
+                      nodes={"n1": NodeProgress("n1", status="held", held="the node was not soaked: acceptance "
+                                                                            "rejected it (failed IB-01)")})
+    store.save(state)
+    loaded = store.load()  # never sampled, never soaked: nothing to recount it against
+    assert loaded.acceptance == "ab" * 32 and loaded.nodes["n1"].held.endswith("(failed IB-01)")
+    state.acceptance = None
+    store.save(state)
+    assert store.load().acceptance is None
