@@ -143,26 +143,21 @@ class Policy:
     ib_port_down: Action = Action.EVICT
 
 
-_BUS = re.compile(r"(?:[0-9a-f]{0,4}([0-9a-f]{4}):)?([0-9a-f]{2}):([0-9a-f]{2})(?:\.[0-7])?")
+_BUS = re.compile(r"(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})(?:\.[0-7])?")
 
 
 def gpu_bus(text: str) -> str:
     """A GPU's PCI address as ``dddd:bb:dd`` (lower case, no function), from NVML or kernel forms.
 
-    ``00000000:1B:00.0`` (NVML), ``0000:1b:00`` (NVRM Xid lines), ``1b:00`` -> ``0000:1b:00``.
+    ``00000000:1B:00.0`` (NVML), ``0000:1b:00`` (NVRM Xid lines), ``1b:00`` -> ``0000:1b:00``;
+    anything else is returned stripped and in lower case.
     """
     lowered = text.strip().lower()
-    plain = _BUS.fullmatch(lowered)  # the usual forms, without splitting
-    if plain is not None:
-        domain, bus, device = plain.groups()
-        return f"{domain or '0000'}:{bus}:{device}"
-    parts = lowered.split(":")
-    if len(parts) == 2:
-        parts = ["0000", *parts]
-    if len(parts) != 3:
+    match = _BUS.fullmatch(lowered)
+    if match is None:
         return lowered
-    domain, bus, device = parts
-    return f"{domain[-4:].rjust(4, '0')}:{bus.rjust(2, '0')}:{device.split('.')[0].rjust(2, '0')}"
+    domain, bus, device = match.groups()
+    return f"{(domain or '0')[-4:].rjust(4, '0')}:{bus.rjust(2, '0')}:{device.rjust(2, '0')}"
 
 
 def _xid_decision(event: WatchEvent) -> tuple[Action, str]:

@@ -91,7 +91,9 @@ def test_one_incident_has_one_key_whichever_source_saw_it() -> None:
 
 @pytest.mark.parametrize(("text", "bus"), [
     ("00000000:1B:00.0", "0000:1b:00"), ("0000:9b:00", "0000:9b:00"), ("9b:00", "0000:9b:00"),
-    ("0000:10:1c", "0000:10:1c"), ("00000001:C3:00.1", "0001:c3:00"),
+    ("0000:10:1c", "0000:10:1c"), ("00000001:C3:00.1", "0001:c3:00"), ("1b:0", "0000:1b:00"),
+    ("1:1b:00", "0001:1b:00"), (" 0000:1B:00 ", "0000:1b:00"), ("NVSwitch", "nvswitch"), ("0000:1b", "0000:1b"),
+    ("0000:1b:00.9", "0000:1b:00.9"), ("0000:1b:00:00", "0000:1b:00:00"),
 ])
 def test_gpu_bus_normalises_nvml_and_kernel_forms(text: str, bus: str) -> None:
     assert gpu_bus(text) == bus
@@ -117,3 +119,14 @@ def test_the_nvml_event_bits_are_nvml_hs() -> None:
     assert [ours for ours, _ in pairs] == [theirs for _, theirs in pairs]
     assert set(events.NVML_KINDS) == {ours for ours, _ in pairs}
     assert sum(events.NVML_KINDS) == events.NVML_WANTED
+
+
+def test_an_sxid_without_a_code_and_a_node_event_without_a_device() -> None:
+    sxid = classify(WatchEvent("kmsg", Kind.SXID_FATAL, "nvidia-nvswitch3", None, "", 0.0))
+    assert sxid.cause == "nvidia-nvswitch3 fatal SXid"
+    ecc = classify(WatchEvent("nvml", Kind.ECC_SBE, "0000:1b:00", 7, "", 0.0, label="gpu3"))
+    assert ecc.cause == "gpu3 single-bit ECC error"
+    unnamed = classify(WatchEvent("nvml", Kind.XID, "", 79, "NVML event 0x8 data 79", 0.0))
+    assert unnamed.cause == "node Xid 79 (GPU has fallen off the bus)"
+    port = classify(WatchEvent("probe", Kind.IB_PORT_DOWN, "", None, "mlx5_2 port 1 Down", 0.0))
+    assert port.cause == "port down (mlx5_2 port 1 Down)"

@@ -249,3 +249,31 @@ def test_a_follower_that_ends_is_not_behind(tmp_path: Path) -> None:
     _append(log, "4,1,2,-;line\n")
     follower.thread.join(timeout=30)
     assert not follower.thread.is_alive() and not follower.log.behind.is_set()
+
+
+@pytest.mark.parametrize(("extra", "kept"), [(0, True), (1, False)])
+def test_a_line_of_16_kib_is_read_one_byte_more_is_not(tmp_path: Path, follow: Callable[[Path], Follower],
+                                                       extra: int, kept: bool) -> None:
+    log = tmp_path / "kmsg"
+    log.write_text("")
+    follower = follow(log)
+    follower.wait_for(follower.log.following.is_set)
+    head = "4,1,2,-;"
+    _append(log, head + "x" * (16384 - len(head) + extra) + "\n4,2,3,-;after\n")
+    follower.wait_for(lambda: follower.texts()[-1:] == ["after"])
+    assert len(follower.records) == (2 if kept else 1) and follower.log.overlong == (0 if kept else 1)
+
+
+@pytest.mark.parametrize(("extra", "learnt"), [(0, 5), (1, None)])
+def test_the_history_read_is_its_last_64_kib(tmp_path: Path, follow: Callable[[Path], Follower], extra: int,
+                                             learnt: int | None) -> None:
+    first = "6,5,1,-;the only record with a number\n"
+    continuation = " KEY=" + "v" * 58 + "\n"  # 64 bytes, no record
+    filler = 65536 - len(first) + extra
+    log = tmp_path / "kmsg"
+    log.write_text(first + continuation * (filler // 64) + " " * (filler % 64 - 1) + "\n" if filler % 64
+                   else first + continuation * (filler // 64))
+    assert log.stat().st_size == 65536 + extra
+    follower = follow(log)
+    follower.wait_for(follower.log.following.is_set)
+    assert follower.log.last_seq == learnt
