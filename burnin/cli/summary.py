@@ -12,32 +12,9 @@ import sys
 from collections import defaultdict
 
 from burnin.nodes import fold
+from burnin.report.reasons import condense, id_list
 from burnin.session import RunResult
 from burnin.text import printable
-
-_UNMEASURED = " could not be measured: "
-
-
-def _condense(reasons: tuple[str, ...]) -> list[str]:
-    """Fold "X could not be measured: CAUSE" lines that share a cause into one line."""
-    by_cause: dict[str, list[str]] = defaultdict(list)
-    lines: list[str] = []
-    for reason in reasons:
-        check_id, sep, cause = reason.partition(_UNMEASURED)
-        if sep:
-            if cause not in by_cause:
-                lines.append(cause)
-            by_cause[cause].append(check_id)
-        else:
-            lines.append(reason)
-    return [f"{_ids(by_cause[line])}{_UNMEASURED}{line}" if line in by_cause else line for line in lines]
-
-
-def _ids(ids: list[str] | tuple[str, ...], limit: int = 6) -> str:
-    """``GPU-01,GPU-03`` or, for many, ``26 checks (GPU-01,... +20)``."""
-    if len(ids) <= limit:
-        return ",".join(ids)
-    return f"{len(ids)} checks ({','.join(ids[:limit])},... +{len(ids) - limit})"
 
 
 def _say(line: str) -> None:
@@ -67,11 +44,11 @@ def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
         decision = rejected[nodes[0]]
         kinds = []
         if decision.failed:
-            kinds.append("failed " + _ids(decision.failed))
+            kinds.append("failed " + id_list(decision.failed))
         if decision.incomplete:
-            kinds.append("incomplete " + _ids(decision.incomplete))
+            kinds.append("incomplete " + id_list(decision.incomplete))
         _say(f"REJECTED {fold(nodes)}: {'; '.join(kinds)}")
-        lines = _condense(reasons)
+        lines = condense(reasons)
         for line in lines[:8]:
             _say(f"    {line}")
         if len(lines) > 8:

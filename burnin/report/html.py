@@ -35,8 +35,10 @@ from urllib.parse import quote
 from burnin.errors import BurninError
 from burnin.nodes import fold
 from burnin.report.cards import curve_cards, node_order, pair_card, series_card, soak_cards
+from burnin.report.compare import comparisons
 from burnin.report.node_facts import NodeFacts, read_node
 from burnin.report.plots import Rendered, number_text
+from burnin.report.reasons import condense
 from burnin.report.runinfo import RUN_META_FILE, SOAK_FILE, epoch, run_info
 from burnin.report.series import build_series
 from burnin.text import printable
@@ -118,20 +120,26 @@ def group_failures(gate: dict[str, Any]) -> list[FailureGroup]:
         key = (tuple(decision.get("failed", ())), tuple(decision.get("incomplete", ())),
                tuple(decision.get("reasons", ())))
         groups[key].append(node)
-    rows = [FailureGroup(fold(nodes), len(nodes), *key) for key, nodes in groups.items()]
+    rows = [FailureGroup(fold(nodes), len(nodes), failed, incomplete, tuple(condense(reasons)))
+            for (failed, incomplete, reasons), nodes in groups.items()]
     return sorted(rows, key=lambda g: (-g.count, g.nodes))
 
 
 def check_matrix(verdicts: list[dict[str, Any]], titles: Mapping[str, str] | None = None) -> list[CheckRow]:
-    by_check: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    """One row per check; a check judged by tests of two suites (STO-02, STO-04) has a row per suite."""
+    by_check: dict[str, dict[str, dict[str, list[str]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
     for verdict in verdicts:
-        by_check[verdict["check"]][verdict["status"]].append(verdict["node"])
+        by_check[verdict["check"]][str(verdict.get("suite") or "")][verdict["status"]].append(verdict["node"])
     rows = []
     for check in sorted(by_check):
-        status = by_check[check]
-        rows.append(CheckRow(check, len(status["pass"]), len(status["fail"]), len(status["incomplete"]),
-                             fold(status["fail"]), fold(status["incomplete"]), len(status["not-applicable"]),
-                             (titles or {}).get(check, "")))
+        suites = by_check[check]
+        for suite in sorted(suites):
+            status = suites[suite]
+            label = f"{check} ({suite})" if len(suites) > 1 and suite else check
+            rows.append(CheckRow(label, len(status["pass"]), len(status["fail"]), len(status["incomplete"]),
+                                 fold(status["fail"]), fold(status["incomplete"]), len(status["not-applicable"]),
+                                 (titles or {}).get(check, "")))
     return rows
 
 
@@ -279,7 +287,7 @@ def _node_views(run: _Run, nodes: Sequence[str], facts: Mapping[str, NodeFacts])
         not_applicable = decision.get("not_applicable")
         views.append(NodeView(
             name, f"node-{name}", bool(decision.get("admitted")), tuple(decision.get("failed") or ()),
-            tuple(decision.get("incomplete") or ()), tuple(map(str, decision.get("reasons") or ())),
+            tuple(decision.get("incomplete") or ()), tuple(condense(map(str, decision.get("reasons") or ()))),
             tuple((str(k), str(v)) for k, v in not_applicable.items()) if isinstance(not_applicable, dict) else (),
             counts, facts.get(name) or NodeFacts(name, problem="no facts file"), tuple(listed)))
     return views
@@ -317,6 +325,9 @@ def render(out_dir: Path, *, err: TextIO | None = None) -> Path:
     cards += [pairs] if pairs else []
     cards += curve_cards(nodes, facts, status, titles) + soak_cards(run.soak, status, titles)
     cards.sort(key=lambda c: (not c.attention, c.check))
+    plots_of: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for card in cards:
+        plots_of[card.check].append((card.anchor, card.label))
     collected = [t for f in facts.values() for label, value in f.summary if label == "collected"
                  if (t := epoch(value)) is not None]
     info = run_info(out_dir, run.gate, run.meta, verdicts=len(run.verdicts), fabric=bool(run.fabric),
@@ -327,6 +338,7 @@ def render(out_dir: Path, *, err: TextIO | None = None) -> Path:
     views = _node_views(run, nodes, facts)
     page = env.get_template("report.html.j2").render(
         gate=run.gate, groups=group_failures(run.gate), checks=check_matrix(run.verdicts, titles),
+        comparisons=comparisons(run.verdicts, titles, plots_of),
         nodes=views, plots=cards, info=info, script=script, style=style,
         policy=policy, every_check=len(run.verdicts) <= ALL_CHECKS_LIMIT,
     )

@@ -86,10 +86,16 @@ def _put(readings: dict[str, float], key: str, value: float | None) -> None:
 
 def _gpus(nvml: dict[str, Any], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
     gpus = [g for g in _list(nvml.get("gpus")) if isinstance(g, dict)]
+    lost = [str(g.get("index", "?")) for g in gpus if g.get("lost")]
     count = number(nvml.get("device_count"))
-    _put(readings, "gpu.count", count if count is not None else float(len(gpus)) if gpus else None)
+    enumerated = count if count is not None else float(len(gpus)) if gpus else None
+    # a GPU that fell off the bus is still enumerated, but it is not a GPU the node can use
+    _put(readings, "gpu.count", None if enumerated is None else max(enumerated - len(lost), 0.0))
+    gpus = [g for g in gpus if not g.get("lost")]
     if gpus:
         summary.append(("GPUs", _counted(str(g.get("name", "?")) for g in gpus)))
+    if lost:
+        summary.append(("lost GPUs", ", ".join(f"gpu{i}" for i in lost)))
     driver = str(nvml.get("driver_version") or "")
     cuda = number(nvml.get("cuda_driver_version"))
     if driver:
@@ -108,12 +114,27 @@ def _gpus(nvml: dict[str, Any], summary: list[tuple[str, str]], readings: dict[s
     _put(readings, "gpu.power_limit_min", min(power, default=None))
     if power:
         summary.append(("power limit", _span(power, "W")))
+    _pcie(gpus, summary, readings)
     _nvlink(gpus, summary, readings)
     ecc = [e for g in gpus if (e := number(_dict(g.get("ecc_errors")).get("volatile_uncorrected"))) is not None]
     _put(readings, "gpu.ecc_volatile_uncorrected_max", max(ecc, default=None))
-    lost = [str(g.get("index", "?")) for g in gpus if g.get("lost")]
-    if lost:
-        summary.append(("lost GPUs", ", ".join(f"gpu{i}" for i in lost)))
+
+
+def _pcie(gpus: list[dict[str, Any]], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
+    """The narrowest and slowest GPU PCIe link (GPU-08), and which GPUs trained below the others."""
+    links = [(str(g.get("index", "?")), number(_dict(g.get("pcie")).get("curr_gen")),
+              number(_dict(g.get("pcie")).get("curr_width"))) for g in gpus]
+    gens = [gen for _, gen, _ in links if gen is not None]
+    widths = [width for _, _, width in links if width is not None]
+    _put(readings, "gpu.pcie_gen_min", min(gens, default=None))
+    _put(readings, "gpu.pcie_width_min", min(widths, default=None))
+    if not gens or not widths:
+        return
+    common = Counter((gen, width) for _, gen, width in links if gen is not None and width is not None).most_common(1)
+    best_gen, best_width = common[0][0]
+    odd = [f"gpu{i} Gen{gen:g} x{width:g}" for i, gen, width in links
+           if gen is not None and width is not None and (gen, width) != (best_gen, best_width)]
+    summary.append(("PCIe", "; ".join([*odd, f"Gen{best_gen:g} x{best_width:g} on {common[0][1]} GPUs"])))
 
 
 def _temperature_limit(gpu: dict[str, Any]) -> float | None:
@@ -250,6 +271,32 @@ def _curve(value: object) -> Curve:
     return tuple(sorted(points))
 
 
+def _megatron(megatron: dict[str, Any], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
+    """The single-node Megatron run's TFLOP/s per GPU as burnin computes it (MEG-03/04), and the run's median."""
+    from burnin.evaluate.verdict import Unmeasurable
+    from burnin.megatron.judge import throughput
+
+    record = megatron.get("single")
+    if not isinstance(record, dict) or record.get("timed_out"):
+        return
+    try:
+        tflops = throughput(record).computed
+    except (Unmeasurable, ArithmeticError, TypeError, ValueError):
+        return  # no steady iteration: MEG-03/04 say why
+    _put(readings, "megatron.single_tflops", number(tflops))
+    if "megatron.single_tflops" in readings:
+        summary.append(("Megatron", f"{tflops:.4g} TFLOP/s per GPU (single node)"))
+    fleet = number(_dict(_dict(megatron.get("fleet")).get("single.tflops_per_gpu")).get("median"))
+    _put(readings, "fleet.megatron.single_tflops", fleet)
+
+
+def _storage_traffic(traffic: dict[str, Any], readings: dict[str, float]) -> None:
+    """The most bytes one compute HCA moved while the storage suite wrote and read its mounts (STO-03)."""
+    moved = [sum(v for key in ("xmit", "rcv") if (v := number(_dict(counts).get(key))) is not None)
+             for counts in _dict(traffic.get("compute")).values()]
+    _put(readings, "storage.compute_hca_bytes_max", max(moved, default=None))
+
+
 def _sources(sources: dict[str, Any], summary: list[tuple[str, str]]) -> None:
     failed = [f"{name}: {_dict(s).get('error') or 'failed'}" for name, s in sorted(sources.items())
               if isinstance(s, dict) and s.get("ok") is False]
@@ -271,6 +318,8 @@ def summarize(node: str, facts: Mapping[str, Any]) -> NodeFacts:
     _hcas(_dict(facts.get("infiniband")), summary, readings)
     _kernel(_dict(facts.get("kernel")), summary)
     _fabric(_dict(facts.get("fabric")), summary, readings, curves)
+    _megatron(_dict(facts.get("megatron")), summary, readings)
+    _storage_traffic(_dict(facts.get("storage_traffic")), readings)
     _sources(_dict(facts.get("sources")), summary)
     return NodeFacts(node, tuple(summary), readings, curves)
 

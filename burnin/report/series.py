@@ -32,6 +32,8 @@ class Measure:
     """A per-node reading that is the upper bound (the GPU's own temperature limit)."""
     straggler: bool = False
     """Judged against the run's median too: draw the straggler line."""
+    tolerance: str = "fabric_straggler_tolerance"
+    """The topology reference (a fraction) that places the straggler line below the median."""
     spread: float = 0.0
     """Differences from the median up to this (in the unit) never stand out: sensor noise, e.g. 5 C."""
     sparse: bool = False
@@ -44,6 +46,8 @@ MEASURES: tuple[Measure, ...] = (
             "ecc_uncorrected_volatile"),
     Measure("gpu.temperature_max", "GPU-06", "hottest GPU", "C", upper_reading="gpu.temperature_limit", spread=5.0),
     Measure("gpu.power_limit_min", "GPU-07", "lowest GPU power limit", "W", "power_limit_w"),
+    Measure("gpu.pcie_width_min", "GPU-08", "narrowest GPU PCIe link", "lanes", "gpu_pcie_width"),
+    Measure("gpu.pcie_gen_min", "GPU-08", "slowest GPU PCIe generation", "gen", "gpu_pcie_gen"),
     Measure("gpu.nvlink_active_min", "GPU-10", "NVLink links active (worst GPU)", "links", "nvlink_links_active"),
     Measure("gpu.nvlink_errors_max", "GPU-11", "NVLink replay/CRC errors (worst link)", "errors",
             "nvlink_replay_errors"),
@@ -69,6 +73,10 @@ MEASURES: tuple[Measure, ...] = (
             straggler=True),
     Measure("nvl.d2h_min", "NVL-02", "nvbandwidth device to host (slowest GPU)", "GB/s", "nvl_d2h_gbps",
             straggler=True),
+    Measure("megatron.single_tflops", "MEG-04", "Megatron single-node throughput per GPU", "TFLOP/s",
+            "megatron_tflops_per_gpu", straggler=True, tolerance="megatron_straggler_tolerance"),
+    Measure("storage.compute_hca_bytes_max", "STO-03", "bytes a compute HCA moved during storage I/O (most)",
+            "bytes"),
 )
 
 
@@ -139,8 +147,8 @@ def _bound_lines(measure: Measure, topology: Topology | None, upper_values: Iter
     return lines
 
 
-def _straggler_tolerance(topology: Topology | None) -> float | None:
-    reference = topology.references.get("fabric_straggler_tolerance") if topology else None
+def _straggler_tolerance(topology: Topology | None, key: str) -> float | None:
+    reference = topology.references.get(key) if topology else None
     return number(reference.value) if reference is not None else None
 
 
@@ -148,8 +156,8 @@ def build_series(nodes: Sequence[str], facts: Mapping[str, NodeFacts], status: M
                  topology: Topology | None, measures: Sequence[Measure] = MEASURES) -> list[Series]:
     """One :class:`Series` per measure that at least one node has a reading for, in ``measures`` order."""
     result: list[Series] = []
-    tolerance = _straggler_tolerance(topology)
     for measure in measures:
+        tolerance = _straggler_tolerance(topology, measure.tolerance)
         present = [(n, facts[n].readings[measure.reading]) for n in nodes
                    if n in facts and measure.reading in facts[n].readings]
         if not present:

@@ -1,0 +1,106 @@
+"""Each failed check's nodes side by side: what the failing nodes measured against what the others did.
+
+A plot shows a check whose reading is a number (GPUs seen, PCIe lanes,
+busbw). Many checks judge text (a route, an NCCL setting, a firmware
+version) or a number the report does not plot; for every check that failed
+on some node, :func:`comparisons` groups the run's verdicts of that check by
+suite, verdict and measured value, so the failing node stands in its own row
+above the rows of the nodes that passed (``GPU-08 fail gpu3 Gen5 x8 sim05``
+over ``pass Gen5 x16 sim[01-04,06-08]``). A check judged by two suites
+(STO-02 by the node suite's configuration and the fabric suite's NCCL logs)
+keeps a row per suite.
+
+Passing nodes whose measurements all differ (a throughput) would be a row
+each: past :data:`PASS_ROWS` rows the rest of them are one row that counts
+them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from burnin.nodes import fold
+
+ORDER = {"fail": 0, "incomplete": 1, "not-applicable": 2, "pass": 3}
+PASS_ROWS = 3
+"""Rows of passing nodes shown per check (the most common measurements); the rest are counted in one row."""
+FAIL_ROWS = 12
+"""Rows of failing or incomplete nodes shown per check; the rest are counted in one row."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    status: str
+    suite: str
+    measured: str
+    expected: str
+    nodes: str
+    """The nodes of the row, folded (``sim[01-04,06-08]``)."""
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    check: str
+    title: str
+    rows: tuple[Row, ...]
+    failed_nodes: str
+    plots: tuple[tuple[str, str], ...] = ()
+    """(anchor, label) of each plot of this check on the page."""
+
+    @property
+    def anchor(self) -> str:
+        return f"compare-{self.check}"
+
+
+def _measured(verdict: Mapping[str, Any]) -> str:
+    """What the row shows: the measurement, or for a check not measured, why."""
+    measured = str(verdict.get("measured") or "")
+    status = str(verdict.get("status"))
+    if status in ("incomplete", "not-applicable") or not measured:
+        return str(verdict.get("reason") or measured or status)
+    return measured
+
+
+def _rows(verdicts: Sequence[Mapping[str, Any]]) -> tuple[Row, ...]:
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for verdict in verdicts:
+        groups[(str(verdict["status"]), str(verdict.get("suite") or ""), _measured(verdict))].append(verdict)
+    ordered = sorted(groups.items(), key=lambda item: (ORDER.get(item[0][0], 1), -len(item[1]), item[0][1:]))
+    rows: list[Row] = []
+    left: dict[str, list[str]] = defaultdict(list)  # status -> nodes of the rows not shown
+    shown: dict[str, int] = defaultdict(int)
+    for (status, suite, measured), members in ordered:
+        limit = PASS_ROWS if status in ("pass", "not-applicable") else FAIL_ROWS
+        names = [str(v["node"]) for v in members]
+        if shown[status] >= limit:
+            left[status].extend(names)
+            continue
+        shown[status] += 1
+        expected = next((str(v["expected"]) for v in members if v.get("expected")), "")
+        rows.append(Row(status, suite, measured, expected, fold(names), len(set(names))))
+    for status, names in sorted(left.items(), key=lambda item: ORDER.get(item[0], 1)):
+        distinct = len(set(names))
+        rows.append(Row(status, "", f"{distinct} more nodes, each with another measurement", "", fold(names),
+                        distinct))
+    return tuple(rows)
+
+
+def comparisons(verdicts: Iterable[Mapping[str, Any]], titles: Mapping[str, str],
+                plots: Mapping[str, Sequence[tuple[str, str]]] | None = None) -> list[Comparison]:
+    """One :class:`Comparison` per check that failed on at least one node, in check order."""
+    by_check: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for verdict in verdicts:
+        by_check[str(verdict["check"])].append(verdict)
+    result = []
+    for check in sorted(by_check):
+        members = by_check[check]
+        failed = [str(v["node"]) for v in members if v["status"] == "fail"]
+        if not failed:
+            continue
+        result.append(Comparison(check, titles.get(check, ""), _rows(members), fold(failed),
+                                 tuple((plots or {}).get(check, ()))))
+    return result
