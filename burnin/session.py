@@ -68,8 +68,10 @@ def suite_paths(suites: Sequence[str]) -> list[str]:
     return paths
 
 
-def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts]) -> None:
-    """junit.xml (valid against junit-10.xsd) and metrics.prom, from the verdicts the gate came from."""
+def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts],
+                  duration_s: float | None = None) -> None:
+    """junit.xml (valid against junit-10.xsd) and metrics.prom, from the verdicts the gate came from;
+    ``duration_s``: the run's wall time so far (metrics.prom's ``burnin_run_duration_seconds``)."""
     from burnin.report.junit import Case, write_junit
     from burnin.report.metrics import exposition, write_textfile
 
@@ -78,7 +80,8 @@ def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts]) 
     write_junit(out_dir / "junit.xml", [Case.from_outcome(v) for v in verdicts], meta=meta,
                 timestamp=str(gate.get("created", "")))
     node_facts = {node: f.data for node, f in facts.items()}
-    write_textfile(out_dir / METRICS_FILE, exposition(gate, verdicts, node_facts, timestamp=time.time()))
+    write_textfile(out_dir / METRICS_FILE, exposition(gate, verdicts, node_facts, timestamp=time.time(),
+                                                      duration_s=duration_s))
 
 
 def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
@@ -146,6 +149,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     prints every command it would launch (``say``) and launches none, so its checks are incomplete; the
     suites judge what was gathered, and the gate admits nobody.
     """
+    started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_results(out_dir)
     facts = dispatcher.gather(sources=_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
@@ -165,7 +169,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
             raise UsageError(f"no test matched (-k {keyword!r})" if keyword else "the suites hold no test")
         raise SuiteError(f"pytest could not run the suites (exit {code}); see {out_dir}")
     gate = json.loads(gate_file.read_text(encoding="utf-8"))
-    write_reports(out_dir, gate, facts)
+    write_reports(out_dir, gate, facts, duration_s=time.monotonic() - started)
     passed = passed_checks(json.loads((out_dir / VERDICTS_FILE).read_text(encoding="utf-8")))
     decisions = {  # what a gate may resume a node for: the checks of its verdicts that passed
         node: NodeDecision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),

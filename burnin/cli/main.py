@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "parse": ("burnin.cli.parse_cmd", "parse a tool's output into JSON"),
     "topologies": ("burnin.cli.info_cmd", "list the known node types"),
     "faults": ("burnin.cli.faults_cmd", "list the simulator's faults and the check that catches each"),
+    "checks": ("burnin.cli.checks_cmd", "the check catalog: what each check catches, its data, thresholds, probe"),
     "sim": ("burnin.cli.sim_cmd", "start, stop or fault simulated racks behind real sshd or Slurm"),
     "report": ("burnin.cli.report_cmd", "render a run's report.html again from its output folder"),
     "watch": ("burnin.cli.watch_cmd", "node daemon: evict or drain this node within a second of a GPU/IB fault"),

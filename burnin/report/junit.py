@@ -11,8 +11,14 @@ that matter:
 The schema allows no ``<properties>`` inside a test case, so each case carries
 its node, check, measured, expected and verdict as ``key: value`` lines in
 ``<system-out>`` (what both servers show next to a test), and a failure's or
-error's ``message`` is the one-line measured-vs-expected reason. Run metadata
-goes in each suite's ``<properties>``, which the schema allows.
+error's ``message`` is the one-line measured-vs-expected reason. A skip (not
+applicable) carries its reason as element text as well as ``message``: GitLab
+shows only element text. Every case says what was expected: a verdict that
+left ``expected`` empty (a check not measured on that node) takes what the
+run's other verdicts of the check expected, else what the caller's
+``defaults`` say (:func:`burnin.report.catalog.expectations`: the
+topology's thresholds of the check). Run metadata goes in each suite's
+``<properties>``, which the schema allows.
 
 Pure apart from :func:`write_junit`; everything a node printed is escaped
 with :func:`burnin.text.printable` (XML 1.0 cannot carry most control bytes).
@@ -21,8 +27,9 @@ with :func:`burnin.text.printable` (XML 1.0 cannot carry most control bytes).
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from burnin.atomic import write_text_atomic
@@ -82,7 +89,7 @@ def _case_element(case: Case) -> ET.Element:
     elif verdict == "incomplete":
         ET.SubElement(element, "error", {"type": "incomplete", "message": message}).text = message
     elif verdict == "not-applicable":
-        ET.SubElement(element, "skipped", {"type": "not-applicable", "message": message})
+        ET.SubElement(element, "skipped", {"type": "not-applicable", "message": message}).text = message
     lines = [f"{key}: {_clean(value, 500)}" for key, value in
              zip(CASE_FIELDS, (case.node, case.check, case.measured, case.expected, verdict), strict=True)]
     ET.SubElement(element, "system-out").text = "\n".join(lines)
@@ -105,11 +112,32 @@ def _suite_element(name: str, cases: list[Case], meta: Mapping[str, str], timest
     return suite
 
 
-def render_junit(cases: Iterable[Case], *, meta: Mapping[str, str] | None = None,
-                 timestamp: str = "") -> bytes:
-    """The whole document: one ``<testsuite>`` per burnin suite under ``<testsuites>``."""
-    by_suite: dict[str, list[Case]] = {}
+def run_expectations(cases: Iterable[Case]) -> dict[str, str]:
+    """Check id -> what the run's verdicts of that check expected most often (those that said)."""
+    said: dict[str, Counter[str]] = defaultdict(Counter)
     for case in cases:
+        if case.expected.strip():
+            said[case.check][case.expected] += 1
+    return {check: counts.most_common(1)[0][0] for check, counts in said.items()}
+
+
+def with_expectations(cases: Iterable[Case], defaults: Mapping[str, str] | None = None) -> list[Case]:
+    """``cases`` with every empty ``expected`` filled: from the run's other verdicts of the check, else
+    ``defaults``; a check neither knows keeps it empty."""
+    cases = list(cases)
+    known = {**(defaults or {}), **run_expectations(cases)}
+    return [case if case.expected.strip() or case.check not in known else replace(case, expected=known[case.check])
+            for case in cases]
+
+
+def render_junit(cases: Iterable[Case], *, meta: Mapping[str, str] | None = None,
+                 timestamp: str = "", defaults: Mapping[str, str] | None = None) -> bytes:
+    """The whole document: one ``<testsuite>`` per burnin suite under ``<testsuites>``.
+
+    ``defaults``: check id -> what it expects, for a case whose verdict left ``expected`` empty
+    and whose check no other verdict of the run says it for."""
+    by_suite: dict[str, list[Case]] = {}
+    for case in with_expectations(cases, defaults):
         by_suite.setdefault(case.suite, []).append(case)
     root = ET.Element("testsuites", {"name": "burnin"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
@@ -128,9 +156,15 @@ def write_junit(path: Path, cases: Iterable[Case], *, meta: Mapping[str, str] | 
                 timestamp: str = "") -> list[Path]:
     """Write ``path`` atomically; above :data:`MAX_FILE_BYTES`, one file per suite beside it.
 
+    A case whose ``expected`` no verdict of the run says takes the thresholds that the topology
+    named in ``meta`` sets for its check (:func:`burnin.report.catalog.expectations`).
     Returns the files written (``junit.xml``, or ``junit-<suite>.xml`` each).
     """
-    cases = list(cases)
+    cases = with_expectations(cases)
+    if any(not case.expected.strip() for case in cases):
+        from burnin.report.catalog import expectations
+
+        cases = with_expectations(cases, expectations((meta or {}).get("topology")))
     document = render_junit(cases, meta=meta, timestamp=timestamp)
     if len(document) <= MAX_FILE_BYTES:
         write_text_atomic(path, document.decode("utf-8"))

@@ -4,9 +4,15 @@ The text is meant for node_exporter's textfile collector (``*.prom`` in its
 directory, written atomically) or a Pushgateway. Pure: documents in, text out;
 :func:`write_textfile` is the only function that touches the disk.
 
-Metric and label names follow Prometheus conventions: ``burnin_`` prefix,
-base units in the name (``_celsius``, ``_watts``, ``_bytes_per_second``),
+Metric and label names follow Prometheus conventions (``promtool check
+metrics`` passes them): ``burnin_`` prefix, base units in the name
+(``_celsius``, ``_watts``, ``_bytes_per_second``; bytes, never bits),
 snake_case labels, gauges for since-boot counters read once.
+
+The InfiniBand error counters are bounded: per compute (InfiniBand) port,
+only the counters IB-04 judges (:data:`IB_ERROR_COUNTERS`), whatever else the
+driver exposes. Every counter of every port was 42% of a run's series; the
+rest stay in the node's facts.
 
 A check's verdict is one sample per node and check, ``state`` naming the
 verdict, value 1. The OpenMetrics state set would add a 0 sample for each
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from burnin.atomic import write_text_atomic
+from burnin.checks.infiniband import ERROR_COUNTERS, FATAL_COUNTERS
 
 CHECK_STATES = ("pass", "fail", "incomplete", "not-applicable")
 _SEVERITY = {"pass": 0, "not-applicable": 1, "incomplete": 2, "fail": 3}
@@ -49,9 +56,11 @@ METRICS: dict[str, tuple[str, str]] = {
     "burnin_gpu_pcie_link_generation": ("gauge", "Current PCIe link generation of the GPU."),
     "burnin_gpu_nvlink_links_active": ("gauge", "NVLink links up on the GPU."),
     "burnin_gpu_nvlink_errors": ("gauge", "NVLink error counters summed over the GPU's links, by counter."),
-    "burnin_ib_port_rate_bits_per_second": ("gauge", "InfiniBand port rate as ibstat reports it."),
+    "burnin_ib_port_rate_bytes_per_second": ("gauge", "InfiniBand port rate as ibstat reports it (400 Gb/s is "
+                                             "50e9 bytes per second)."),
     "burnin_ib_port_active": ("gauge", "1 when the InfiniBand port state is ACTIVE."),
-    "burnin_ib_port_errors": ("gauge", "InfiniBand port error counters since boot, by counter."),
+    "burnin_ib_port_errors": ("gauge", "InfiniBand port error counters since boot (or the probe's baseline) that "
+                              "IB-04 judges, by counter."),
     "burnin_nccl_busbw_bytes_per_second": ("gauge", "Peak nccl-tests bus bandwidth of the node's single-node run."),
     "burnin_nvbandwidth_min_bytes_per_second": ("gauge", "Lowest nvbandwidth value of a test case on the node."),
     "burnin_megatron_tflops_per_gpu": ("gauge", "Megatron run's median TFLOP/s per GPU after warm-up, computed by "
@@ -60,11 +69,13 @@ METRICS: dict[str, tuple[str, str]] = {
                                   "GPU's dense BF16 peak (run: single|multi)."),
 }
 
-_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+IB_ERROR_COUNTERS = (*FATAL_COUNTERS, *ERROR_COUNTERS)
+"""The port counters exported: those IB-04 judges (7 per port, where the driver has about 20)."""
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 # Lone surrogates: the bytes of a name that was not UTF-8 (os.listdir's surrogateescape), never writable as UTF-8.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 GB = 1e9
+BITS_PER_BYTE = 8
 
 
 @dataclass
@@ -195,14 +206,17 @@ def ib_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
         for port, info in sorted((data.get("ports") or {}).items()):
             match = _RATE.match(str(info.get("rate", "")))
             if match:
-                exp.add("burnin_ib_port_rate_bits_per_second", float(match.group(1)) * GB,
+                exp.add("burnin_ib_port_rate_bytes_per_second", float(match.group(1)) * GB / BITS_PER_BYTE,
                         node=node, hca=hca, port=port)
             state = str(info.get("state", ""))
             if state:
                 exp.add("burnin_ib_port_active", "ACTIVE" in state, node=node, hca=hca, port=port)
-            for counter, value in sorted((info.get("counters") or {}).items()):
-                if _NAME.match(counter):
-                    exp.add("burnin_ib_port_errors", _num(value), node=node, hca=hca, port=port, counter=counter)
+            counters = info.get("counters")
+            if not isinstance(counters, dict) or str(info.get("link_layer") or "InfiniBand") != "InfiniBand":
+                continue  # a storage (Ethernet) port: IB-04 does not judge it
+            for counter in IB_ERROR_COUNTERS:
+                exp.add("burnin_ib_port_errors", _num(counters.get(counter)), node=node, hca=hca, port=port,
+                        counter=counter)
 
 
 def fabric_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:

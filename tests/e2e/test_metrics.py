@@ -17,7 +17,7 @@ from burnin.report.metrics import CHECK_STATES, METRICS, exposition, write_textf
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "dashboards" / "burnin-fleet.json"
-BASE_UNITS = ("_seconds", "_celsius", "_watts", "_bytes_per_second", "_bits_per_second")
+BASE_UNITS = ("_seconds", "_celsius", "_watts", "_bytes_per_second", "_bytes", "_ratio")
 
 
 @pytest.fixture(scope="module")

@@ -124,7 +124,7 @@ def test_the_probe_drains_before_it_writes_metrics_it_cannot_write_as_read(
     families = _families(target.read_text(encoding="utf-8"))
     active = {s.labels["hca"] for s in families["burnin_ib_port_active"].samples}  # type: ignore[attr-defined]
     assert "mlx5_\\xff0" in active and "mlx5_1" in active
-    rates = {s.labels["hca"] for s in families["burnin_ib_port_rate_bits_per_second"].samples}  # type: ignore[attr-defined]
+    rates = {s.labels["hca"] for s in families["burnin_ib_port_rate_bytes_per_second"].samples}  # type: ignore[attr-defined]
     assert "mlx5_1" not in rates and "mlx5_\\xff0" in rates
 
 

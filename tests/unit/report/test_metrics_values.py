@@ -30,8 +30,8 @@ def test_an_hca_name_that_is_not_utf8_is_written_escaped(tmp_path: Path) -> None
     text = exposition({"nodes": {"n1": {"admitted": False}}}, [], {"n1": _ib_facts(odd, "400 Gb/sec (4X NDR)")})
     target = write_textfile(tmp_path / "burnin.prom", text)
     written = target.read_text(encoding="utf-8")
-    (rate,) = _samples(written, "burnin_ib_port_rate_bits_per_second")
-    assert rate.labels["hca"] == "mlx5_\\xff0" and rate.value == 400e9
+    (rate,) = _samples(written, "burnin_ib_port_rate_bytes_per_second")
+    assert rate.labels["hca"] == "mlx5_\\xff0" and rate.value == 50e9
     (active,) = _samples(written, "burnin_ib_port_active")
     assert active.labels["hca"] == "mlx5_\\xff0" and active.value == 1
 
@@ -48,10 +48,10 @@ def test_label_text_keeps_what_utf8_carries_and_escapes_lone_surrogates() -> Non
 def test_a_rate_that_is_no_number_is_dropped_and_the_rest_is_written() -> None:
     for rate in ("1.2.3 Gb/sec", ". Gb/sec", "1. Gb/sec", "fast Gb/sec"):
         text = exposition({"nodes": {}}, [], {"n1": _ib_facts("mlx5_0", rate)})
-        assert _samples(text, "burnin_ib_port_rate_bits_per_second") == [], rate
+        assert _samples(text, "burnin_ib_port_rate_bytes_per_second") == [], rate
         assert [s.value for s in _samples(text, "burnin_ib_port_active")] == [1.0], rate
     text = exposition({"nodes": {}}, [], {"n1": _ib_facts("mlx5_0", " 12.5 Gb/sec")})
-    assert [s.value for s in _samples(text, "burnin_ib_port_rate_bits_per_second")] == [12.5e9]
+    assert [s.value for s in _samples(text, "burnin_ib_port_rate_bytes_per_second")] == [12.5e9 / 8]
 
 
 def test_a_number_too_large_for_a_float_is_dropped() -> None:
