@@ -180,6 +180,7 @@ def test_ibv_devinfo_verbose_attributes_stay_out_of_the_port() -> None:
     "[root@cn3 ~]# ib_read_bw  cn2  -a -F -d mlx5_1",  # openucx/ucx#8851
     "root@lg-cmc-gpu-tf-prod-008:~# mlnx_qos -i ens4np0",
     "centos7@centos7:~$ ibdev2netdev",
+    "# nvidia-smi -q", "```", "$nvidia-smi", "$ ip r s",
 ])
 def test_prompts_seen_in_real_captures(line: str) -> None:
     assert is_prompt(line)
@@ -207,6 +208,7 @@ def test_ibstat_of_one_ndr_port_under_its_bare_command() -> None:
 @pytest.mark.parametrize(("line", "echo"), [
     ("ibstat", True), ("sudo ibstat mlx5_0 1", True), ("ibstat -d mlx5_0", True),
     ("ibstat: port 1 is not active", False), ("ibstatus", False), ("ibpanic: [1234] main: stat of IB device", False),
+    ("ibstat mlx5_0: no such device", False),
 ])
 def test_a_bare_command_is_told_from_the_tools_messages(line: str, echo: bool) -> None:
     assert is_command_echo(line, "ibstat") is echo
