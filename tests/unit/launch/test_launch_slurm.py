@@ -1,0 +1,187 @@
+"""The Slurm launcher against a fake client (the real daemons: tests/sim_slurm*): one allocation of the nodes
+Slurm will run a job on, a step per node or one step over them, what is shipped sent once and removed, the
+burnin-drained nodes measured inside a reservation, everything released."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from launch_support import STATES, FakeSlurm, node_line
+
+from burnin.launch.base import ALLOC_WAIT_S, Each, Hold, JobSpec, NodeCommand, SrunOptions
+from burnin.launch.log import CommandLog
+from burnin.launch.slurm import STDIN_FROM_FILE, SlurmLauncher, Triage
+from burnin.transport.base import CommandResult
+from burnin.transport.slurm import PER_NODE_TASK
+from burnin.transport.slurm_jobs import SlurmJobs
+
+SOAK = Hold("soak", "the soak", 3 * 3600 + 600, wait_s=30, tasks_per_node=1, collects=True)
+
+
+def _held(fake: FakeSlurm, tmp_path: Path, nodes: Sequence[str] = ("n1", "n2", "n3"),
+          how: Hold = SOAK) -> tuple[SlurmLauncher, str | None]:
+    launcher = SlurmLauncher(SlurmJobs(fake), log=CommandLog(tmp_path / "slurm-commands.log"))
+    return launcher, launcher.hold(nodes, how)
+
+
+def test_one_allocation_of_the_nodes_slurm_runs_jobs_on_and_the_others_say_why(tmp_path: Path) -> None:
+    fake = FakeSlurm(STATES)
+    launcher, failure = _held(fake, tmp_path)
+    assert failure is None and fake.tools() == ["scontrol", "salloc", "sbcast"]
+    salloc = fake.calls[1]
+    assert "--exclusive" in salloc and "--nodelist=n[1-2]" in salloc and "--time=190" in salloc
+    assert fake.calls[2][-1].startswith("/tmp/burnin-soak-42-") and fake.calls[2][-1].endswith("-collector.pyz")
+    refused = launcher.collect(["n3"], ["--sources", "nvml"], timeout_s=10)["n3"]
+    assert refused.error == "Slurm will start no job on n3: State=IDLE+DRAIN, Reason='bad dimm'"
+    assert not launcher.per_node([NodeCommand("n3", ("stress-ng",), 5)])["n3"].ok
+    assert len(fake.calls) == 3  # nothing was started for the refused node
+    log = (tmp_path / "slurm-commands.log").read_text()
+    assert "$ salloc --no-shell" in log and "-> exit 0 in" in log
+
+
+def test_a_step_per_node_and_the_input_shipped_once(tmp_path: Path) -> None:
+    fake = FakeSlurm(STATES)
+    launcher, _ = _held(fake, tmp_path)
+    fake.calls.clear()
+    for _ in range(2):
+        commands = [NodeCommand(n, ("python3", "-", "60"), 60, stdin=b"print('burn')\n") for n in ("n1", "n2")]
+        results = launcher.per_node(commands)
+        assert {n: (r.ok, r.argv, r.stdout) for n, r in results.items()} == {
+            "n1": (True, ("python3", "-", "60"), "ran on n1\n"), "n2": (True, ("python3", "-", "60"), "ran on n2\n")}
+    assert fake.tools() == ["sbcast", "srun", "srun", "srun", "srun"]
+    shipped = fake.calls[0][-1]
+    assert shipped.startswith("/tmp/burnin-soak-42-") and shipped.endswith("-stdin")
+    step = fake.calls[1]
+    assert step[:2] == ["srun", "--jobid=42"] and "--label" not in step and "--mpi=none" in step
+    assert step[step.index("sh"):] == ["sh", "-c", STDIN_FROM_FILE, "sh", shipped, "python3", "-", "60"]
+
+
+def test_the_collector_is_one_labelled_step_split_per_node(tmp_path: Path) -> None:
+    fake = FakeSlurm("\n".join([node_line("n1"), node_line("n2")]))
+    launcher, _ = _held(fake, tmp_path, ("n1", "n2"))
+    fake.calls.clear()
+    results = launcher.collect(["n1", "n2"], ["--sources", "nvml"], timeout_s=20)
+    assert [r.ok for r in results.values()] == [True, True] and '"from": "n2"' in results["n2"].stdout
+    assert fake.tools() == ["srun-labelled"] and "--nodelist=n[1-2]" in fake.calls[0]
+    assert results["n1"].argv[:1] == ("python3",)
+
+
+def test_release_removes_what_was_shipped_then_cancels_the_allocation(tmp_path: Path) -> None:
+    fake = FakeSlurm(STATES)
+    launcher, _ = _held(fake, tmp_path)
+    launcher.per_node([NodeCommand("n1", ("python3", "-"), 5, stdin=b"x")])
+    fake.calls.clear()
+    launcher.close()
+    assert fake.tools() == ["srun", "scancel"]
+    removed = fake.calls[0][fake.calls[0].index("rm"):]
+    assert removed[:2] == ["rm", "-f"] and len(removed) == 4
+    assert all(path.startswith("/tmp/burnin-soak-42-") for path in removed[2:])
+    assert fake.calls[1] == ["scancel", "42"]
+    after = launcher.per_node([NodeCommand("n1", ("true",), 5)])["n1"]
+    assert after.error is not None and "holds no Slurm allocation" in after.error
+
+
+def test_no_allocation_and_no_schedulable_node_are_one_line_each(tmp_path: Path) -> None:
+    fake = FakeSlurm(STATES, salloc=False)
+    launcher, failure = _held(fake, tmp_path)
+    assert failure is not None and failure.startswith("no Slurm allocation for the soak: salloc exited 1: salloc:")
+    launcher.close()
+    assert fake.tools() == ["scontrol", "salloc"]
+    _, failure = _held(FakeSlurm(STATES), tmp_path, ("n3",))
+    assert failure == ("no node of the soak can run a Slurm job: Slurm will start no job on n3: State=IDLE+DRAIN, "
+                       "Reason='bad dimm'")
+    _, failure = _held(FakeSlurm(STATES, sbcast_ok=False), tmp_path)
+    assert failure is not None and failure.startswith("cannot ship the collector to the nodes of the soak: sbcast")
+
+
+def test_one_step_over_the_nodes_and_a_job_of_every_rank(tmp_path: Path) -> None:
+    fake = FakeSlurm(STATES)
+    launcher, _ = _held(fake, tmp_path, ("n1", "n2"), Hold("fabric", "the fabric phase", 600))
+    fake.calls.clear()
+    options = SrunOptions(gpus_per_node=8, extra=("--qos=x",))
+    results = launcher.everywhere(["n1", "n2"], ["nvbandwidth", "-i", "3"], timeout_s=60, srun=options)
+    assert [r.ok for r in results.values()] == [True, True]
+    (step,) = fake.calls
+    assert PER_NODE_TASK in step and "--mpi=none" in step and "--gpus-per-node=8" in step and "--qos=x" in step
+    assert fake.timeouts[-1] == 60 + 30.0
+    job = launcher.job(JobSpec(("n1", "n2"), ("all_reduce_perf",), 60, ranks_per_node=4, env={"A": "1"},
+                               srun=SrunOptions(mpi="pmi2")))
+    argv = fake.calls[-1]
+    assert job.node == "n1" and argv[:2] == ["srun", "--jobid=42"] and "--ntasks=8" in argv
+    assert "--mpi=pmi2" in argv and "--kill-on-bad-exit=1" in argv and "--label" not in argv
+    assert argv[-7:] == ["env", "A=1", "timeout", "-k", "5", "60", "all_reduce_perf"]
+
+
+def test_inside_the_allocation_burnin_runs_in_nothing_is_allocated_or_cancelled(tmp_path: Path) -> None:
+    fake = FakeSlurm(STATES)
+    launcher = SlurmLauncher(SlurmJobs(fake, job_id="99"))
+    assert launcher.hold(["n1", "n2"], Hold("fabric", "the fabric phase", 600)) is None
+    launcher.everywhere(["n1", "n2"], ["true"], timeout_s=5)
+    launcher.close()
+    assert fake.tools() == ["scontrol", "srun-labelled"] and "--jobid=99" in fake.calls[1]
+
+
+class Drainable(FakeSlurm):
+    """Node states that ``scontrol update`` changes."""
+
+    def __init__(self, states: dict[str, str]) -> None:
+        super().__init__()
+        self.states = states
+
+    def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
+        if list(argv[:4]) == ["scontrol", "--oneliner", "show", "node"]:
+            self.nodes = "".join(f"NodeName={n} {s}\n" for n, s in self.states.items())
+        elif list(argv[:2]) == ["scontrol", "update"]:
+            node = argv[2].split("=", 1)[1]
+            self.states[node] = ("State=IDLE" if argv[3] == "State=RESUME" else f"State=IDLE+DRAIN {argv[4]} [root@t]")
+        return super().run(argv, timeout=timeout)
+
+
+def test_burnin_drained_nodes_are_measured_in_a_reservation_and_drained_again(tmp_path: Path) -> None:
+    drained = "State=IDLE+DRAIN Reason=burnin: NCCL-05 wrong values [root@t]"
+    fake = Drainable({"sim01": "State=IDLE", "sim02": drained, "sim03": "State=IDLE+DRAIN Reason=dimm [alice@t]"})
+    launcher = SlurmLauncher(SlurmJobs(fake, recheck_drained=True))
+    assert launcher.hold(["sim01", "sim02", "sim03"], Hold("fabric", "the fabric phase", 600)) is None
+    launcher.close()
+    calls = [" ".join(c) for c in fake.calls if c[:2] != ["scontrol", "--oneliner"]]
+    name = calls[0].split("ReservationName=")[1].split()[0]
+    assert calls[0].startswith("scontrol create reservation") and "Nodes=sim[01-02]" in calls[0]
+    assert "Flags=MAINT,IGNORE_JOBS" in calls[0] and name.startswith("burnin-fabric-")
+    assert calls[1:] == [
+        "scontrol update NodeName=sim02 State=RESUME",
+        next(c for c in calls if c.startswith("salloc")),
+        "scancel 42",
+        "scontrol update NodeName=sim02 State=DRAIN Reason=burnin: NCCL-05 wrong values",
+        f"scontrol delete ReservationName={name}",
+    ]
+    assert f"--reservation={name}" in calls[2] and "--nodelist=sim[01-02]" in calls[2]  # sim03: someone else's
+    assert fake.states["sim03"] == "State=IDLE+DRAIN Reason=dimm [alice@t]"
+
+
+def test_without_the_gate_a_burnin_drained_node_is_refused_with_how_to_recheck_it(tmp_path: Path) -> None:
+    fake = Drainable({"sim01": "State=IDLE", "sim02": "State=IDLE+DRAIN Reason=burnin: IB-01 down [root@t]"})
+    launcher = SlurmLauncher(SlurmJobs(fake))
+    assert launcher.hold(["sim01", "sim02"], Hold("fabric", "the fabric phase", 600)) is None
+    refused = launcher.everywhere(["sim02"], ["true"], timeout_s=5)["sim02"]
+    assert refused.error is not None and refused.error.endswith("; run with --gate slurm to recheck a node burnin "
+                                                                "drained")
+    assert not any("reservation" in " ".join(c) or c[:2] == ["scontrol", "update"] for c in fake.calls)
+
+
+def test_a_dispatcher_holds_nodes_it_sorted_itself(tmp_path: Path) -> None:
+    fake = FakeSlurm(STATES)
+    launcher = SlurmLauncher(SlurmJobs(fake))
+    assert launcher.hold_triaged(Triage(["n1"]), Hold("collector", "the collector", 60,
+                                                           wait_s=ALLOC_WAIT_S)) is None
+    assert fake.tools() == ["salloc"] and "--exclusive" in fake.calls[0]
+
+
+@pytest.mark.parametrize("exclusive", [True, False])
+def test_a_dry_run_shows_the_allocation_it_would_make(exclusive: bool) -> None:
+    launcher = SlurmLauncher(SlurmJobs(FakeSlurm()))
+    text = launcher.describe_hold(["n1", "n2"], Hold("x", "y", 60, exclusive=exclusive))
+    assert text is not None and text.startswith("an exclusive" if exclusive else "a Slurm") and "n[1-2]" in text
+    ((where, argv),) = launcher.describe(Each(("n1", "n2"), ("nvbandwidth",), 60))
+    assert where == "" and "--jobid=<allocation>" in argv and "--nodelist=n[1-2]" in argv
