@@ -7,7 +7,8 @@ namespace's bridges and targets, the management /31s) agree:
 - compute rail ``r`` (a compute HCA with an IPoIB netdev): ``192.168.<r>.<h>/24``, gateway ``.254``;
 - BlueField netdev ``i`` of the storage fabric: ``10.20.<4i>.<h>/22``, gateway ``.1``;
 - a node type without a compute IPoIB netdev: ``10.0.0.<h>/24`` (``eth0``, where NCCL bootstraps);
-- in a kernel-network lab, node ``k`` of the rack: a /31 of the lab's /24 of 198.18.0.0/15.
+- in a kernel-network lab, node ``k`` of the rack: a /31 of the lab's /24 of 198.18.0.0/15 (host to node),
+  and ``.k+1`` of another /24 of it, the nodes' own network (node to node: ssh, mpirun).
 
 ``<h>``, the node's host offset, is the same in every subnet of the node: the node's number ``n``
 (the digits its name ends with: ``sim07`` is 7, ``sim128`` 128) takes the ``n``-th offset, counting
@@ -215,3 +216,16 @@ def management_pair(slot: int, index: int) -> tuple[IPv4Address, IPv4Address]:
                          f"0..{MANAGEMENT_SLOT_NODES - 1}")
     base = MANAGEMENT_NET.network_address + slot * 256 + 2 * index
     return base, base + 1
+
+
+def mesh_address(slot: int, index: int) -> IPv4Interface:
+    """Node ``index``'s address on a kernel-network lab's node-to-node network (ssh and mpirun between nodes).
+
+    The /24 half the range away from the lab's management slot, so it never meets the lab's own /31s;
+    it lives only inside the lab's namespaces (a bridge of the fabric namespace), never on the host.
+    """
+    if not 0 <= slot < MANAGEMENT_SLOTS or not 0 <= index < MANAGEMENT_SLOT_NODES:
+        raise ValueError(f"management slot {slot}, node {index}: outside 0..{MANAGEMENT_SLOTS - 1}, "
+                         f"0..{MANAGEMENT_SLOT_NODES - 1}")
+    base = MANAGEMENT_NET.network_address + ((slot + MANAGEMENT_SLOTS // 2) % MANAGEMENT_SLOTS) * 256
+    return IPv4Interface(f"{base + index + 1}/24")

@@ -8,7 +8,8 @@ reads each member's ``root/etc/nccl.conf`` itself; ``out/fabric/model.py`` is a 
 :mod:`burnin.sim.fabric_model` (standard library only), which reads the health of every member
 of a job; ``out/fabric/perftest_format.py`` and ``out/fabric/p2p_format.py`` are copies of
 :mod:`burnin.sim.formats.perftest` and :mod:`burnin.sim.formats.p2p`, ``out/fabric/traffic.py``
-of :mod:`burnin.sim.traffic` (NVLink counters that grow under traffic). The shims
+of :mod:`burnin.sim.traffic` (NVLink counters that grow under traffic), ``out/fabric/rendezvous.py``
+of :mod:`burnin.sim.rendezvous` (how the ranks of an mpirun job learn each other). The shims
 prefer the interpreter that rendered the node (fast to start) and fall back to
 the node's ``python3``.
 """
@@ -30,6 +31,7 @@ MODEL = "fabric/model.py"
 PERFTEST_FORMAT = "fabric/perftest_format.py"
 P2P_FORMAT = "fabric/p2p_format.py"
 TRAFFIC = "fabric/traffic.py"
+RENDEZVOUS = "fabric/rendezvous.py"
 P2P_TOOL = "p2pBandwidthLatencyTest"
 HEALTH = "fabric/health.json"
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
@@ -79,6 +81,11 @@ def traffic_source() -> str:
     return Path(__file__).with_name("traffic.py").read_text(encoding="utf-8")
 
 
+@cache
+def rendezvous_source() -> str:
+    return Path(__file__).with_name("rendezvous.py").read_text(encoding="utf-8")
+
+
 def _rate(text: str) -> float:
     match = _RATE.match(text)
     return float(match.group(1)) if match else 0.0
@@ -101,7 +108,8 @@ def health(state: NodeState) -> dict[str, Any]:
             "flaky_link": gpu.nvlink_flaky_link,
         })
     hcas = [{"name": hca.name, "role": hca.role, "up": hca.state.endswith("ACTIVE"),
-             "rate_gbps": _rate(hca.rate), "factor": hca.bandwidth_factor, "link_layer": hca.link_layer}
+             "rate_gbps": _rate(hca.rate), "factor": hca.bandwidth_factor, "switch": hca.switch_factor,
+             "link_layer": hca.link_layer}
             for hca in state.hcas]
     model = state.gpus[0].name if state.gpus else "NVIDIA H100 80GB HBM3"
     return {"node": state.name, "gpu_name": model, "driver": state.host.driver_version,
@@ -124,7 +132,8 @@ def _oob(state: NodeState) -> str:
 def outputs(state: NodeState) -> dict[str, str]:
     """``out/<path>`` -> text."""
     return {HEALTH: json.dumps(health(state), indent=1) + "\n", MODEL: model_source(),
-            PERFTEST_FORMAT: perftest_format_source(), P2P_FORMAT: p2p_format_source(), TRAFFIC: traffic_source()}
+            PERFTEST_FORMAT: perftest_format_source(), P2P_FORMAT: p2p_format_source(), TRAFFIC: traffic_source(),
+            RENDEZVOUS: rendezvous_source()}
 
 
 def scripts() -> dict[str, str]:

@@ -12,9 +12,16 @@ It reads ``out/fabric/health.json`` of every member of the job, found
 next to its own node directory (``<rack>/nodes/<member>/``).
 
 Who is in the job: ``BURNIN_SIM_JOB_NODES`` (a comma list: burnin's local
-simulated jobs); else, inside an MPI launch (``PMI_RANK``/``PMIX_RANK``/
-``OMPI_COMM_WORLD_RANK`` set), the Slurm step's nodes; else this node alone.
-Only rank 0 prints the table, as nccl-tests does.
+simulated jobs); else, a rank that ``mpirun`` started (OpenMPI's
+``OMPI_COMM_WORLD_RANK``/``_SIZE``/``_LOCAL_RANK``), the nodes its ranks report
+when they meet (``rendezvous.py``, a copy of :mod:`burnin.sim.rendezvous`: each
+rank writes its host name, node, pid and devices under the mpirun job's id, as
+nccl-tests' ranks gather their lines through MPI), in rank order; else, inside
+a Slurm step (``PMI_RANK``/``PMIX_RANK`` set), the step's nodes; else this node
+alone. Only rank 0 prints the table, as nccl-tests does, with every rank's
+``#  Rank`` line: under mpirun the rank's own pid and host name (the lab's nodes
+each have their own), the others wait until rank 0 is done, as MPI ranks end
+together.
 
 NCCL's own settings on each member: the process environment, else the member's
 ``root/etc/nccl.conf`` (NCCL reads the file with ``setenv(..., 0)``: the
@@ -36,10 +43,13 @@ The model (figures from shared/reference/NUMBERS.md; the shape is [U]):
   (active links / links x its bandwidth factor); a GPU without peer access
   leaves NCCL its shared-memory path through the host (24 GB/s) [U];
 - several nodes: each rail (HCA, one per GPU) carries 46 GB/s of busbw; a ring
-  goes as fast as the slowest rail of the slowest member, times the number of
-  rails every member has up, capped by the members' intra-node ring;
+  goes as fast as the slowest rail of the slowest member (the HCA's share, its
+  link rate and its leaf switch port's share: ``rail-degraded``), times the
+  number of rails every member has up, capped by the members' intra-node ring;
 - busbw ramps up with message size; seeded noise (``BURNIN_SIM_NOISE``, a
-  fraction, default 0.005; ``BURNIN_SIM_SEED``);
+  fraction, default 0.005; ``BURNIN_SIM_SEED``); ``BURNIN_SIM_PACE`` (default 0)
+  makes a run take that many wall seconds per second it models (1: as long as
+  the real tool);
 - ``nccl_wrong``: non-zero ``#wrong`` from 1 KiB up; ``nccl_hang``: the header
   and the first rows, then nothing (until killed);
 - nvbandwidth: the device-to-device pairs at the lower NVLink share of the two
@@ -65,6 +75,7 @@ import json
 import os
 import random
 import re
+import socket
 import sys
 import time
 from typing import Any
@@ -77,6 +88,7 @@ INTER_SHAPE = {"alltoall": 0.8}
 HALF_SIZE = {1: 32 << 20, 2: 64 << 20}
 LATENCY_US = {1: 10.0, 2: 25.0}
 DEFAULT_NOISE = 0.005
+MPI_WAIT_S = 120.0  # rank 0 waits this long for every rank of an mpirun job to report
 NVB = {
     "host_to_device_memcpy_ce": ("memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "host", 55.3),
     "device_to_host_memcpy_ce": ("memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)", "host", 55.1),
@@ -236,9 +248,11 @@ def rank_pid(node: str, gpu: int) -> int:
     return 20000 + int(hashlib.sha256(f"{node}{gpu}".encode()).hexdigest()[:4], 16)
 
 
-def info_lines(node: Node, n_index: int, members: list[Node]) -> list[str]:
-    """NCCL's INFO lines of ``node`` (member ``n_index`` of the job) at init."""
-    host, pid = node.name, rank_pid(node.name, 0)
+def info_lines(node: Node, n_index: int, members: list[Node], *, host: str | None = None,
+               pid: int | None = None) -> list[str]:
+    """NCCL's INFO lines of ``node`` (member ``n_index`` of the job) at init, as its process ``host:pid`` prints them
+    (default: the node's name and a modelled pid)."""
+    host, pid = host or node.name, pid or rank_pid(node.name, 0)
     lines: list[str] = []
 
     def info(message: str, *subsystems: str, dev: int = 0, tid: int = pid) -> None:
@@ -310,6 +324,41 @@ def load(name: str) -> Node:
         raise SimFailure(f"NCCL WARN Bootstrap : no route to host {name}") from None
 
 
+class MpiRank:
+    """A rank that ``mpirun`` started: its place in the job, from OpenMPI's environment."""
+
+    def __init__(self, rank: int, size: int, local: int, job: str) -> None:
+        self.rank, self.size, self.local, self.job = rank, size, local, job
+
+    @classmethod
+    def from_environment(cls) -> MpiRank | None:
+        env = os.environ
+        if env.get("BURNIN_SIM_JOB_NODES") or "OMPI_COMM_WORLD_SIZE" not in env:
+            return None
+        try:
+            rank, size = int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"])
+            local = int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+        except (KeyError, ValueError):
+            raise SimFailure("mpirun's OMPI_COMM_WORLD_RANK/SIZE are not numbers") from None
+        if not 0 <= rank < size:
+            raise SimFailure(f"OMPI_COMM_WORLD_RANK {rank} outside a world of {size}")
+        job = "|".join(env.get(k, "") for k in ("OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_hnp_uri",
+                                                  "PMIX_NAMESPACE"))
+        return cls(rank, size, local, job)
+
+    def meet(self, me: str, gpus_per_proc: int) -> tuple[str, list[dict[str, Any]]]:
+        """Report this rank and read every rank's report: (the job's folder, reports in rank order)."""
+        rendezvous = _sibling("rendezvous", "burnin.sim.rendezvous")
+        where = rendezvous.folder("mpi", self.job)
+        devices = [self.local * gpus_per_proc + i for i in range(gpus_per_proc)]
+        rendezvous.publish(where, self.rank, {"rank": self.rank, "node": me, "host": socket.gethostname(),
+                                              "pid": os.getpid(), "devices": devices})
+        try:
+            return where, rendezvous.gather(where, self.size, MPI_WAIT_S)
+        except rendezvous.Missing as exc:
+            raise SimFailure(f"NCCL WARN Bootstrap : {exc}") from None
+
+
 def rank_and_members(me: str) -> tuple[int, list[str]]:
     rank_text = next((os.environ[v] for v in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK") if v in os.environ),
                      None)
@@ -326,6 +375,16 @@ def rng_for(*parts: object) -> random.Random:
     seed = os.environ.get("BURNIN_SIM_SEED", "0")
     digest = hashlib.sha256("|".join(str(p) for p in (seed, *parts)).encode()).hexdigest()
     return random.Random(digest)  # noqa: S311 - reproducible simulated noise
+
+
+def pace() -> float:
+    """``BURNIN_SIM_PACE``: wall seconds a *_perf run takes per second it models (default 0: no wait); 1 runs as
+    long as the real tool (a few seconds for 8 B to 8 GiB), so a run can be watched, or interrupted, while it runs."""
+    try:
+        value = float(os.environ.get("BURNIN_SIM_PACE", "0"))
+    except ValueError:
+        return 0.0
+    return value if 0.0 < value < 1000.0 else 0.0
 
 
 def noise() -> float:
@@ -369,10 +428,16 @@ def peak_busbw(collective: str, members: list[Node]) -> float:
         if not usable:
             raise SimFailure(f"{node.name}: NCCL WARN NET/IB : No device found.")
     count = min(len(r) for r in rails)
-    slowest = min(float(h["factor"]) * float(h["rate_gbps"]) / 400.0 for r in rails for h in r)
+    slowest = min(rail_share(h) for r in rails for h in r)
     inter = count * RAIL_GBPS * slowest * INTER_SHAPE.get(collective, 1.0)
     scale = 1.0 - 0.02 * max(0.0, (len(members) / 2) ** 0.5 - 1)
     return float(min(inter * scale, intra))
+
+
+def rail_share(hca: dict[str, Any]) -> float:
+    """What one rail of a multi-node run passes, against an NDR400 rail: the HCA's own share, its link rate and
+    its leaf switch port (``switch``: fault rail-degraded; loopback through the HCA never sees it)."""
+    return float(hca["factor"]) * float(hca.get("switch", 1.0)) * float(hca["rate_gbps"]) / 400.0
 
 
 def bus_factor(collective: str, ranks: int) -> float:
@@ -396,19 +461,80 @@ def fmt_time(us: float) -> str:
 def perf(collective: str, args: list[str]) -> int:
     opts = parse_perf_args(args)
     me = os.path.basename(node_dir())
+    mpi = MpiRank.from_environment()
+    if mpi is not None:
+        return mpi_perf(collective, opts, me, mpi)
     rank, names = rank_and_members(me)
     members = [load(name) for name in names]
-    hang = any(n.data.get("nccl_hang") for n in members)
     own = [m for m in members if os.environ.get("BURNIN_SIM_JOB_NODES") or m.name == me]
     record_traffic(own)
-    out = sys.stdout
     if rank != 0:
-        for member in own:
-            out.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members)))
-        out.flush()
-        if hang:
-            time.sleep(86400)
-        return 0
+        return other_rank(own, members)
+    return table(collective, opts, members, own, model_rank_lines(members))
+
+
+def model_rank_lines(members: list[Node]) -> list[str]:
+    """``#  Rank`` lines of a job whose ranks did not report themselves: one per GPU of every member."""
+    lines = []
+    for n_index, node in enumerate(members):
+        for gpu in node.gpus:
+            lines.append(rank_line(n_index * len(node.gpus) + gpu["index"], rank_pid(node.name, gpu["index"]),
+                                   node.name, gpu, node.data["gpu_name"]))
+    return lines
+
+
+def rank_line(rank: int, pid: int, host: str, gpu: dict[str, Any], name: str) -> str:
+    return f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {host} device {gpu['index']:2d} [{gpu['bus_id']}] {name}\n"
+
+
+def other_rank(own: list[Node], members: list[Node], *, real: bool = False) -> int:
+    """A rank that prints no table: its own nodes' NCCL INFO lines (``real``: with its own host name and pid);
+    a hung job never ends."""
+    host, pid = (socket.gethostname(), os.getpid()) if real else (None, None)
+    for member in own:
+        sys.stdout.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members,
+                                                                    host=host, pid=pid)))
+    sys.stdout.flush()
+    if any(n.data.get("nccl_hang") for n in members):
+        time.sleep(86400)
+    return 0
+
+
+def mpi_perf(collective: str, opts: dict[str, str], me: str, mpi: MpiRank) -> int:
+    """One rank of an mpirun job: meet the others, then rank 0 prints the table with every rank's line."""
+    gpus_per_proc = int(opts.get("g", "1"))
+    where, reports = mpi.meet(me, gpus_per_proc)
+    rendezvous = _sibling("rendezvous", "burnin.sim.rendezvous")
+    names = list(dict.fromkeys(str(r["node"]) for r in reports))
+    members = [load(name) for name in names]
+    mine = members[names.index(me)]
+    record_traffic([mine])
+    if mpi.rank != 0:
+        other_rank([mine] if mpi.local == 0 else [], members, real=True)
+        return int(rendezvous.wait_done(where, mpi.rank))
+    status = 1
+    try:
+        lines = []
+        for report in reports:
+            node = members[names.index(str(report["node"]))]
+            for offset, device in enumerate(report["devices"]):
+                if device >= len(node.gpus):
+                    raise SimFailure(f"{node.name}: Test CUDA failure common.cu:1093 'invalid device ordinal'")
+                lines.append(rank_line(int(report["rank"]) * gpus_per_proc + offset, int(report["pid"]),
+                                       str(report["host"]), node.gpus[device], node.data["gpu_name"]))
+        status = table(collective, opts, members, [mine], lines, real=True)
+    finally:
+        rendezvous.finish(where, mpi.size, status)
+    return status
+
+
+def table(collective: str, opts: dict[str, str], members: list[Node], own: list[Node], rank_lines: list[str], *,
+          real: bool = False) -> int:
+    """Rank 0's output: the header, every rank's line, its own nodes' INFO lines (``real``: with its own host name
+    and pid), the table, paced (:func:`pace`)."""
+    names = [n.name for n in members]
+    hang = any(n.data.get("nccl_hang") for n in members)
+    out = sys.stdout
     gpus_per_proc = int(opts.get("g", "1"))
     threads = int(opts.get("t", "1"))
     lo, hi = size_bytes(opts.get("b", "32M")), size_bytes(opts.get("e", "32M"))
@@ -418,20 +544,17 @@ def perf(collective: str, args: list[str]) -> int:
     out.write(f"# nThread {threads} nGpus {gpus_per_proc} minBytes {lo} maxBytes {hi} step: {factor}(factor) "
               f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(check)} graph: 0\n#\n"
               "# Using devices\n")
-    for n_index, node in enumerate(members):
-        for gpu in node.gpus:
-            r = n_index * len(node.gpus) + gpu["index"]
-            pid = rank_pid(node.name, gpu["index"])
-            out.write(f"#  Rank {r:2d} Group  0 Pid {pid:6d} on {node.name} device {gpu['index']:2d} "
-                      f"[{gpu['bus_id']}] {node.data['gpu_name']}\n")
+    out.write("".join(rank_lines))
     cuda = int(members[0].data["cuda"])
     out.write(f"NCCL version 2.21.5+cuda{cuda // 1000}.{cuda % 1000 // 10}\n")
     for node in members:
         if len(node.gpus) < gpus_per_proc or any(g["lost"] for g in node.gpus):
             out.flush()
             raise SimFailure(f"{node.name}: Test CUDA failure common.cu:1093 'invalid device ordinal'")
+    host, pid = (socket.gethostname(), os.getpid()) if real else (None, None)
     for member in own:
-        out.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members)))
+        out.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members,
+                                                             host=host, pid=pid)))
     out.write("#\n" + HEADER)
     out.flush()
     ranks = sum(len(n.gpus) for n in members)
@@ -442,18 +565,19 @@ def perf(collective: str, args: list[str]) -> int:
     peak *= max(0.3, 1.0 + rng.gauss(0.0, sigma))
     kind = 1 if len(members) == 1 else 2
     wrong_total, bw_sum, bw_count, rows = 0, 0.0, 0, 0
-    size = lo
+    size, slowdown = lo, pace()
     while size <= hi:
         per_elem = 4
         count = size // per_elem if collective in ("all_reduce", "sendrecv", "broadcast", "reduce") \
             else size // (per_elem * max(1, ranks))
         redop = "sum" if collective in ("all_reduce", "reduce_scatter", "reduce") else "none"
-        cells = []
+        cells, row_us = [], 0.0
         for _ in range(2):
             # latency, then a ramp: half the peak near HALF_SIZE, the peak at large sizes
             algbw_peak = peak * (1.0 + rng.gauss(0.0, sigma / 3)) / bus_factor(collective, ranks)
             ramp = 1.0 + HALF_SIZE[kind] / max(size, HALF_SIZE[kind])
             t_us = LATENCY_US[kind] + size / (algbw_peak * 1e3) * ramp
+            row_us += (iters + warmup) * t_us
             algbw = size / (t_us * 1e3)
             busbw = algbw * bus_factor(collective, ranks)
             wrong = 0
@@ -463,6 +587,8 @@ def perf(collective: str, args: list[str]) -> int:
             bw_sum += busbw
             bw_count += 1
             cells.append(f"  {fmt_time(t_us)}  {algbw:6.2f}  {busbw:6.2f}  {(str(wrong) if check else 'N/A'):>5}")
+        if slowdown:
+            time.sleep(row_us * 1e-6 * slowdown)
         out.write(f"{size:12d}  {count:12d}  {'float':>8}  {redop:>6}  {-1:6d}" + "".join(cells) + "\n")
         out.flush()
         rows += 1
@@ -688,7 +814,8 @@ def ib_write_bw(args: list[str]) -> int:
         peer_hca = next((h for h in peer.data["hcas"] if h["name"] == device and h["up"]), None)
         if peer_hca is None:
             raise SimFailure(" Unable to Connect the HCA's through the link")
-        value = min(value, write_bw_gbps(peer, peer_hca, None))
+        value = min(value * float(hca.get("switch", 1.0)),
+                    write_bw_gbps(peer, peer_hca, None) * float(peer_hca.get("switch", 1.0)))
     rng = rng_for("ib_write_bw", node.name, device, "cuda" if gpu is not None else "host", server)
     average = max(0.01, value * (1.0 + rng.gauss(0.0, noise() / 2)))
     peak = average * (1.0 + abs(rng.gauss(0.0, noise() / 4)))

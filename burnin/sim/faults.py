@@ -174,6 +174,13 @@ _SPECS: tuple[FaultSpec, ...] = (
               "loopback through the HCA reaches 50% from GPU and host memory (IB-08 names the HCA on the node "
               "alone, which then stays out of multi-node runs); multi-node nccl-tests runs through it reach 50% "
               "of a rail (NCCL-04 names node and HCA when IB-08 does not run first)", suite="fabric"),
+    FaultSpec("rail-degraded", "NCCL-04", "the leaf switch port of the HCA's rail passes half its bandwidth",
+              "hca", DEFAULT_HCA,
+              "nothing on the node changes (ibstat and sysfs say ACTIVE, 400 Gb/s, clean counters; the switch's own "
+              "counters are not the node's) and ib_write_bw loopback through the HCA stays at full rate (IB-08 "
+              "passes: the traffic never reaches the switch); every multi-node nccl-tests run through the rail "
+              "reaches 50% of a rail, so only a multi-node run sees it: NCCL-03 and NCCL-04 name the node and "
+              "the HCA (in racks of 3 nodes or more)", suite="fabric"),
     FaultSpec("slow-nvlink", "NVL-01", "the GPU's NVLink delivers 60% of its bandwidth with all links up",
               "gpu", DEFAULT_GPU,
               "NVML and nvidia-smi still show 18/18 links at 26.562 GB/s; nvbandwidth pairs with the GPU at 60% "

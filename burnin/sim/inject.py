@@ -369,6 +369,13 @@ def slow_hca(state: NodeState, fault: Fault) -> None:
     _hca(state, fault).bandwidth_factor = SLOW_HCA_FACTOR
 
 
+RAIL_DEGRADED_FACTOR = 0.5
+
+
+def rail_degraded(state: NodeState, fault: Fault) -> None:
+    _hca(state, fault).switch_factor = RAIL_DEGRADED_FACTOR
+
+
 def slow_nvlink(state: NodeState, fault: Fault) -> None:
     gpu = _gpu(state, fault)
     _link(state, gpu, fault)  # the GPU must have NVLink
@@ -426,6 +433,7 @@ MUTATORS: dict[str, Mutator] = {
     "ib-link-layer": ib_link_layer,
     "ib-errors": ib_errors,
     "slow-hca": slow_hca,
+    "rail-degraded": rail_degraded,
     "slow-nvlink": slow_nvlink,
     "p2p-disabled": p2p_disabled,
     "nvlink-flaky-under-load": nvlink_flaky_under_load,

@@ -136,6 +136,9 @@ class HcaState(_Model):
     rate: str = "400 Gb/sec (4X NDR)"
     bandwidth_factor: float = 1.0
     """Share of its rate the HCA moves, while the port looks healthy (fault slow-hca)."""
+    switch_factor: float = 1.0
+    """Share of its rate the HCA's leaf switch port passes (fault rail-degraded): only traffic that leaves the node
+    through the switch sees it, never the node's own sources or a loopback through the HCA."""
     lid: int = 0
     sm_lid: int = 0
     cap_mask: int = 0

@@ -14,8 +14,11 @@ lab rack, with ``ip`` only:
   (``192.168.<rail>.254/24``, the IPoIB side) and per BlueField network (its
   gateway ``.1``), every node's peer veth enslaved to its bridge, and each
   storage target address on ``lo``, where the lab's storage target
-  (burnin_lab.netstore) listens. Nothing routes between the fabric namespace and
-  the host.
+  (burnin_lab.netstore) listens; and the bridge ``mesh``, the nodes' own
+  network: each node's ``mesh0`` (``.k+1`` of a /24 of 198.18.0.0/15 that is
+  not the management one, burnin.sim.addressing.mesh_address) reaches every
+  other node's sshd there, as ``mpirun`` on a node needs (the fabric's faults
+  never touch it). Nothing routes between the fabric namespace and the host.
 
 Every address (node, gateway, target, management) comes from one plan,
 burnin.sim.addressing, that the shims use too: no node holds another's
@@ -58,6 +61,8 @@ from burnin_lab import netstore
 
 MGMT_NET = addressing.MANAGEMENT_NET
 MGMT_IFNAME = "mgmt0"
+MESH_IFNAME = "mesh0"
+MESH_BRIDGE = "mesh"
 IP = "/usr/sbin/ip"
 PING = "/usr/bin/ping"
 IP_TIMEOUT_S = 60.0
@@ -94,6 +99,10 @@ def host_ifname(lab: str, index: int) -> str:
 
 def peer_ifname(index: int, slot: int) -> str:
     return f"n{index}p{slot}"
+
+
+def mesh_peer_ifname(index: int) -> str:
+    return f"n{index}m"
 
 
 def mgmt_pair(slot: int, index: int) -> tuple[str, str]:
@@ -227,12 +236,14 @@ def _node_commands(storage: SimStorage, lab: str, index: int, node: str, slot: i
     for k, netdev in enumerate([*storage.ipoib, *storage.bluefields]):
         peer = peer_ifname(index, k)
         lines += [f"link add {peer} netns {fab} type veth peer name {netdev.name} netns {ns}"]
+    lines += [f"link add {mesh_peer_ifname(index)} netns {fab} type veth peer name {MESH_IFNAME} netns {ns}"]
     return lines
 
 
-def _inside_commands(storage: SimStorage, inner: str) -> list[str]:
+def _inside_commands(storage: SimStorage, inner: str, mesh: str) -> list[str]:
     """``ip -batch`` lines run in the node's namespace: addresses, MTU, state, routes, rules."""
-    lines = ["link set lo up", f"addr add {inner}/31 dev {MGMT_IFNAME}", f"link set {MGMT_IFNAME} up"]
+    lines = ["link set lo up", f"addr add {inner}/31 dev {MGMT_IFNAME}", f"link set {MGMT_IFNAME} up",
+             f"addr add {mesh} dev {MESH_IFNAME}", f"link set {MESH_IFNAME} up"]
     for netdev in [*storage.ipoib, *storage.bluefields]:
         lines.append(f"link set {netdev.name} mtu {netdev.mtu}")
         if netdev.interface:
@@ -305,6 +316,7 @@ def _create(state_dir: Path, states: Sequence[NodeState]) -> dict[str, Any]:
         for bridge, (address, mtu) in bridges.items():
             fabric_lines += [f"link add {bridge} type bridge", f"link set {bridge} mtu {mtu}",
                              f"addr add {address} dev {bridge}", f"link set {bridge} up"]
+        fabric_lines += [f"link add {MESH_BRIDGE} type bridge", f"link set {MESH_BRIDGE} up"]
         fabric_lines += [f"addr add {target}/32 dev lo" for target in sorted(set(plan.targets))]
         _ip(netns=fab, batch=fabric_lines)
         _sysctl(fab, [("net.ipv4.conf.all.rp_filter", 0), ("net.ipv4.conf.default.rp_filter", 0)])
@@ -321,10 +333,13 @@ def _create(state_dir: Path, states: Sequence[NodeState]) -> dict[str, Any]:
             _ip(netns=fab, batch=[line for peer, name in zip(peers, names, strict=True)
                                   for line in (f"link set {peer} mtu {bridges[_bridge_of(storage, name)][1]}",
                                                f"link set {peer} master {_bridge_of(storage, name)}",
-                                               f"link set {peer} up")])
+                                               f"link set {peer} up")]
+                + [f"link set {mesh_peer_ifname(index)} master {MESH_BRIDGE}",
+                   f"link set {mesh_peer_ifname(index)} up"])
             _sysctl(ns, _node_sysctls(storage))
-            _ip(netns=ns, batch=_inside_commands(storage, inner))
-            record["nodes"][state.name] = {"netns": ns, "address": inner}
+            mesh = addressing.mesh_address(slot, index)
+            _ip(netns=ns, batch=_inside_commands(storage, inner, str(mesh)))
+            record["nodes"][state.name] = {"netns": ns, "address": inner, "mesh": str(mesh.ip)}
     except BaseException:
         destroy(record)
         raise

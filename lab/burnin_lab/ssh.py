@@ -11,6 +11,14 @@ Logins use a dedicated account (``burnin-sim``, created if missing, password
 field ``*`` so key logins work with ``UsePAM no``). ``down`` stops exactly the
 sshd pids recorded in ``lab.json``.
 
+The nodes reach each other as a real rack's do, for ``mpirun --host ...`` on a
+node (:mod:`burnin_lab.mesh`): ``ssh <node>`` on any node logs in to any other by
+its inventory name, with the nodes' own key and known host keys. Each sshd runs
+in a UTS namespace of its own whose host name is the node's name, so a command
+on the node (``hostname``, OpenMPI, nccl-tests' rank lines) names its node; and
+each node has its own ``TMPDIR`` and the rack one shared folder
+(``BURNIN_SIM_SHARED_DIR``, like a cluster's shared file system).
+
 The sshd processes are children of a small supervisor process
 (:mod:`burnin_lab.supervisor`), not of ``sim up``, which exits: the supervisor
 reaps every sshd that stops, so no zombie is left where PID 1 does not reap.
@@ -40,7 +48,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from burnin.errors import UsageError
-from burnin_lab import netns, supervisor
+from burnin_lab import mesh, netns, supervisor
 
 LAB_FILE = "lab.json"
 LOGIN_USER = "burnin-sim"
@@ -49,6 +57,10 @@ NODE_PYTHON = "/usr/bin/python3"
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 TRANSPORT_FAULTS = ("hang", "garbage", "no-python3", "refuse-key", "host-key-changed", "host-key-unknown")
 NO_PYTHON_TOOLS = ("sh", "bash", "env", "timeout", "cat", "sleep", "ls", "uname")
+UNSHARE = "/usr/bin/unshare"
+HOSTNAME = "/usr/bin/hostname"
+SHARED_ENV = "BURNIN_SIM_SHARED_DIR"
+"""A folder every node of the rack reads and writes (the simulated tools' rendezvous: burnin.sim.fabric_model)."""
 START_TIMEOUT = 60.0
 """Bound on sshd starting and listening (a failure limit: a loaded machine may take seconds)."""
 STORAGE_TARGET = "storage-target"
@@ -90,13 +102,20 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
         record = netns.create(state_dir, [node.state() for node in rack])
     user = ensure_login_user()
     ssh = state_dir / "ssh"
-    for sub in ("client", "sshd", "lib", "tools-nopython"):
+    for sub in ("client", "sshd", "lib", "tools-nopython", "mesh"):
         (ssh / sub).mkdir(parents=True, exist_ok=True)
     _install_library(library_path(), ssh / "lib")
     _install_tools(ssh / "tools-nopython")
     client_key = ssh / "client" / "id_ed25519"
     authorized = _write_keypair(client_key, comment="burnin-sim-client")
+    node_key = mesh.directory(state_dir) / mesh.KEY
+    authorized += _write_keypair(node_key, comment="burnin-sim-nodes")
+    mesh.give_to(node_key, user)
     _write(ssh / "authorized_keys", authorized, 0o644)
+    shared = state_dir / "shared"
+    shared.mkdir(exist_ok=True)
+    mesh.give_to(shared, user)
+    ssh_client = mesh.ssh_client()
     _write(ssh / "refused_authorized_keys", _new_key_pair()[1], 0o644)
     nodes: dict[str, dict[str, Any]] = {}
     for index, node in enumerate(rack):
@@ -107,7 +126,14 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
         if fault == "host-key-changed":  # known_hosts gets this key; sshd serves a new one
             _write_keypair(sshd_dir / "ssh_host_ed25519_key", comment=node.name)
         _write_python_wrapper(sshd_dir / "bin", fault)
-        env = _node_environment(node.environment(), node.bin_dir, sshd_dir / "bin", ssh, fault)
+        if ssh_client is not None:
+            mesh.write_wrapper(sshd_dir / "bin", mesh.directory(state_dir) / mesh.CONFIG, ssh_client)
+        (sshd_dir / "tmp").mkdir(mode=0o700, exist_ok=True)
+        mesh.give_to(sshd_dir / "tmp", user)
+        site = {"TMPDIR": str(sshd_dir / "tmp"), SHARED_ENV: str(shared)}
+        if record is not None:  # OpenMPI's own traffic (orted to mpirun) on the nodes' network, as a site sets it
+            site.update(OMPI_MCA_oob_tcp_if_include=netns.MESH_IFNAME, OMPI_MCA_btl_tcp_if_include=netns.MESH_IFNAME)
+        env = _node_environment({**node.environment(), **site}, node.bin_dir, sshd_dir / "bin", ssh, fault)
         nodes[node.name] = {
             "address": _address(subnet, index), "port": 22, "pid": None, "dir": str(sshd_dir),
             "host_key": host_key.strip(), "fault": fault, "env": env,
@@ -115,7 +141,8 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
         if record is not None:
             netns.write_node_tools(sshd_dir / "bin", node.bin_dir, node.state(), NODE_PYTHON)
             nodes[node.name].update(address=record["nodes"][node.name]["address"],
-                                    netns=record["nodes"][node.name]["netns"])
+                                    netns=record["nodes"][node.name]["netns"],
+                                    mesh=record["nodes"][node.name]["mesh"])
     lab: dict[str, Any] = {
         "kind": "ssh", "user": user, "sshd": _sshd(), "state": str(state_dir),
         "inventory": str(state_dir / "inventory.yaml"), "ssh_config": str(ssh / "client" / "ssh_config"),
@@ -346,9 +373,10 @@ def _sshd_config(lab: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
     directory = Path(entry["dir"])
     authorized = ssh / ("refused_authorized_keys" if entry["fault"] == "refuse-key" else "authorized_keys")
     setenv = " ".join(f"{k}={v}" for k, v in entry["env"].items())
+    mesh_listen = [f"ListenAddress {entry['mesh']}:22"] if entry.get("mesh") else []
     return "\n".join([
         f"# sshd of simulated node {directory.name}; written by burnin sim up --ssh",
-        f"ListenAddress {entry['address']}:{entry['port']}",
+        f"ListenAddress {entry['address']}:{entry['port']}", *mesh_listen,
         f"HostKey {directory / 'ssh_host_ed25519_key'}",
         f"PidFile {directory / 'sshd.pid'}",
         f"AuthorizedKeysFile {authorized}",
@@ -407,13 +435,20 @@ def _write_plan(lab: Mapping[str, Any]) -> Path:
     plan = _plan_path(lab)
     daemons: list[dict[str, Any]] = []
     for name, entry in lab["nodes"].items():
-        argv = [lab["sshd"], "-D", "-f", entry["config"], "-E", str(Path(entry["dir"]) / "sshd.log")]
+        argv = _named(name, [lab["sshd"], "-D", "-f", entry["config"], "-E", str(Path(entry["dir"]) / "sshd.log")])
         daemons.append({"name": name, "argv": netns.sshd_argv(entry["netns"], argv) if entry.get("netns") else argv})
     if lab.get("netns"):
         daemons.append({"name": STORAGE_TARGET, "argv": netns.target_argv(lab["netns"], NODE_PYTHON),
                         "log": str(plan.parent / f"{STORAGE_TARGET}.log")})
     supervisor.write_json(plan, {"daemons": daemons})
     return plan
+
+
+def _named(node: str, argv: list[str]) -> list[str]:
+    """``argv`` in a UTS namespace of its own whose host name is ``node`` (unchanged without unshare)."""
+    if not (os.access(UNSHARE, os.X_OK) and os.access(HOSTNAME, os.X_OK)):
+        return argv
+    return [UNSHARE, "--uts", "--", "/bin/sh", "-c", f'{HOSTNAME} "$0" && exec "$@"', node, *argv]
 
 
 def _start_supervisor(lab: dict[str, Any]) -> None:
@@ -594,6 +629,8 @@ def _write_client_files(lab: Mapping[str, Any]) -> None:
         ]
     _write(Path(lab["known_hosts"]), "\n".join(known_hosts) + "\n", 0o644)
     _write(Path(lab["ssh_config"]), "\n".join(config), 0o644)
+    for name, text in mesh.client_files(lab).items():
+        _write(mesh.directory(Path(lab["state"])) / name, text, 0o644)
 
 
 def _write_inventory(lab: Mapping[str, Any], names: Sequence[str]) -> None:

@@ -99,8 +99,13 @@ def test_each_faulted_node_has_exactly_its_verdicts(faulted: dict[str, Any], nod
     assert verdicts(faulted["gate"], node) == (sorted(failed), sorted(incomplete)), faulted["gate"]["nodes"][node]
 
 
+# Fabric faults a rack of their own shows better than the faulted rack above, each with its test below.
+OWN_RACK = {"rail-degraded": "test_a_switch_side_rail_fault_is_seen_only_by_multi_node_runs"}
+
+
 def test_the_plan_covers_every_fabric_fault() -> None:
-    assert {name for name, spec in FAULTS.items() if spec.suite == "fabric"} <= set(PLAN.values())
+    assert {name for name, spec in FAULTS.items() if spec.suite == "fabric"} <= set(PLAN.values()) | set(OWN_RACK)
+    assert all(name in globals() for name in OWN_RACK.values())
 
 
 @pytest.mark.parametrize(("node", "fault"), sorted((n, f) for n, f in PLAN.items() if FAULTS[f].suite == "fabric"))
@@ -362,3 +367,16 @@ def test_a_slow_link_in_three_nodes_is_named_and_the_others_cleared(tmp_path: Pa
     loc = run["fabric"]["localization"]
     assert loc["named"] == ["sim01"] and loc["cleared"] == ["sim02", "sim03"] and run["fabric"]["regroup_passed"]
 
+
+
+def test_a_switch_side_rail_fault_is_seen_only_by_multi_node_runs(tmp_path: Path) -> None:
+    """rail-degraded: the node and IB-08's loopback look healthy; the group, localisation and the rail runs name it."""
+    run = fabric_run(tmp_path, 4, "sim03:rail-degraded@mlx5_5")
+    gate = run["gate"]
+    assert gate["rejected"] == "sim03" and gate["admitted"] == "sim[01-02,04]", gate
+    assert verdicts(gate, "sim03") == (MULTI, [])
+    reason = next(r for r in gate["nodes"]["sim03"]["reasons"] if r.startswith("NCCL-04"))
+    assert "slow HCA mlx5_5" in reason
+    facts = json.loads((run["out"] / "facts" / "sim03.json").read_text())["fabric"]
+    loopback = [facts["ib_write_bw"][f"mlx5_{i}"]["host"]["bw_average_gbps"] for i in (4, 5)]
+    assert loopback[1] > 0.97 * loopback[0], loopback

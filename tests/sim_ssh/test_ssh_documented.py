@@ -47,10 +47,10 @@ def _gate(folder: Path) -> dict[str, Any]:
 
 
 def _fabric_interfaces(ns: str) -> list[ipaddress.IPv4Interface]:
-    """Every IPv4 address on the fabric netdevs of a node's namespace (not lo, not its management /31)."""
+    """Every IPv4 address on the fabric netdevs of a node's namespace (not lo, its management /31 or mesh0)."""
     return [ipaddress.IPv4Interface(f"{info['local']}/{info['prefixlen']}")
             for link in json.loads(_ip("-j", "-n", ns, "-4", "addr", "show"))
-            if link["ifname"] not in ("lo", "mgmt0") for info in link.get("addr_info", [])]
+            if link["ifname"] not in ("lo", "mgmt0", "mesh0") for info in link.get("addr_info", [])]
 
 
 def _assert_distinct_fabric_addresses(record: dict[str, Any], per_node: int) -> None:
