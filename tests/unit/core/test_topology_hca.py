@@ -9,7 +9,7 @@ import pytest
 
 from burnin.errors import ConfigError
 from burnin.resources import topologies_dir
-from burnin.topology.fast import _build
+from burnin.topology.fast import dumps, loads
 from burnin.topology.load import find_topology, load_topology
 from burnin.topology.model import HcaFirmware, IbPartitions
 
@@ -70,11 +70,10 @@ def test_a_firmware_section_naming_nothing_or_without_source_is_refused() -> Non
 
 def test_the_probes_cached_copy_keeps_them() -> None:
     import dataclasses
-    import json
 
     topology = find_topology("hgx-h100-8gpu")
-    rebuilt = _build(json.loads(json.dumps(dataclasses.asdict(topology))))
+    rebuilt = loads(dumps(topology))
     assert rebuilt.hca_firmware == topology.hca_firmware and rebuilt.ib_partitions == topology.ib_partitions
     bare = dataclasses.replace(topology, hca_firmware=None, ib_partitions=None)
-    rebuilt = _build(json.loads(json.dumps(dataclasses.asdict(bare))))
+    rebuilt = loads(dumps(bare))
     assert rebuilt.hca_firmware is None and rebuilt.ib_partitions is None

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 
 import pytest
 
 from burnin.errors import ConfigError
 from burnin.resources import topologies_dir
-from burnin.topology.fast import _build
+from burnin.topology.fast import dumps, loads
 from burnin.topology.load import find_topology, load_topology
 
 
@@ -37,7 +35,7 @@ def test_the_shipped_topology_says_what_a_dgx_h100_host_is() -> None:
 
 def test_the_probes_cached_copy_keeps_the_host_settings() -> None:
     topo = find_topology("hgx-h100-8gpu")
-    rebuilt = _build(json.loads(json.dumps(dataclasses.asdict(topo))))
+    rebuilt = loads(dumps(topo))
     assert rebuilt.host == topo.host and isinstance(rebuilt.host.transparent_hugepage, tuple)
 
 

@@ -4,14 +4,13 @@ probe's cached copy carries it (the draft from a golden node: tests/unit/checks/
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
 
 from burnin.errors import ConfigError
 from burnin.resources import topologies_dir
-from burnin.topology.fast import _build
+from burnin.topology.fast import dumps, loads
 from burnin.topology.load import find_topology, load_topology
 from burnin.topology.model import SoftwareManifest
 
@@ -101,7 +100,7 @@ def test_a_topology_may_leave_the_manifest_out(tmp_path: Path) -> None:
 
 def test_the_probes_cached_copy_keeps_it() -> None:
     topology = find_topology("hgx-h100-8gpu")
-    rebuilt = _build(json.loads(json.dumps(dataclasses.asdict(topology))))
+    rebuilt = loads(dumps(topology))
     assert rebuilt.software == topology.software is not None
     bare = dataclasses.replace(topology, software=None)
-    assert _build(json.loads(json.dumps(dataclasses.asdict(bare)))).software is None
+    assert loads(dumps(bare)).software is None
