@@ -217,9 +217,8 @@ class KernelLog:
         start = max(0, size - TAIL)
         fh.seek(start)
         self.lines.reset(discarding=start > 0)  # the tail's first line is cut: not a line
-        while fh.tell() < size and (chunk := fh.read(min(CHUNK, size - fh.tell()))):
-            for line in self.lines.feed(chunk):
-                self._skip(line.decode("utf-8", errors="replace"))
+        for line in self.lines.feed(fh.read(size - start)):  # at most TAIL bytes
+            self._skip(line.decode("utf-8", errors="replace"))
         self._skip_existing = False
 
     def _replaced(self, opened: os.stat_result, position: int) -> bool:

@@ -83,7 +83,7 @@ def test_a_sighting_costs_the_same_however_many_incidents_are_live() -> None:
 
 
 def test_the_incident_table_is_bounded_and_forgets_the_least_recently_heard() -> None:
-    incidents = Incidents(60.0, capacity=4096)
+    incidents = Incidents(60.0)  # 4,096 by default
     for i in range(FLOOD):
         assert not incidents.duplicate(_key(i), 1000.0 + i * 1e-4)
     assert len(incidents) == 4096 and incidents.forgotten == FLOOD - 4096
@@ -182,3 +182,10 @@ def test_work_per_sighting_does_not_grow_with_the_table(count: int) -> None:
         incidents.duplicate(_key(i), 1000.0)
     lines = lines_run(lambda: [incidents.duplicate(("x", str(n)), 1000.0) for n in range(count)], budget=10**6)
     assert lines <= 25 * count
+
+
+def test_a_repeat_at_exactly_the_window_is_the_same_incident() -> None:
+    incidents = Incidents(60.0)
+    incidents.duplicate(_key(0), 1000.0)
+    assert incidents.duplicate(_key(0), 1060.0)
+    assert not incidents.duplicate(_key(0), 1120.5)

@@ -6,6 +6,7 @@ import os
 import threading
 import time
 import tracemalloc
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -267,7 +268,7 @@ def test_a_line_of_16_kib_is_read_one_byte_more_is_not(tmp_path: Path, follow: C
 @pytest.mark.parametrize(("extra", "learnt"), [(0, 5), (1, None)])
 def test_the_history_read_is_its_last_64_kib(tmp_path: Path, follow: Callable[[Path], Follower], extra: int,
                                              learnt: int | None) -> None:
-    first = "6,5,1,-;the only record with a number\n"
+    first = "14,5,1,-;the only record with a number\n"  # cut by one byte, still a record: "4,5,1,-;..."
     continuation = " KEY=" + "v" * 58 + "\n"  # 64 bytes, no record
     filler = 65536 - len(first) + extra
     log = tmp_path / "kmsg"
@@ -277,3 +278,49 @@ def test_the_history_read_is_its_last_64_kib(tmp_path: Path, follow: Callable[[P
     follower = follow(log)
     follower.wait_for(follower.log.following.is_set)
     assert follower.log.last_seq == learnt
+
+
+def test_a_log_removed_before_its_successor_exists_is_read_to_its_end(tmp_path: Path,
+                                                                      follow: Callable[[Path], Follower]) -> None:
+    log = tmp_path / "kmsg"
+    log.write_text("")
+    follower = follow(log)
+    follower.wait_for(follower.log.following.is_set)
+    with log.open("a") as writer:
+        log.unlink()  # rotated away; the writer still holds it
+        writer.write("4,1,2,-;written after the rename\n")
+        writer.flush()
+        follower.wait_for(lambda: follower.texts() == ["written after the rename"])
+    assert follower.log.reopened == 0
+
+
+def _writable_kmsg() -> bool:
+    try:
+        os.close(os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK))
+        os.close(os.open("/dev/kmsg", os.O_WRONLY))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _writable_kmsg(), reason="needs /dev/kmsg readable and writable (root)")
+def test_the_kernel_gives_a_record_written_to_dev_kmsg_the_user_facility() -> None:
+    """The real /dev/kmsg: a program that writes a record there, asking for the kernel's facility (<4>),
+    gets the user facility; the watch reads it as not the kernel's. (One harmless line in the host's log.)"""
+    marker = f"burnin watch test {uuid.uuid4().hex}: a user-space record"
+    follower = Follower(Path("/dev/kmsg"))
+    follower.thread.start()
+    try:
+        follower.wait_for(follower.log.following.is_set)
+        fd = os.open("/dev/kmsg", os.O_WRONLY)
+        try:
+            os.write(fd, f"<4>{marker}\n".encode())
+        finally:
+            os.close(fd)
+        follower.wait_for(lambda: marker in follower.texts())
+    finally:
+        follower.stop.set()
+        follower.thread.join(timeout=5)
+    assert not follower.thread.is_alive()
+    (record,) = [r for r in follower.records if r.text == marker]
+    assert not record.trusted and record.origin == "kmsg facility 1 (user)" and record.seq is not None
