@@ -364,3 +364,24 @@ def test_no_gpu_warning_only_when_neither_sysfs_nor_nvml_can_name_one(tmp_path: 
     assert watcher.run(stop) == 0
     said = watcher.err.getvalue()  # type: ignore[attr-defined]
     assert "no GPU listed" not in said and "watching (kernel log none;" in said
+
+
+def test_the_fallback_probe_reports_a_check_when_it_starts_failing_and_runs_when_due(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real fast probe, in-process, on a simulated node (its environment: the node's tools and tree)."""
+    from burnin.sim import apply_fault, build_node
+    from burnin.topology import find_topology
+
+    node = build_node(tmp_path / "node", find_topology("hgx-h100-8gpu"), "sim01")
+    for name, value in node.environment().items():
+        monkeypatch.setenv(name, value)
+    config = WatchConfig(node="sim01", state_dir=tmp_path / "state", kernel_log=None, use_nvml=False,
+                         root=str(node.root), dry_run=True, probe_interval=60.0)
+    watcher = Watcher(config, out=io.StringIO(), err=io.StringIO())
+    assert watcher._maybe_probe(99.0, 100.0) == 100.0 and watcher.probes == 0  # not due yet
+    assert watcher._maybe_probe(100.0, 100.0) == 160.0 and watcher.probes == 1  # due: a healthy node, no event
+    apply_fault(node.dir, "numa-balancing-on")
+    event = watcher.probe_once()
+    assert event is not None and event.checks == ("TOP-08",) and event.kind is Kind.PROBE_FAIL
+    assert event.text == "kernel.numa_balancing=1 (expected kernel.numa_balancing=0)"
+    assert watcher.probe_once() is None  # still failing, the same checks: said once
