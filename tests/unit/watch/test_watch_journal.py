@@ -57,3 +57,18 @@ def test_a_lower_action_within_the_window_does_not_lower_the_memory() -> None:
     assert incidents.covered(Action.EVICT, 1050.0) is not None
     incidents.acted(_decision(Action.DRAIN, "gpu3 Xid 74"), 1070.0)  # the eviction's window is over
     assert incidents.covered(Action.EVICT, 1071.0) is None and incidents.covered(Action.DRAIN, 1071.0) is not None
+
+
+def test_restore_remembers_only_actions_that_took_the_node_out() -> None:
+    key = ["GPU-04", "xid", "0000:1b:00", "79"]
+    failed = {"key": key, "detected_at": 1000.0, "acted_at": 1000.5, "action": "evict", "out_of_pool": False,
+              "check": "GPU-04", "cause": "gpu3 Xid 79"}
+    incidents = Incidents(60.0)
+    incidents.restore([failed])
+    assert incidents.covered(Action.EVICT, 1001.0) is None  # the eviction failed: the node may be in the pool
+    assert incidents.duplicate(tuple(key), 1001.0)  # but the incident is known
+    incidents.restore([{**failed, "out_of_pool": True}])
+    assert incidents.covered(Action.EVICT, 1001.0) == "node already evicted 0.5 s ago (burnin: GPU-04 gpu3 Xid 79)"
+    drained = Incidents(60.0)
+    drained.restore([{**failed, "action": "drain", "out_of_pool": True}])
+    assert drained.covered(Action.DRAIN, 1001.0) is not None and drained.covered(Action.EVICT, 1001.0) is None
