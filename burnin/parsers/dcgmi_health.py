@@ -1,7 +1,7 @@
 """``dcgmi health -c``: DCGM's passive health report (check-catalog GPU-12).
 
-No real capture of this command is in ../shared/reference, so the shape below
-is read from DCGM's own sources (NVIDIA/DCGM, DCGM 3.x/4.x):
+The reference set (docs/design.md) has no real capture of this command, so the
+shape below is read from DCGM's own sources (NVIDIA/DCGM, DCGM 3.x/4.x):
 
 - ``dcgmi/Health.cpp`` ``CheckWatches`` / ``GenerateOutputFromResponse``: the
   header ``Health Monitor Report``, the row ``Overall Health``, then per entity

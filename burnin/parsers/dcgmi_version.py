@@ -1,6 +1,6 @@
 """``dcgmi --version`` (``dcgmi -v``): the DCGM version of dcgmi and, when it answers, of its host engine.
 
-The shape is the documented one (../shared holds no real capture of this tool):
+The shape is the documented one (the reference set holds no real capture of it):
 ``Key : Value`` lines, ``Version : 3.3.1`` first, then ``Build ID``, ``Build Date``,
 ``Build Type``, ``Commit ID``, ``Branch Name``, ``CPU Arch``, ``Build Platform``,
 ``CRC``; when nv-hostengine answers, a ``Hostengine build info:`` line and the same

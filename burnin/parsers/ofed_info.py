@@ -2,7 +2,7 @@
 
 MLNX_OFED prints ``MLNX_OFED_LINUX-23.10-1.1.9.0:``; DOCA's host packages print the
 same shape under their own package name (``OFED-internal-24.10-1.1.4:``). These are
-the documented shapes: ../shared holds no real capture of this tool.
+the documented shapes: the reference set holds no real capture of this tool.
 """
 
 from __future__ import annotations

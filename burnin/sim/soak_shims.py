@@ -8,7 +8,7 @@ outputs rendered here (a soak starts hundreds of them: no Python). STREAM's
 rate is per node and socket; ``numactl --cpunodebind=N`` tells ``stream``
 its socket. ``nvidia-smi dmon -s pucm -c 1`` prints ``out/nvidia-smi/dmon.txt``,
 one sample of the node's NVML state in dmon's format (columns as in the real
-H100 sample in ../shared/reference-pending).
+H100 sample of the reference set, docs/design.md).
 """
 
 from __future__ import annotations

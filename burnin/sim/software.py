@@ -11,7 +11,7 @@ MLNX_OFED 24.04-0.6.6 (the mlx5_core module version).
 
 ``ofed_info -s`` and ``dcgmi --version`` print the documented shapes
 (``MLNX_OFED_LINUX-24.04-0.6.6.0:``; ``Version : 3.3.5`` and the build lines, then
-the host engine's); ../shared holds no real capture of either.
+the host engine's); the reference set holds no real capture of either.
 """
 
 from __future__ import annotations

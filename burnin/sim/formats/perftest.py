@@ -1,7 +1,7 @@
 """perftest's ``ib_write_bw`` text (standard library only: simulated nodes carry a copy).
 
-The layout follows the real ConnectX-7 NDR client output in
-``../shared/reference-pending/perftest/`` (``--report_gbits``): the dashed
+The layout follows the real ConnectX-7 NDR client output of the reference set
+(docs/design.md; ``--report_gbits``): the dashed
 lines, the title, the tab-separated settings block, ``local address`` /
 ``remote address`` lines (one pair per QP), the result header and a row
 printed with perftest's own ``REPORT_FMT`` (``" %-7lu    %-10lu       %-7.2lf
