@@ -22,15 +22,17 @@ findings to its interface-MTU ones when the section is present.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from burnin.checks.base import bad, ok, unknown
 from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Unmeasurable
 from burnin.facts import Facts
-from burnin.parsers.ping import PingReport, df_payload, parse_ping
 from burnin.text import printable
 from burnin.topology.model import StorageFabric, StorageTarget
+
+if TYPE_CHECKING:
+    from burnin.parsers.ping import PingReport
 
 SECTION = "storage_pathmtu"
 MISSING_TOOL_STATUS = 127
@@ -61,6 +63,8 @@ def is_ipv6(address: str) -> bool:
 
 
 def expected_text(fabric: StorageFabric) -> str:
+    from burnin.parsers.ping import df_payload  # the ping parser only where a phase pinged: not in the probe
+
     mtu = expected_path_mtu(fabric)
     return f"{df_payload(mtu)}-byte don't-fragment pings (MTU {mtu}) answered by every storage target"
 
@@ -80,6 +84,8 @@ def _ran(record: object, what: str) -> PingReport:
     if status == MISSING_TOOL_STATUS or (status not in (0, 1, 2) and not text.strip()):
         tail = text.strip().splitlines()[-1:] or [f"exit status {status}"]
         raise Unmeasurable(f"{what}: ping did not run ({printable(tail[0])[:120]})")
+    from burnin.parsers.ping import parse_ping
+
     try:
         return parse_ping(text)
     except ParseError as exc:
@@ -102,6 +108,8 @@ def _evidence(report: PingReport) -> str:
 
 def judge_target(target: StorageTarget, record: object, mtu: int) -> Finding:
     """One target's path-MTU finding from what the phase recorded for it."""
+    from burnin.parsers.ping import df_payload
+
     subject = f"path to {target.label}"
     ipv6 = is_ipv6(target.destination)
     payload = df_payload(mtu, ipv6)

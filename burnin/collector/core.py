@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -124,6 +121,10 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+    import sys
+
     parser = argparse.ArgumentParser(prog="burnin-collect", description=__doc__)
     parser.add_argument("--root", default=node_env.root(),
                         help="read sysfs/procfs below this directory (default: $BURNIN_ROOT or /)")

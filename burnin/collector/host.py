@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from burnin.collector.sysfs import read_file
+
 _CPU_DIR = "sys/devices/system/cpu"
 _NODE_DIR = "sys/devices/system/node"
 _THP_DIR = "sys/kernel/mm/transparent_hugepage"
@@ -24,8 +26,7 @@ def _path(root: str, *parts: str) -> str:
 def _read(path: str, errors: dict[str, str] | None = None) -> str | None:
     """The file's text, stripped; None when it does not exist (and, with ``errors``, when unreadable)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().strip()
+        return read_file(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -56,21 +57,21 @@ def collect_host(root: str) -> dict[str, Any]:
     governor_errors: dict[str, str] = {}
     for name in _numbered(cpu_dir, "cpu"):
         failed: dict[str, str] = {}
-        governors[name[3:]] = _read(os.path.join(cpu_dir, name, "cpufreq", "scaling_governor"), failed)
+        governors[name[3:]] = _read(f"{cpu_dir}/{name}/cpufreq/scaling_governor", failed)
         if failed:
             governor_errors[name[3:]] = next(iter(failed.values()))
     node_dir = _path(root, _NODE_DIR)
-    node_meminfo = {name[4:]: _read(os.path.join(node_dir, name, "meminfo"), errors)
+    node_meminfo = {name[4:]: _read(f"{node_dir}/{name}/meminfo", errors)
                     for name in _numbered(node_dir, "node")}
     hugepages_dir = _path(root, _HUGEPAGES_DIR)
     hugepages: dict[str, str | None] | None = None
     if os.path.isdir(hugepages_dir):
-        hugepages = {name: _read(os.path.join(hugepages_dir, name, "nr_hugepages"), errors)
+        hugepages = {name: _read(f"{hugepages_dir}/{name}/nr_hugepages", errors)
                      for name in sorted(os.listdir(hugepages_dir)) if name.startswith("hugepages-")}
     return {
-        "cpu_online": _read(os.path.join(cpu_dir, "online"), errors),
-        "cpu_present": _read(os.path.join(cpu_dir, "present"), errors),
-        "cpufreq_driver": _read(os.path.join(cpu_dir, "cpu0", "cpufreq", "scaling_driver")),
+        "cpu_online": _read(f"{cpu_dir}/online", errors),
+        "cpu_present": _read(f"{cpu_dir}/present", errors),
+        "cpufreq_driver": _read(f"{cpu_dir}/cpu0/cpufreq/scaling_driver"),
         "governors": governors,
         "governor_errors": governor_errors,
         "meminfo": _read(_path(root, "proc/meminfo"), errors),
@@ -87,6 +88,6 @@ def collect_pci_census(root: str) -> dict[str, Any]:
     bus_dir = _path(root, "sys/bus/pci/devices")
     functions: dict[str, list[str | None]] = {}
     for bdf in sorted(os.listdir(bus_dir)):
-        device_dir = os.path.join(bus_dir, bdf)
-        functions[bdf] = [_read(os.path.join(device_dir, name)) for name in ("vendor", "device", "class")]
+        device_dir = f"{bus_dir}/{bdf}"
+        functions[bdf] = [_read(f"{device_dir}/{name}") for name in ("vendor", "device", "class")]
     return {"functions": functions}

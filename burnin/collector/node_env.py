@@ -12,7 +12,6 @@ zipapp.
 from __future__ import annotations
 
 import os
-import socket
 
 SIM_NODE_ENV = "BURNIN_SIM_NODE"
 ROOT_ENV = "BURNIN_ROOT"
@@ -26,12 +25,17 @@ def simulated() -> bool:
 
 def host_name() -> str:
     """The node's name as the system knows it (a simulated node's own name)."""
-    return os.environ.get(SIM_NODE_ENV) or socket.gethostname()
+    return os.environ.get(SIM_NODE_ENV) or _system_host_name()
 
 
 def short_name() -> str:
     """The node's short name (``gpu001``, not ``gpu001.cluster``): what Slurm calls it."""
-    return os.environ.get(SIM_NODE_ENV) or socket.gethostname().split(".")[0]
+    return os.environ.get(SIM_NODE_ENV) or _system_host_name().split(".")[0]
+
+
+def _system_host_name() -> str:
+    """``gethostname()``, which on Linux is the kernel's ``uname`` node name (read without importing socket)."""
+    return os.uname().nodename
 
 
 def root() -> str:

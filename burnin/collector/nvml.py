@@ -15,14 +15,22 @@ T = TypeVar("T")
 NVLINK_MAX_LINKS = 18
 
 
-def _error_name(exc: BaseException) -> str:
-    import pynvml
+_ERROR_NAMES: dict[object, str] = {}
+"""pynvml's error code -> its ``NVML_ERROR_*`` name (the first in ``dir()`` order), filled on the first error."""
 
+
+def _error_name(exc: BaseException) -> str:
+    if not _ERROR_NAMES:
+        import pynvml
+
+        for name in dir(pynvml):
+            if name.startswith("NVML_ERROR_"):
+                _ERROR_NAMES.setdefault(getattr(pynvml, name), name)
     value = getattr(exc, "value", None)
-    for name in dir(pynvml):
-        if name.startswith("NVML_ERROR_") and getattr(pynvml, name) == value:
-            return name
-    return f"{type(exc).__name__}: {exc}"
+    try:
+        return _ERROR_NAMES[value]
+    except (KeyError, TypeError):  # a code pynvml does not name, or an unhashable value
+        return f"{type(exc).__name__}: {exc}"
 
 
 class _Gpu:

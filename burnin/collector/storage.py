@@ -9,9 +9,10 @@ Two sources, standard library only:
   - ``/proc/sys/net/ipv4/conf/*/{rp_filter,arp_ignore,arp_announce}``;
   - ``/etc/nccl.conf`` (and ``$NCCL_CONF_FILE``), and the ``NCCL_*`` variables
     of this process's environment (what a job started here inherits);
-  - ``ip -j addr``, ``ip -d -j link`` and ``ip -j route get [vrf V] ADDR`` for
-    every storage target the controller named (``storage-route=ADDR`` and
-    ``storage-vrf=NAME`` items of ``--sources``).
+  - ``ip -j addr``, and ``ip -j route get [vrf V] ADDR`` for every storage
+    target the controller named (``storage-route=ADDR`` and ``storage-vrf=NAME``
+    items of ``--sources``). (``ip -d -j link`` is not run: no check reads it,
+    and the health probe would pay a process for it every few minutes.)
 
 ``storage-nic`` (vendor tools, slower, root): ``mlxconfig -d BDF q
 INTERNAL_CPU_MODEL INTERNAL_CPU_OFFLOAD_ENGINE`` for every Mellanox Ethernet
@@ -27,9 +28,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from burnin.collector.commands import run_tool
@@ -84,10 +85,10 @@ def _link_name(path: str) -> str | None:
 def _ecn(net_dir: str) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for point in ("roce_np", "roce_rp"):
-        enable_dir = os.path.join(net_dir, "ecn", point, "enable")
+        enable_dir = f"{net_dir}/ecn/{point}/enable"
         if not os.path.isdir(enable_dir):
             continue
-        values = {prio: _read_int(os.path.join(enable_dir, prio)) for prio in sorted(os.listdir(enable_dir))}
+        values = {prio: _read_int(f"{enable_dir}/{prio}") for prio in sorted(os.listdir(enable_dir))}
         out[point] = {prio: value for prio, value in values.items() if value is not None}
     return out
 
@@ -97,21 +98,21 @@ def collect_netdevs(root: str) -> dict[str, Any]:
     class_dir = _path(root, "sys/class/net")
     netdevs: dict[str, Any] = {}
     for name in sorted(os.listdir(class_dir)) if os.path.isdir(class_dir) else []:
-        net_dir = os.path.join(class_dir, name)
-        device = os.path.join(net_dir, "device")
+        net_dir = f"{class_dir}/{name}"
+        device = f"{net_dir}/device"
         pci = _link_name(device) if os.path.exists(device) else None
         netdevs[name] = {
             "pci": pci,
-            "vendor": read_text(os.path.join(device, "vendor")) if pci else None,
-            "device_id": read_text(os.path.join(device, "device")) if pci else None,
-            "type": _read_int(os.path.join(net_dir, "type")),
-            "mtu": _read_int(os.path.join(net_dir, "mtu")),
-            "operstate": read_text(os.path.join(net_dir, "operstate")),
-            "address": read_text(os.path.join(net_dir, "address")),
-            "dev_port": _read_int(os.path.join(net_dir, "dev_port")),
-            "master": _link_name(os.path.join(net_dir, "master")),
-            "rx_bytes": _read_int(os.path.join(net_dir, "statistics", "rx_bytes")),
-            "tx_bytes": _read_int(os.path.join(net_dir, "statistics", "tx_bytes")),
+            "vendor": read_text(f"{device}/vendor") if pci else None,
+            "device_id": read_text(f"{device}/device") if pci else None,
+            "type": _read_int(f"{net_dir}/type"),
+            "mtu": _read_int(f"{net_dir}/mtu"),
+            "operstate": read_text(f"{net_dir}/operstate"),
+            "address": read_text(f"{net_dir}/address"),
+            "dev_port": _read_int(f"{net_dir}/dev_port"),
+            "master": _link_name(f"{net_dir}/master"),
+            "rx_bytes": _read_int(f"{net_dir}/statistics/rx_bytes"),
+            "tx_bytes": _read_int(f"{net_dir}/statistics/tx_bytes"),
             "ecn": _ecn(net_dir),
         }
     return netdevs
@@ -122,7 +123,7 @@ def collect_rdma(root: str) -> dict[str, Any]:
     class_dir = _path(root, "sys/class/infiniband")
     if not os.path.isdir(class_dir):
         return {}
-    return {name: {"pci": _link_name(os.path.join(class_dir, name, "device"))}
+    return {name: {"pci": _link_name(f"{class_dir}/{name}/device")}
             for name in sorted(os.listdir(class_dir))}
 
 
@@ -131,7 +132,7 @@ def collect_conf_sysctls(root: str) -> dict[str, dict[str, int]]:
     conf_dir = _path(root, "proc/sys/net/ipv4/conf")
     out: dict[str, dict[str, int]] = {}
     for iface in sorted(os.listdir(conf_dir)) if os.path.isdir(conf_dir) else []:
-        values = {s: _read_int(os.path.join(conf_dir, iface, s)) for s in _CONF_SETTINGS}
+        values = {s: _read_int(f"{conf_dir}/{iface}/{s}") for s in _CONF_SETTINGS}
         out[iface] = {s: v for s, v in values.items() if v is not None}
     return out
 
@@ -173,11 +174,30 @@ class _Budget:
 
 
 def _run_all(budget: _Budget, jobs: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
-    if not jobs:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(_TOOL_WORKERS, len(jobs))) as pool:
-        futures = {key: pool.submit(budget.run, argv) for key, argv in jobs.items()}
-        return {key: future.result() for key, future in futures.items()}
+    """Run the commands, up to ``_TOOL_WORKERS`` at a time (plain threads: no executor to import in the probe)."""
+    pending = list(jobs.items())
+    results: dict[str, dict[str, Any]] = {}
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        while True:
+            try:
+                key, argv = pending.pop()  # atomic: the workers share the list
+            except IndexError:
+                return
+            try:
+                results[key] = budget.run(argv)
+            except Exception as exc:  # noqa: BLE001 - raised again below, in the source's own thread
+                failures.append(exc)
+
+    workers = [threading.Thread(target=work, daemon=True) for _ in range(min(_TOOL_WORKERS, len(jobs)))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    if failures:
+        raise failures[0]
+    return {key: results[key] for key in jobs}
 
 
 def _valid_target(text: str) -> bool:
@@ -196,7 +216,7 @@ def collect_storage(root: str, timeout: float, targets: Sequence[str] = (), vrf:
     if vrf is not None and not _NAME.match(vrf):
         raise ValueError(f"VRF name {vrf[:64]!r} is not a netdev name")
     budget = _Budget(timeout)
-    jobs = {"ip_addr": ["ip", "-j", "addr", "show"], "ip_link": ["ip", "-d", "-j", "link", "show"]}
+    jobs = {"ip_addr": ["ip", "-j", "addr", "show"]}
     for target in targets:
         jobs[f"route:{target}"] = ["ip", "-j", "route", "get", *(["vrf", vrf] if vrf else []), target]
     results = _run_all(budget, jobs)
@@ -207,7 +227,6 @@ def collect_storage(root: str, timeout: float, targets: Sequence[str] = (), vrf:
         "nccl": collect_nccl_config(root),
         "vrf": vrf,
         "ip_addr": results["ip_addr"],
-        "ip_link": results["ip_link"],
         "routes": {target: results[f"route:{target}"] for target in targets},
     }
 

@@ -24,10 +24,29 @@ def _path(root: str, *parts: str) -> str:
     return os.path.join(root, *(p.lstrip("/") for p in parts))
 
 
-def read_text(path: str) -> str | None:
+def read_file(path: str) -> str:
+    """The file's text, stripped (bad bytes replaced, line ends as text mode reads them); OSError if unreadable.
+
+    Plain ``os.open``/``os.read``: a sysfs attribute costs a quarter of what ``open()`` does, and the
+    probe reads some 1,500 of them.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().strip()
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.strip()
+
+
+def read_text(path: str) -> str | None:
+    """The file's text, stripped; None when it cannot be read."""
+    try:
+        return read_file(path)
     except OSError:
         return None
 
@@ -42,18 +61,17 @@ def _read_int(path: str) -> int | None:
         return None
 
 
-def _relative_to_root(root: str, path: str) -> str:
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
+def _relative_to_root(real_root: str, real: str) -> str:
     if real_root != "/" and real.startswith(real_root):
         real = real[len(real_root):] or "/"
     return real
 
 
-def _pci_device(root: str, dev_dir: str) -> dict[str, Any]:
+def _pci_device(dev_dir: str, real_dir: str, real_root: str) -> dict[str, Any]:
+    """The function's attributes (read in ``dev_dir``) and its canonical sysfs path (``real_dir``) below the root."""
     info: dict[str, Any] = {}
     for name in _PCI_FILES:
-        value = read_text(os.path.join(dev_dir, name))
+        value = read_text(f"{dev_dir}/{name}")
         info[name] = value
     numa = info.get("numa_node")
     info["numa_node"] = int(numa) if numa not in (None, "") and numa.lstrip("-").isdigit() else None
@@ -61,25 +79,28 @@ def _pci_device(root: str, dev_dir: str) -> dict[str, Any]:
     info["current_link_width"] = int(width) if width and width.isdigit() else None
     width = info.get("max_link_width")
     info["max_link_width"] = int(width) if width and width.isdigit() else None
-    info["path"] = _relative_to_root(root, dev_dir)
+    info["path"] = _relative_to_root(real_root, real_dir)
     return info
 
 
 def collect_pci(root: str) -> dict[str, Any]:
     """NVIDIA and Mellanox PCI functions plus every bridge above them."""
     bus_dir = _path(root, "sys/bus/pci/devices")
+    real_root = os.path.realpath(root)
     devices: dict[str, Any] = {}
     names = sorted(os.listdir(bus_dir))
     for bdf in names:
-        dev_dir = os.path.join(bus_dir, bdf)
-        vendor = read_text(os.path.join(dev_dir, "vendor"))
+        dev_dir = f"{bus_dir}/{bdf}"
+        vendor = read_text(f"{dev_dir}/vendor")
         if vendor not in (NVIDIA, MELLANOX):
             continue
-        devices[bdf] = _pci_device(root, dev_dir)
-        # Walk up the hierarchy so switch ports and root ports are known too.
-        parent = os.path.dirname(os.path.realpath(dev_dir))
+        real_dir = os.path.realpath(dev_dir)
+        devices[bdf] = _pci_device(dev_dir, real_dir, real_root)
+        # Walk up the hierarchy so switch ports and root ports are known too (a canonical path's
+        # parents are canonical: no symlink left to resolve).
+        parent = os.path.dirname(real_dir)
         while os.path.basename(parent).count(":") == 2 and os.path.basename(parent) not in devices:
-            devices[os.path.basename(parent)] = _pci_device(root, parent)
+            devices[os.path.basename(parent)] = _pci_device(parent, parent, real_root)
             parent = os.path.dirname(parent)
     return {"devices": devices}
 
@@ -91,32 +112,32 @@ def collect_infiniband(root: str) -> dict[str, Any]:
         return {"hcas": {}, "present": False}
     hcas: dict[str, Any] = {}
     for hca in sorted(os.listdir(class_dir)):
-        hca_dir = os.path.join(class_dir, hca)
-        device_link = os.path.join(hca_dir, "device")
+        hca_dir = f"{class_dir}/{hca}"
+        device_link = f"{hca_dir}/device"
         pci = os.path.basename(os.path.realpath(device_link)) if os.path.exists(device_link) else None
         ports: dict[str, Any] = {}
-        ports_dir = os.path.join(hca_dir, "ports")
+        ports_dir = f"{hca_dir}/ports"
         for port in sorted(os.listdir(ports_dir)) if os.path.isdir(ports_dir) else []:
-            port_dir = os.path.join(ports_dir, port)
+            port_dir = f"{ports_dir}/{port}"
             counters: dict[str, int] = {}
             for counter in _IB_COUNTERS:
-                value = _read_int(os.path.join(port_dir, "counters", counter))
+                value = _read_int(f"{port_dir}/counters/{counter}")
                 if value is not None:
                     counters[counter] = value
             ports[port] = {
-                "state": read_text(os.path.join(port_dir, "state")),
-                "phys_state": read_text(os.path.join(port_dir, "phys_state")),
-                "rate": read_text(os.path.join(port_dir, "rate")),
-                "link_layer": read_text(os.path.join(port_dir, "link_layer")),
-                "lid": read_text(os.path.join(port_dir, "lid")),
-                "sm_lid": read_text(os.path.join(port_dir, "sm_lid")),
+                "state": read_text(f"{port_dir}/state"),
+                "phys_state": read_text(f"{port_dir}/phys_state"),
+                "rate": read_text(f"{port_dir}/rate"),
+                "link_layer": read_text(f"{port_dir}/link_layer"),
+                "lid": read_text(f"{port_dir}/lid"),
+                "sm_lid": read_text(f"{port_dir}/sm_lid"),
                 "counters": counters,
             }
         hcas[hca] = {
-            "fw_ver": read_text(os.path.join(hca_dir, "fw_ver")),
-            "board_id": read_text(os.path.join(hca_dir, "board_id")),
-            "hca_type": read_text(os.path.join(hca_dir, "hca_type")),
-            "node_guid": read_text(os.path.join(hca_dir, "node_guid")),
+            "fw_ver": read_text(f"{hca_dir}/fw_ver"),
+            "board_id": read_text(f"{hca_dir}/board_id"),
+            "hca_type": read_text(f"{hca_dir}/hca_type"),
+            "node_guid": read_text(f"{hca_dir}/node_guid"),
             "pci": pci,
             "ports": ports,
         }
@@ -129,8 +150,8 @@ def collect_numa(root: str) -> dict[str, Any]:
     if os.path.isdir(node_dir):
         for name in sorted(os.listdir(node_dir)):
             if name.startswith("node") and name[4:].isdigit():
-                nodes[name[4:]] = {"cpulist": read_text(os.path.join(node_dir, name, "cpulist"))}
-    return {"online": read_text(os.path.join(node_dir, "online")), "nodes": nodes}
+                nodes[name[4:]] = {"cpulist": read_text(f"{node_dir}/{name}/cpulist")}
+    return {"online": read_text(f"{node_dir}/online"), "nodes": nodes}
 
 
 def collect_kernel(root: str) -> dict[str, Any]:
@@ -138,7 +159,7 @@ def collect_kernel(root: str) -> dict[str, Any]:
     group_types: dict[str, int] = {}
     if os.path.isdir(groups_dir):
         for group in os.listdir(groups_dir):
-            kind = read_text(os.path.join(groups_dir, group, "type")) or "unknown"
+            kind = read_text(f"{groups_dir}/{group}/type") or "unknown"
             group_types[kind] = group_types.get(kind, 0) + 1
     return {
         "numa_balancing": _read_int(_path(root, "proc/sys/kernel/numa_balancing")),
