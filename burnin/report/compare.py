@@ -69,23 +69,21 @@ def _rows(verdicts: Sequence[Mapping[str, Any]]) -> tuple[Row, ...]:
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for verdict in verdicts:
         groups[(str(verdict["status"]), str(verdict.get("suite") or ""), _measured(verdict))].append(verdict)
-    ordered = sorted(groups.items(), key=lambda item: (ORDER.get(item[0][0], 1), -len(item[1]), item[0][1:]))
+    by_status: dict[str, list[tuple[str, str, list[Mapping[str, Any]]]]] = defaultdict(list)
+    for (status, suite, measured), members in groups.items():
+        by_status[status].append((suite, measured, members))
     rows: list[Row] = []
-    left: dict[str, list[str]] = defaultdict(list)  # status -> nodes of the rows not shown
-    shown: dict[str, int] = defaultdict(int)
-    for (status, suite, measured), members in ordered:
+    for status in sorted(by_status, key=lambda s: (ORDER.get(s, 1), s)):
+        ordered = sorted(by_status[status], key=lambda group: (-len(group[2]), group[0], group[1]))
         limit = PASS_ROWS if status in ("pass", "not-applicable") else FAIL_ROWS
-        names = [str(v["node"]) for v in members]
-        if shown[status] >= limit:
-            left[status].extend(names)
-            continue
-        shown[status] += 1
-        expected = next((str(v["expected"]) for v in members if v.get("expected")), "")
-        rows.append(Row(status, suite, measured, expected, fold(names), len(set(names))))
-    for status, names in sorted(left.items(), key=lambda item: ORDER.get(item[0], 1)):
-        distinct = len(set(names))
-        rows.append(Row(status, "", f"{distinct} more nodes, each with another measurement", "", fold(names),
-                        distinct))
+        for suite, measured, members in ordered[:limit]:
+            names = [str(v["node"]) for v in members]
+            expected = next((str(v["expected"]) for v in members if v.get("expected")), "")
+            rows.append(Row(status, suite, measured, expected, fold(names), len(set(names))))
+        rest = sorted({str(v["node"]) for _, _, members in ordered[limit:] for v in members})
+        if rest:
+            more = f"{len(rest)} more node{'s' if len(rest) > 1 else ''}, each with another measurement"
+            rows.append(Row(status, "", more, "", fold(rest), len(rest)))
     return tuple(rows)
 
 

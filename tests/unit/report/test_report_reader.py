@@ -57,9 +57,22 @@ def test_passing_nodes_that_each_measured_something_else_are_counted_in_one_row(
     (cmp,) = comparisons(verdicts, {})
     assert cmp.rows[0].status == "fail" and cmp.rows[0].nodes == "sim02"
     passing = [r for r in cmp.rows if r.status == "pass"]
-    assert len(passing) == PASS_ROWS + 1
+    assert PASS_ROWS == 3 and len(passing) == 4, "the three most common measurements, then one row for the rest"
     assert passing[-1].count == 63 - PASS_ROWS and "more nodes" in passing[-1].measured
     assert sum(r.count for r in passing) == 63
+
+
+def test_failing_nodes_keep_a_row_each_up_to_twelve() -> None:
+    def run(failing: int) -> list[tuple[str, int]]:
+        verdicts = [_verdict(f"n{i:02d}", "IB-08", "fail" if i < failing else "pass",
+                             f"mlx5_{i} {100 + i} Gb/s" if i < failing else "ok") for i in range(failing + 2)]
+        (cmp,) = comparisons(verdicts, {})
+        return [(r.status, r.count) for r in cmp.rows]
+
+    assert run(12) == [("fail", 1)] * 12 + [("pass", 2)]
+    assert run(13) == [("fail", 1)] * 13 + [("pass", 2)]
+    (cmp,) = comparisons([_verdict(f"n{i:02d}", "X-1", "fail", f"{i:02d}") for i in range(13)], {})
+    assert cmp.rows[-1].measured == "1 more node, each with another measurement" and cmp.rows[-1].nodes == "n12"
 
 
 def test_an_incomplete_row_shows_why_it_was_not_measured() -> None:
@@ -83,6 +96,8 @@ def test_shared_causes_fold_into_one_line_where_the_first_stood() -> None:
     assert condense(["a b could not be measured: x", "c d could not be measured: x"]) == [
         "a b could not be measured: x", "c d could not be measured: x"]
     assert id_list(["A-1", "A-2"]) == "A-1,A-2"
+    six = [f"A-{i}" for i in range(6)]
+    assert id_list(six) == ",".join(six) and id_list([*six, "A-6"]).startswith("7 checks (A-0,")
 
 
 def _lost_gpu_facts() -> dict[str, Any]:
