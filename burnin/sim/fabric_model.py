@@ -13,10 +13,11 @@ next to its own node directory (``<rack>/nodes/<member>/``).
 
 Who is in the job: ``BURNIN_SIM_JOB_NODES`` (a comma list: burnin's local
 simulated jobs); else, a rank that ``mpirun`` started (OpenMPI's
-``OMPI_COMM_WORLD_RANK``/``_SIZE``/``_LOCAL_RANK``), the nodes its ranks report
+``OMPI_COMM_WORLD_RANK``/``_SIZE``), the nodes its ranks report
 when they meet (``rendezvous.py``, a copy of :mod:`burnin.sim.rendezvous`: each
-rank writes its host name, node, pid and devices under the mpirun job's id, as
-nccl-tests' ranks gather their lines through MPI), in rank order; else, inside
+rank writes its host name, node and pid under the mpirun job's id, as
+nccl-tests' ranks gather their lines through MPI), in rank order (a rank's devices
+follow its place among its node's ranks, as nccl-tests' local rank); else, inside
 a Slurm step (``PMI_RANK``/``PMIX_RANK`` set), the step's nodes; else this node
 alone. Only rank 0 prints the table, as nccl-tests does, with every rank's
 ``#  Rank`` line: under mpirun the rank's own pid and host name (the lab's nodes
@@ -327,8 +328,8 @@ def load(name: str) -> Node:
 class MpiRank:
     """A rank that ``mpirun`` started: its place in the job, from OpenMPI's environment."""
 
-    def __init__(self, rank: int, size: int, local: int, job: str) -> None:
-        self.rank, self.size, self.local, self.job = rank, size, local, job
+    def __init__(self, rank: int, size: int, job: str) -> None:
+        self.rank, self.size, self.job = rank, size, job
 
     @classmethod
     def from_environment(cls) -> MpiRank | None:
@@ -337,24 +338,21 @@ class MpiRank:
             return None
         try:
             rank, size = int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"])
-            local = int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
         except (KeyError, ValueError):
             raise SimFailure("mpirun's OMPI_COMM_WORLD_RANK/SIZE are not numbers") from None
         if not 0 <= rank < size:
             raise SimFailure(f"OMPI_COMM_WORLD_RANK {rank} outside a world of {size}")
         job = "|".join(env.get(k, "") for k in ("OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_hnp_uri",
                                                   "PMIX_NAMESPACE"))
-        return cls(rank, size, local, job)
+        return cls(rank, size, job)
 
-    def meet(self, me: str, gpus_per_proc: int) -> tuple[str, list[dict[str, Any]]]:
+    def meet(self, me: str) -> tuple[str, list[dict[str, Any]]]:
         """Report this rank and read every rank's report: (the job's folder, reports in rank order)."""
         rendezvous = _sibling("rendezvous", "burnin.sim.rendezvous")
         where = rendezvous.folder("mpi", self.job)
-        devices = [self.local * gpus_per_proc + i for i in range(gpus_per_proc)]
-        rendezvous.publish(where, self.rank, {"rank": self.rank, "node": me, "host": socket.gethostname(),
-                                              "pid": os.getpid(), "devices": devices})
+        record = {"rank": self.rank, "node": me, "host": socket.gethostname(), "pid": os.getpid()}
         try:
-            return where, rendezvous.gather(where, self.size, MPI_WAIT_S)
+            return where, rendezvous.meet(where, self.rank, self.size, record, MPI_WAIT_S)
         except rendezvous.Missing as exc:
             raise SimFailure(f"NCCL WARN Bootstrap : {exc}") from None
 
@@ -503,21 +501,24 @@ def other_rank(own: list[Node], members: list[Node], *, real: bool = False) -> i
 def mpi_perf(collective: str, opts: dict[str, str], me: str, mpi: MpiRank) -> int:
     """One rank of an mpirun job: meet the others, then rank 0 prints the table with every rank's line."""
     gpus_per_proc = int(opts.get("g", "1"))
-    where, reports = mpi.meet(me, gpus_per_proc)
+    where, reports = mpi.meet(me)
     rendezvous = _sibling("rendezvous", "burnin.sim.rendezvous")
     names = list(dict.fromkeys(str(r["node"]) for r in reports))
     members = [load(name) for name in names]
     mine = members[names.index(me)]
+    # a rank's local rank: its place among the ranks of its node (nccl-tests: among those of its host name)
+    local = [[r["node"] for r in reports[:index]].count(r["node"]) for index, r in enumerate(reports)]
     record_traffic([mine])
     if mpi.rank != 0:
-        other_rank([mine] if mpi.local == 0 else [], members, real=True)
+        other_rank([mine] if local[mpi.rank] == 0 else [], members, real=True)
         return int(rendezvous.wait_done(where, mpi.rank))
     status = 1
     try:
         lines = []
-        for report in reports:
+        for report, place in zip(reports, local, strict=True):
             node = members[names.index(str(report["node"]))]
-            for offset, device in enumerate(report["devices"]):
+            for offset in range(gpus_per_proc):
+                device = place * gpus_per_proc + offset
                 if device >= len(node.gpus):
                     raise SimFailure(f"{node.name}: Test CUDA failure common.cu:1093 'invalid device ordinal'")
                 lines.append(rank_line(int(report["rank"]) * gpus_per_proc + offset, int(report["pid"]),

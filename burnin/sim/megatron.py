@@ -3,7 +3,9 @@
 ``out/megatron/health.json`` is what the stand-ins need of the node (its GPUs with
 their NUMA node and paired HCA, the NUMA CPU lists, the workload faults);
 ``out/megatron/model.py`` is a copy of :mod:`burnin.sim.megatron_model` (standard
-library only), which prints Megatron-LM's and the placement probe's real formats.
+library only), which prints Megatron-LM's and the placement probe's real formats;
+``out/megatron/rendezvous.py`` of :mod:`burnin.sim.rendezvous` (how the torchrun agents of
+one run on several nodes learn each other).
 The shims prefer the interpreter that rendered the node and fall back to ``python3``.
 
 The container runtimes a site's ``container:`` setting may name are stand-ins too, so a
@@ -31,6 +33,7 @@ from burnin.sim.faults import Fault
 from burnin.sim.state import NodeState
 
 MODEL = "megatron/model.py"
+RENDEZVOUS = "megatron/rendezvous.py"
 HEALTH = "megatron/health.json"
 FAULTS = ("train-loss-nan", "train-hang", "train-slow", "nccl-timeout", "cpu-bind-none", "cpu-bind-wrong-numa")
 
@@ -93,6 +96,11 @@ def model_source() -> str:
     return (Path(__file__).with_name("megatron_model.py")).read_text(encoding="utf-8")
 
 
+@cache
+def rendezvous_source() -> str:
+    return (Path(__file__).with_name("rendezvous.py")).read_text(encoding="utf-8")
+
+
 def health(state: NodeState) -> dict[str, Any]:
     """The node as the stand-ins see it."""
     gpus = [{"index": g.index, "bus_id": g.bus_id, "numa_node": g.numa_node, "hca": g.hca}
@@ -103,7 +111,8 @@ def health(state: NodeState) -> dict[str, Any]:
 
 def outputs(state: NodeState) -> dict[str, str]:
     """``out/<path>`` -> text."""
-    return {HEALTH: json.dumps(health(state), indent=1) + "\n", MODEL: model_source()}
+    return {HEALTH: json.dumps(health(state), indent=1) + "\n", MODEL: model_source(),
+            RENDEZVOUS: rendezvous_source()}
 
 
 def scripts() -> dict[str, str]:

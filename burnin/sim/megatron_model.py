@@ -15,7 +15,11 @@ to its own node directory (``<rack>/nodes/<member>/``).
   srun's ``SLURM_CPU_BIND*`` variables say whether the ranks are bound.
 
 Who is in the run: ``BURNIN_SIM_JOB_NODES`` (a comma list), else the Slurm step's
-nodes, else this node (and ``--master_addr`` when it is another simulated node).
+nodes; else, for ``torchrun --nnodes N`` (N > 1) on each node, the nodes whose agents
+meet at ``--master_addr``/``--master_port`` (``rendezvous.py``, a copy of
+:mod:`burnin.sim.rendezvous`: the master's agent holds the store, each agent reports its
+``--node_rank`` and node, as torchrun's static rendezvous does), in node rank order;
+else this node (and ``--master_addr`` when it is another simulated node).
 
 Megatron (the shape, batch and TP come from the arguments; the log lines are
 Megatron's ``training_log`` format): every GPU reaches ``TFLOPS`` TFLOP/s (times
@@ -39,6 +43,7 @@ import math
 import os
 import random
 import re
+import socket
 import sys
 import time
 from pathlib import Path
@@ -50,6 +55,7 @@ MULTI_NODE_FACTOR = 0.97
 NAN_FROM = 17
 NCCL_AT = 12
 HANG_AFTER = 3
+RENDEZVOUS_WAIT_S = 120.0  # torchrun's agents wait this long for each other (its --rdzv-timeout is 900 s)
 NOISE = 0.01
 PROBE_MARKER = "BURNIN-PLACEMENT"
 WATCHDOG = ("[rank{rank}]:[E{stamp} ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught collective operation "
@@ -124,6 +130,43 @@ def members(master: str | None = None) -> list[str]:
     if master and master != me and (_nodes_dir() / master / "out" / "megatron" / "health.json").is_file():
         return [master, me]
     return [me]
+
+
+def _rendezvous() -> Any:
+    """The rendezvous module: its copy next to this file on a node, the package module in the repository."""
+    try:
+        import rendezvous  # type: ignore[import-not-found]
+    except ImportError:
+        from burnin.sim import rendezvous
+    return rendezvous
+
+
+class Agents:
+    """torchrun's agents of one multi-node run, met at the master's address and port (a static rendezvous)."""
+
+    def __init__(self, master: str, port: str, nnodes: int, node_rank: int) -> None:
+        self.rendezvous = _rendezvous()
+        self.where = self.rendezvous.folder("torchrun", master, port)
+        self.nnodes, self.node_rank = nnodes, node_rank
+        self.generation: str | None = None
+
+    def members(self) -> list[str]:
+        """Every agent's node, in node rank order (the master's agent holds the store until :meth:`close`)."""
+        record = {"node_rank": self.node_rank, "node": this_node(), "host": socket.gethostname()}
+        try:
+            if self.node_rank == 0:
+                self.generation, records = self.rendezvous.open_store(self.where, self.nnodes, record,
+                                                                      RENDEZVOUS_WAIT_S)
+            else:
+                records = self.rendezvous.join_store(self.where, self.node_rank, self.nnodes, record,
+                                                     RENDEZVOUS_WAIT_S)
+        except self.rendezvous.Missing as exc:
+            raise SimFailure(f"torch.distributed.DistNetworkError: rendezvous failed: {exc}") from None
+        return [str(r["node"]) for r in records]
+
+    def close(self) -> None:
+        if self.generation is not None:
+            self.rendezvous.close_store(self.where, self.generation)
 
 
 def has(node: dict[str, Any], fault: str) -> bool:
@@ -375,29 +418,39 @@ def torchrun(argv: list[str]) -> int:
         return 2
     per_node = int(opts.get("nproc_per_node") or 1)
     node_rank = int(opts.get("node_rank") or 0)
+    nnodes = int(opts.get("nnodes") or 1)
     kind = _entry_kind(entry)
     bound = any("--cpunodebind" in a for a in entry)
     lines: list[str] = []
     status, hangs = 0, False
+    agents = None
     if kind == "probe":
         me = health_of_self()
-        nnodes = int(opts.get("nnodes") or 1)
         for local in range(per_node):
             rank = node_rank * per_node + local
             lines.append(f"[default{local}]:" + probe_line(placement(me, rank, local, per_node * nnodes, bound)))
     else:
-        nodes = members(opts.get("master_addr"))
+        if nnodes > 1 and not os.environ.get("BURNIN_SIM_JOB_NODES") and os.environ.get("SLURM_PROCID") is None:
+            agents = Agents(str(opts.get("master_addr") or this_node()), str(opts.get("master_port") or "29500"),
+                            nnodes, node_rank)
+            nodes = agents.members()
+        else:
+            nodes = members(opts.get("master_addr"))
         run = Run(entry, nodes, per_node)
         for local in range(per_node):
             rank_lines, rank_hangs, rank_status = run.lines(node_rank * per_node + local)
             lines += [f"[default{local}]:{line}" for line in rank_lines]
             hangs = hangs or rank_hangs
             status = status or rank_status
-    for line in lines:
-        print(line, flush=True)
-    if hangs:
-        while True:
-            time.sleep(3600)
+    try:
+        for line in lines:
+            print(line, flush=True)
+        if hangs:
+            while True:
+                time.sleep(3600)
+    finally:
+        if agents is not None:  # the master's store lives as long as its agent
+            agents.close()
     if status:
         print("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: pretrain_gpt.py FAILED",
               file=sys.stderr, flush=True)
