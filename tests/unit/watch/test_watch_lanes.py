@@ -83,3 +83,13 @@ def test_a_record_put_does_not_end_a_wait_for_urgent_events_an_eviction_does() -
     waiting.join(timeout=60)
     assert got and got[0] is not None and got[0].code == 79
     assert len(lanes) == 1
+
+
+def test_a_get_waits_for_a_record_put() -> None:
+    lanes = _lanes()
+    got: list[WatchEvent | None] = []
+    waiting = threading.Thread(target=lambda: got.append(lanes.get(timeout=30)))
+    waiting.start()
+    lanes.put(_xid(13, "0000:01:00"))
+    waiting.join(timeout=60)
+    assert got and got[0] is not None and got[0].code == 13
