@@ -60,3 +60,25 @@ def test_an_unknown_topology_still_gives_each_check_its_title() -> None:
     titles = expectations("no-such-node-type")
     assert titles["GPU-10"] == "NVLink links active on every GPU"
     assert expectations(None)["IB-02"] == "Compute HCA port rate"
+
+
+def test_only_the_checks_no_verdict_says_it_for_take_the_topologys(tmp_path: Path) -> None:
+    cases = [Case("node", "test_nvlink_links[a]", "a", "GPU-10", "pass", "", "18/18", "18 links active per GPU"),
+             Case("fabric", "test_nccl_bad_node_localisation[a]", "a", "NCCL-04", "incomplete", "NCCL-04 dry run",
+                  "not measured", "")]
+    (path,) = write_junit(tmp_path / "junit.xml", cases, meta={"topology": "hgx-h100-8gpu"})
+    read = read_cases(path)
+    assert read["test_nvlink_links[a]"]["expected"] == "18 links active per GPU"
+    assert read["test_nccl_bad_node_localisation[a]"]["expected"] == expectations("hgx-h100-8gpu")["NCCL-04"]
+
+
+def test_a_topology_name_that_is_no_text_gives_titles() -> None:
+    assert expectations(5) == expectations("") == expectations(None)
+
+
+def test_a_verdict_record_with_only_node_check_and_status_is_a_case() -> None:
+    case = Case.from_outcome({"node": "n1", "check": "GPU-10", "status": "pass"})
+    assert case == Case("burnin", "GPU-10[n1]", "n1", "GPU-10", "pass", "", "", "", 0.0)
+    full = Case.from_outcome({"node": "n1", "check": "GPU-10", "status": "fail", "suite": "node", "test": "t[n1]",
+                              "reason": "r", "measured": "m", "expected": "e", "duration_s": 1.5})
+    assert full == Case("node", "t[n1]", "n1", "GPU-10", "fail", "r", "m", "e", 1.5)
