@@ -37,6 +37,11 @@ def single_node_verdicts(facts: Facts, topology: Topology) -> list[Verdict]:
     return [checks[c].func(facts, topology) for c in wanted]
 
 
+def failed_alone(facts: Facts, topology: Topology) -> list[Verdict]:
+    """The node's :data:`SINGLE_NODE_CHECKS` it did not pass: the fabric phase's "passed alone" (empty: it did)."""
+    return [v for v in single_node_verdicts(facts, topology) if v.status is not Status.PASS]
+
+
 def _quote(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from burnin.cli.argtypes import positive_int
+from burnin.argtypes import positive_int
 
 if TYPE_CHECKING:
     from burnin.history.load import Inputs

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", default=os.environ.get("BURNIN_TOPOLOGY", "hgx-h100-8gpu"),
                         metavar="NAME|FILE", help="node type (default: $BURNIN_TOPOLOGY or hgx-h100-8gpu)")
-    from burnin.cli.argtypes import seconds
+    from burnin.argtypes import seconds
 
     parser.add_argument("--timeout", type=seconds, default=5.0, metavar="S", help="per-source timeout (default 5)")
     parser.add_argument("--drain", action="store_true",

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.cli.argtypes import seconds
+from burnin.argtypes import seconds
 from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:

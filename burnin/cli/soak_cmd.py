@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from burnin.cli.argtypes import seconds
+from burnin.argtypes import seconds
 from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:

@@ -1,9 +1,10 @@
-"""What every dispatcher (sim, ssh, slurm) offers to ``burnin run``, and the job launcher phases use.
+"""What every dispatcher (sim, ssh, slurm) offers to ``burnin run``.
 
-A dispatcher knows which nodes a run covers, gathers their facts, and supplies
-a :class:`JobLauncher`: how the active phases (fabric, megatron, ...) start
-jobs on those nodes, and which built-in settings fit them. Phases ask the
-launcher, never the dispatcher's type.
+A dispatcher knows which nodes a run covers, gathers their facts (a launch of
+the collector on every node), and builds the :class:`~burnin.launch.base.Launcher`
+the active phases (fabric, megatron, storage) and the soak run their work through,
+which also says which built-in settings fit the nodes. Phases receive the
+launcher, never the dispatcher.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from burnin.facts import Facts
 
 if TYPE_CHECKING:
+    from burnin.launch.base import Launcher
+    from burnin.launch.log import CommandLog
     from burnin.topology.model import Topology
     from burnin.transport.base import Transport
     from burnin.transport.slurm_jobs import SlurmJobs
@@ -60,8 +63,9 @@ class Dispatcher(Protocol):
     def gather(self, *, sources: str, timeout: float, on_done: Callable[[str], None] | None = None
                ) -> dict[str, Facts]: ...
 
-    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
-        """The job launcher for the phases, given the facts this dispatcher gathered."""
+    def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> Launcher:
+        """The launcher for the phases and the soak, given the facts this dispatcher gathered; its commands go to
+        ``log`` (None: the dispatcher's own log, where it keeps one)."""
 
     def close(self) -> None: ...
 
@@ -107,7 +111,7 @@ def simulated_time_of(dispatcher: object, duration_s: float) -> Callable[[float]
 
 def launcher_of(dispatcher: object, facts: Mapping[str, Facts]) -> JobLauncher:
     """The dispatcher's job launcher; for an object that offers only a ``transport``, launches through it."""
-    offer = getattr(dispatcher, "launcher", None)
+    offer = getattr(dispatcher, "job_launcher", None)
     if callable(offer):
         launcher: JobLauncher = offer(facts)
         return launcher

@@ -12,7 +12,6 @@ import argparse
 import os
 import shutil
 import signal
-import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,13 +20,14 @@ from typing import TYPE_CHECKING
 from burnin.dispatch.base import DispatchContext, JobLauncher
 from burnin.errors import UsageError
 from burnin.facts import Facts
+from burnin.launch.local import LocalLauncher
+from burnin.launch.log import NO_LOG, CommandLog
 from burnin.transport.local import LocalTransport
 
 if TYPE_CHECKING:
     from burnin.sim import SimNode
     from burnin.topology.model import Topology
 
-COLLECTOR_ARGV = (sys.executable, "-m", "burnin.collector")
 DEFAULT_NODES = 8
 USAGE = "--sim [N]"
 SIM_JOB_ENV = "BURNIN_SIM_JOB_NODES"
@@ -180,14 +180,18 @@ class SimDispatcher:
 
     def gather(self, *, sources: str = "all", timeout: float = 60.0,
                on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
-        from burnin.runner import gather
+        """The collector launched on every node, as each node."""
+        from burnin.launch.gather import gather
 
-        argv = [*COLLECTOR_ARGV, "--sources", sources, "--timeout", str(max(1.0, timeout / 2))]
-        return gather(self._transport, self.nodes, argv, timeout=timeout, fanout=8, on_done=on_done)
+        return gather(self.launcher({}), self.nodes, sources=sources, timeout=timeout, on_done=on_done)
 
-    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
+    def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> LocalLauncher:
         """Commands run locally as each node; a multi-node job may run as one process that models the group."""
         del facts  # simulated whatever the nodes reported
+        return LocalLauncher(self._transport, sim_job_env, log=log or NO_LOG)
+
+    def job_launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
+        del facts
         return JobLauncher("sim", "local", "simulated", transport=self._transport, job_env=sim_job_env)
 
     @property

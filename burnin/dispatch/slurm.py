@@ -1,9 +1,10 @@
 """Dispatch through Slurm: one allocation, one job step over all nodes.
 
-``gather`` allocates the nodes (or uses the allocation it runs in), ships the
-collector zipapp with ``sbcast`` (unless ``--collector`` names one already on
-the nodes), runs it in ONE ``srun`` step with one task per node, removes it in
-a second short step, and releases the allocation. Each node's facts come back
+``gather`` launches the collector through a :class:`~burnin.launch.slurm.SlurmLauncher`:
+it allocates the nodes (or uses the allocation it runs in), ships the collector
+zipapp with ``sbcast`` (unless ``--collector`` names one already on the nodes),
+runs it in ONE ``srun`` step with one task per node, removes it in a second
+short step, and releases the allocation. Each node's facts come back
 through srun's labelled stdout; a node whose task fails or times out is
 ``unreachable`` (so ``incomplete``) on its own, and the other nodes go on.
 
@@ -17,41 +18,31 @@ not touched and come back ``unreachable``.
 
 Phases launch through :meth:`SlurmDispatcher.launcher`: srun steps in an
 allocation of their own (or the one burnin runs in), with the same recheck.
+Every client command goes to ``OUT/slurm-commands.log`` (a phase's own to its log).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import shutil
-import tempfile
-import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from burnin.dispatch.base import DispatchContext, JobLauncher, preset_from_facts
 from burnin.errors import UsageError
 from burnin.facts import Facts
+from burnin.launch.log import CommandLog
+from burnin.launch.slurm import STAGE_DIR
 from burnin.nodes import expand
-from burnin.runner import facts_from_result
 from burnin.transport.base import CommandResult
-from burnin.transport.slurm import (
-    QUICK_TIMEOUT,
-    SlurmClient,
-    collect_command,
-    sbcast_argv,
-    split_step,
-    srun_argv,
-)
-from burnin.transport.slurm_jobs import Allocation, SlurmJobs, SlurmNode, read_nodes, recheckable
+from burnin.transport.slurm import SlurmClient
+from burnin.transport.slurm_jobs import SlurmJobs
 
-STAGE_DIR = "/tmp"  # node-local directory the collector is copied to
-SBCAST_TIMEOUT = 60.0
-CLEANUP_TIMEOUT = 30.0
-STEP_SLACK = 30.0  # srun start-up and output transfer, beyond the per-node timeout
+if TYPE_CHECKING:
+    from burnin.launch.slurm import SlurmLauncher, Triage
+
 # A resumed node shows idle* for a moment; if the health check drains it again meanwhile
 # (it still fails a fast check), the recheck allocation can never start: do not wait long.
 RECHECK_WAIT = 20.0
@@ -69,13 +60,6 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
 def open_dispatcher(args: argparse.Namespace, context: DispatchContext) -> SlurmDispatcher:
     return SlurmDispatcher.from_args(args, context.topology_ref, context.out_dir)
 
-
-@dataclass
-class _Group:
-    """Nodes that share one allocation: the normal ones, or the ones rechecked."""
-
-    nodes: list[str]
-    recheck: dict[str, str] = field(default_factory=dict)  # node -> the burnin reason it had
 
 
 class SlurmDispatcher:
@@ -104,7 +88,7 @@ class SlurmDispatcher:
         self.stage_dir = stage_dir.rstrip("/") or "/"
         self.client: SlurmClient = client or SlurmClient()
         self.log_file = log_file
-        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._log = CommandLog(log_file)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, topology_name: str, out_dir: Path) -> SlurmDispatcher:
@@ -139,7 +123,12 @@ class SlurmDispatcher:
 
     def gather(self, *, sources: str = "all", timeout: float = 120.0,
                on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
-        token = secrets.token_hex(4)
+        """The collector launched on every node Slurm runs a job on: the schedulable nodes in one allocation, the
+        burnin-drained ones rechecked (``--gate slurm``) in one of their own, side by side."""
+        from burnin.launch.base import fan_out
+        from burnin.launch.gather import collector_args, facts_from_result
+        from burnin.launch.slurm import Triage, triage
+
         facts: dict[str, Facts] = {}
 
         def done(node: str, node_facts: Facts) -> None:
@@ -147,133 +136,53 @@ class SlurmDispatcher:
             if on_done is not None:
                 on_done(node)
 
-        skipped: dict[str, str] = {}
         if self.job_id:
-            groups = [_Group(list(self.nodes))]
+            groups = [Triage(list(self.nodes))]
         else:
-            groups, skipped = self._plan_groups()
-        for node, reason in skipped.items():
-            done(node, Facts.unreachable_node(node, reason))
-        collector_args = ["--sources", sources, "--timeout", f"{max(1.0, timeout / 2):g}"]
-        with ThreadPoolExecutor(max_workers=max(1, len(groups))) as pool:
-            futures = [pool.submit(self._run_group, group, token, collector_args, timeout)
-                       for group in groups if group.nodes]
-            for future in as_completed(futures):
-                for node, result in future.result().items():
-                    done(node, facts_from_result(result))
+            nodes = triage(self.nodes, self._jobs(), log=self._log)
+            groups = [Triage(nodes.usable), Triage([], recheck=nodes.recheck)]
+            for node, reason in nodes.refused.items():
+                done(node, Facts.unreachable_node(node, reason))
+        args = collector_args(sources, timeout)
+        ran = fan_out([g for g in groups if g.usable or g.recheck],
+                      lambda group: self._gather_group(group, args, timeout), workers=2)
+        for results in ran:
+            for node, result in results.items():
+                done(node, facts_from_result(result))
         return {node: facts[node] for node in self.nodes}
 
-    def _plan_groups(self) -> tuple[list[_Group], dict[str, str]]:
-        """Split the nodes by what Slurm will do with them: run, recheck, or refuse."""
-        current, error = read_nodes(self.nodes, timeout=QUICK_TIMEOUT, client=self.client)
-        self._log_line(f"# node states: {error or 'ok'}")
-        if error and not current:
-            return [_Group(list(self.nodes))], {}  # let salloc say what is wrong
-        normal = _Group([])
-        recheck = _Group([])
-        skipped: dict[str, str] = {}
-        for node in self.nodes:
-            info = current.get(node)
-            if info is None:
-                skipped[node] = f"{node} is not a node of this Slurm cluster (scontrol: not found)"
-            elif info.schedulable:
-                normal.nodes.append(node)
-            elif self.recheck_drained and recheckable(info):
-                recheck.nodes.append(node)
-                recheck.recheck[node] = info.reason
-            else:
-                skipped[node] = _refusal(info, self.recheck_drained)
-        return [normal, recheck], skipped
+    def _gather_group(self, group: Triage, args: list[str], timeout: float) -> dict[str, CommandResult]:
+        """One allocation of ``group`` (a recheck waits briefly: a node drained again meanwhile never starts one)."""
+        from burnin.launch.base import SLACK_S, Hold, not_started
+        from burnin.launch.slurm import SlurmLauncher
 
-    def _run_group(self, group: _Group, token: str, collector_args: list[str],
-                   timeout: float) -> dict[str, CommandResult]:
-        name = f"burnin-{'recheck-' if group.recheck else ''}{token}"
-        allocation = Allocation(self.client, group.nodes, name=name, job_id=self.job_id, partition=self.partition,
-                                reservation=self.reservation, drained=group.recheck, run=self._run)
+        nodes = [*group.usable, *group.recheck]
+        launcher = SlurmLauncher(self._jobs(), log=self._log, stage_dir=self.stage_dir)
+        how = Hold("recheck" if group.recheck else "collector", "the collector", time_limit_s=2 * timeout + 4 * SLACK_S,
+                   wait_s=min(timeout, RECHECK_WAIT) if group.recheck else timeout, exclusive=False,
+                   tasks_per_node=1)
         try:
-            wait = min(timeout, RECHECK_WAIT) if group.recheck else timeout
-            failure = allocation.open(time_limit_s=2 * timeout + 4 * STEP_SLACK, wait_s=wait, slack_s=STEP_SLACK)
+            failure = launcher.hold_triaged(group, how)
             if failure:
-                return _all_failed(group.nodes, failure)
-            assert allocation.job_id is not None
-            return self._collect(group.nodes, allocation.job_id, name, collector_args, timeout)
+                return {node: not_started(node, ("srun",), failure) for node in nodes}
+            return launcher.collect(nodes, args, timeout_s=timeout)
         finally:
-            allocation.close()
+            launcher.close()
 
-    def _collect(self, nodes: list[str], job_id: str, name: str, collector_args: list[str],
-                 timeout: float) -> dict[str, CommandResult]:
-        path = self.collector
-        if path is None:
-            path = f"{self.stage_dir}/burnin-collector-{job_id}-{name.rsplit('-', 1)[-1]}.pyz"
-            shipped = self._run(sbcast_argv(job_id, str(self._payload()), path,
-                                            timeout_s=SBCAST_TIMEOUT / 2), SBCAST_TIMEOUT)
-            if not shipped.ok:
-                return _all_failed(nodes, f"sbcast of the collector failed: {shipped.describe_failure()}")
-        step = self._run(srun_argv(job_id, nodes, collect_command(path, collector_args, timeout),
-                                   time_limit_s=timeout + 2 * STEP_SLACK, job_name=name),
-                         timeout + STEP_SLACK)
-        results = split_step(step, nodes, node_timeout_s=timeout,
-                             node_argv=["python3", path, *collector_args])
-        if self.collector is None:
-            # A step of its own, after every task ended: nodes that share a file system
-            # must not lose the file while another node still reads it.
-            self._run(srun_argv(job_id, nodes, ["rm", "-f", path], time_limit_s=CLEANUP_TIMEOUT,
-                                job_name=name, label=False), CLEANUP_TIMEOUT)
-        return results
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def _payload(self) -> Path:
-        """The collector zipapp as a local file, for sbcast."""
-        from burnin.transport.payload import collector_zipapp
-
-        if self._scratch is None:
-            self._scratch = tempfile.TemporaryDirectory(prefix="burnin-slurm-")
-        path = Path(self._scratch.name) / "collector.pyz"
-        if not path.exists():
-            path.write_bytes(collector_zipapp())
-        return path
-
-    def _run(self, argv: list[str], timeout: float) -> CommandResult:
-        result = self.client.run(argv, timeout=timeout)
-        status = "timed out" if result.timed_out else f"exit {result.exit_status}"
-        self._log_line(f"$ {' '.join(argv[:12])}{' ...' if len(argv) > 12 else ''}\n"
-                       f"  -> {status} in {result.duration_s:.2f} s"
-                       + (f"; {result.tail(3)}" if not result.ok and result.tail(3) else ""))
-        return result
-
-    def _log_line(self, text: str) -> None:
-        if self.log_file is None:
-            return
-        try:
-            self.log_file.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_file.open("a", encoding="utf-8") as handle:
-                handle.write(f"{time.strftime('%H:%M:%S')} {text}\n")
-        except OSError:
-            pass  # the log is an aid; a read-only out dir must not stop the run
-
-    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
-        """srun steps from here, in an allocation of the phase's own (or the one burnin runs in)."""
-        jobs = SlurmJobs(self.client, job_id=self.job_id, partition=self.partition, reservation=self.reservation,
+    def _jobs(self) -> SlurmJobs:
+        return SlurmJobs(self.client, job_id=self.job_id, partition=self.partition, reservation=self.reservation,
                          recheck_drained=self.recheck_drained, collector=self.collector)
-        return JobLauncher("slurm", "srun", preset_from_facts(facts), slurm=jobs)
+
+    def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> SlurmLauncher:
+        """srun steps from here, in an allocation of the caller's own (or the one burnin runs in); its commands
+        go to ``log``, else to this dispatcher's own log."""
+        from burnin.launch.slurm import SlurmLauncher
+
+        return SlurmLauncher(self._jobs(), preset=preset_from_facts(facts), log=log or self._log,
+                             stage_dir=self.stage_dir)
+
+    def job_launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
+        return JobLauncher("slurm", "srun", preset_from_facts(facts), slurm=self._jobs())
 
     def close(self) -> None:
-        if self._scratch is not None:
-            self._scratch.cleanup()
-            self._scratch = None
         self.client.close()
-
-
-def _refusal(info: SlurmNode, rechecking: bool) -> str:
-    held = f"Slurm will start no job on {info.name}: State={info.state}"
-    if info.reason:
-        held += f", Reason={info.reason!r}"
-    if info.ours and not rechecking:
-        held += "; run with --gate slurm to recheck a node burnin drained"
-    return held
-
-
-def _all_failed(nodes: list[str], why: str) -> dict[str, CommandResult]:
-    return {node: CommandResult(node, ("srun",), None, "", "", 0.0, error=why) for node in nodes}
-

@@ -12,19 +12,18 @@ holds more than ``fanout`` connections. Per node the gather is bounded by
 from __future__ import annotations
 
 import argparse
-import math
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from burnin.dispatch.base import DispatchContext, JobLauncher, preset_from_facts
 from burnin.errors import UsageError
 from burnin.facts import Facts
-from burnin.transport.base import CommandResult
 
 if TYPE_CHECKING:
     from burnin.inventory import Inventory
+    from burnin.launch.log import CommandLog
+    from burnin.launch.ssh import SshLauncher
     from burnin.transport.ssh import SshTransport
     from burnin.transport.ssh_config import Endpoint
 
@@ -34,7 +33,7 @@ USAGE = "--via ssh --hosts/--inventory"
 
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
-    from burnin.cli.argtypes import positive_int
+    from burnin.argtypes import positive_int
 
     group.add_argument("--hosts", metavar="NODESET", help="ssh: nodes to run on, e.g. rack12-n[01-32]")
     group.add_argument("--inventory", type=Path, metavar="FILE", help="ssh: inventory YAML (nodes, groups)")
@@ -115,29 +114,22 @@ class SshDispatcher:
                 topology_by_node[name] = entry.topology
         return cls(endpoints, fanout=fanout, topology_by_node=topology_by_node)
 
-    def collector_argv(self, sources: str, timeout: float) -> list[str]:
-        from burnin.transport import payload
-
-        per_source = max(1.0, timeout / 2)
-        return payload.stdin_argv(self._python, args=("--sources", sources, "--timeout", f"{per_source:g}"))
-
     def gather(self, *, sources: str = "all", timeout: float = 120.0,
                on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
         """Run the collector on every node once; unreachable/hung/garbled nodes become incomplete."""
-        from burnin.runner import gather
-        from burnin.transport import payload
+        from burnin.launch.gather import gather
 
-        waves = math.ceil(len(self.nodes) / self.fanout) if self.nodes else 1
-        runner = _OncePerNode(self._transport, time.monotonic() + timeout * waves)
-        return gather(runner, self.nodes, self.collector_argv(sources, timeout), timeout=timeout,
-                      fanout=self.fanout, stdin=payload.collector_zipapp(), on_done=on_done)
+        return gather(self.launcher({}), self.nodes, sources=sources, timeout=timeout, on_done=on_done)
 
-    def run(self, node: str, argv: Sequence[str], *, timeout: float) -> CommandResult:
-        """One extra command on a node (reuses the node's connection if it is open)."""
-        return self._transport.run(node, argv, timeout=timeout)
+    def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> SshLauncher:
+        """Commands over the SSH connections; jobs start on the nodes themselves (mpirun from the first node)."""
+        from burnin.launch.log import NO_LOG
+        from burnin.launch.ssh import SshLauncher
 
-    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
-        """Jobs start on the nodes themselves (mpirun, torchrun) over the SSH connections."""
+        return SshLauncher(self._transport, preset=preset_from_facts(facts), fanout=self.fanout,
+                           python=self._python, log=log or NO_LOG)
+
+    def job_launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
         return JobLauncher("ssh", "mpirun", preset_from_facts(facts), transport=self._transport)
 
     @property
@@ -146,27 +138,3 @@ class SshDispatcher:
 
     def close(self) -> None:
         self._transport.close()
-
-
-class _OncePerNode:
-    """The transport as the gather sees it: bounded by the run's deadline, closed after use."""
-
-    name = "ssh"
-
-    def __init__(self, inner: SshTransport, deadline: float) -> None:
-        self._inner = inner
-        self._deadline = deadline
-
-    def run(self, node: str, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
-            env: Mapping[str, str] | None = None) -> CommandResult:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            return CommandResult(node, tuple(argv), None, "", "", 0.0, timed_out=True,
-                                 error="not started: the run's overall timeout expired first")
-        try:
-            return self._inner.run(node, argv, timeout=min(timeout, left), stdin=stdin, env=env)
-        finally:
-            self._inner.release(node)
-
-    def close(self) -> None:
-        """The dispatcher closes the real transport."""

@@ -1,25 +1,20 @@
 """The argv lists and environment of every fabric launch (pure: nothing here runs anything).
 
-A launch is ``[launcher...] env K=V... timeout -k 5 T tool args``: the
-environment and the time limit travel inside the argv, so they reach the ranks
-the same way under srun, mpirun, ssh and the local transport, and every command
-logged is the whole truth.
+A per-node launch is ``env K=V... timeout -k 5 T tool args``: the environment
+and the time limit travel inside the argv, so they reach the node the same way
+under srun, ssh and the local transport, and every command logged is the whole
+truth. A multi-node run is a :class:`~burnin.launch.base.JobSpec` (the tool,
+its ranks, its NCCL environment) that the launcher starts its own way.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from burnin.fabric.settings import FabricSettings
-from burnin.nodes import fold
+from burnin.launch.base import Container, JobSpec, MpirunOptions, SrunOptions, with_env, with_timeout
 from burnin.topology.model import Topology
-from burnin.transport import slurm as slurm_argv
-from burnin.transport.slurm import PER_NODE_TASK as PER_NODE_TASK  # the one per-node task (Slurm's job layer)
-from burnin.transport.slurm import minutes
-
-KILL_AFTER_S = 5  # `timeout -k`: SIGKILL this long after SIGTERM
 
 
 def compute_hca_list(topology: Topology) -> str:
@@ -97,28 +92,10 @@ def perf_args(settings: FabricSettings, gpus_per_process: int, *, short: bool = 
             "-g", str(gpus_per_process), "-n", str(settings.iters), "-w", str(settings.warmup), "-c", "1"]
 
 
-def with_env(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    return ["env", *(f"{key}={value}" for key, value in env.items()), *argv] if env else list(argv)
-
-
-def with_timeout(argv: Sequence[str], seconds: float) -> list[str]:
-    return ["timeout", "-k", str(KILL_AFTER_S), str(max(1, math.ceil(seconds))), *argv]
-
-
 def single_node_command(topology: Topology, settings: FabricSettings, collective: str) -> list[str]:
     """One process driving every GPU of the node (``-g 8``): catalog NCCL-01's single-node form."""
     tool = [perf_binary(settings, collective), *perf_args(settings, len(topology.gpus.devices))]
     return with_env(with_timeout(tool, settings.timeout_s), nccl_env(topology, settings))
-
-
-def rank_command(topology: Topology, settings: FabricSettings, collective: str, *,
-                 ib_hca: str | None = None, extra_env: Mapping[str, str] | None = None,
-                 evidence: NcclEvidence | None = None, timeout_s: float | None = None) -> list[str]:
-    """What each rank of a multi-node job runs (``-g gpus_per_rank``), with env and time limit."""
-    short = evidence is not None and evidence.short
-    tool = [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank, short=short)]
-    env = {**nccl_env(topology, settings, ib_hca=ib_hca, evidence=evidence), **(extra_env or {})}
-    return with_env(with_timeout(tool, settings.timeout_s if timeout_s is None else timeout_s), env)
 
 
 # IB-08 loopback: the server in the background, the client connecting to it on the same node (retried
@@ -166,60 +143,25 @@ def p2p_bandwidth_command(settings: FabricSettings) -> list[str]:
     return with_timeout([settings.p2p_bandwidth], settings.timeout_s)
 
 
-# ---------------------------------------------------------------- Slurm
+# ---------------------------------------------------------------- the multi-node job
 
 
-def salloc_argv(nodes: Sequence[str], *, job_name: str, time_limit_s: float, immediate_s: float,
-                partition: str | None = None, reservation: str | None = None) -> list[str]:
-    """Whole nodes (``--exclusive``) for the fabric phase, without a shell, bounded wait."""
-    return slurm_argv.salloc_argv(nodes, job_name=job_name, time_limit_s=time_limit_s, immediate_s=immediate_s,
-                                  partition=partition, reservation=reservation, exclusive=True, tasks_per_node=None)
+def srun_options(settings: FabricSettings) -> SrunOptions:
+    """What Slurm is told about a fabric step: MPI, GPUs per node, the container (pyxis), the site's arguments."""
+    container = Container(settings.container) if settings.container else None
+    return SrunOptions(mpi=settings.mpi, gpus_per_node=settings.srun_gpus_per_node, container=container,
+                       extra=tuple(settings.srun_args))
 
 
-def _srun_common(job_id: str, nodes: Sequence[str], settings: FabricSettings, time_limit_s: float) -> list[str]:
-    argv = ["srun", f"--jobid={job_id}", f"--nodes={len(nodes)}", f"--nodelist={fold(nodes)}",
-            "--overlap", f"--time={minutes(time_limit_s)}"]
-    if settings.container:
-        argv.append(f"--container-image={settings.container}")
-    return [*argv, *settings.srun_args]
-
-
-def srun_per_node_argv(job_id: str, nodes: Sequence[str], command: Sequence[str], settings: FabricSettings,
-                       *, time_limit_s: float, job_name: str) -> list[str]:
-    """One step, one task per node, each an independent process (``--mpi=none``), labelled."""
-    argv = _srun_common(job_id, nodes, settings, time_limit_s)
-    argv += [f"--ntasks={len(nodes)}", "--ntasks-per-node=1", "--mpi=none", "--kill-on-bad-exit=0",
-             "--label", f"--job-name={job_name}"]
-    if settings.srun_gpus_per_node:
-        argv.append(f"--gpus-per-node={settings.srun_gpus_per_node}")
-    return [*argv, "sh", "-c", PER_NODE_TASK, "sh", *command]
-
-
-def srun_job_argv(job_id: str, nodes: Sequence[str], command: Sequence[str], settings: FabricSettings,
-                  *, time_limit_s: float, job_name: str) -> list[str]:
-    """One multi-node MPI job: ``ranks_per_node`` ranks on each node (catalog: srun --mpi=pmix)."""
-    argv = _srun_common(job_id, nodes, settings, time_limit_s)
-    argv += [f"--ntasks={len(nodes) * settings.ranks_per_node}",
-             f"--ntasks-per-node={settings.ranks_per_node}", "--kill-on-bad-exit=1", f"--job-name={job_name}"]
-    if settings.mpi:
-        argv.append(f"--mpi={settings.mpi}")
-    if settings.srun_gpus_per_node:
-        argv.append(f"--gpus-per-node={settings.srun_gpus_per_node}")
-    return [*argv, *command]
-
-
-# ---------------------------------------------------------------- mpirun
-
-
-def mpirun_argv(nodes: Sequence[str], topology: Topology, settings: FabricSettings, collective: str, *,
-                ib_hca: str | None = None, evidence: NcclEvidence | None = None,
-                timeout_s: float | None = None) -> list[str]:
-    """``timeout T mpirun -np N -N R --host a:R,b:R -x K=V ... <perf> -g G`` (catalog NCCL-03)."""
-    per = settings.ranks_per_node
-    argv = [settings.mpirun, "-np", str(len(nodes) * per), "-N", str(per),
-            "--host", ",".join(f"{node}:{per}" for node in nodes), *settings.mpirun_args]
-    for key, value in nccl_env(topology, settings, ib_hca=ib_hca, evidence=evidence).items():
-        argv += ["-x", f"{key}={value}"]
+def group_job(nodes: Sequence[str], topology: Topology, settings: FabricSettings, collective: str, *,
+              ib_hca: str | None = None, evidence: NcclEvidence | None = None,
+              timeout_s: float | None = None) -> JobSpec:
+    """One multi-node nccl-tests run (catalog NCCL-03): ``ranks_per_node`` ranks of ``-g gpus_per_rank`` on each
+    node, the NCCL environment on every rank; the launcher starts it its way (srun, mpirun, a simulated job)."""
     short = evidence is not None and evidence.short
-    argv += [perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank, short=short)]
-    return with_timeout(argv, settings.timeout_s if timeout_s is None else timeout_s)
+    program = (perf_binary(settings, collective), *perf_args(settings, settings.gpus_per_rank, short=short))
+    return JobSpec(tuple(nodes), program, settings.timeout_s if timeout_s is None else timeout_s,
+                   ranks_per_node=settings.ranks_per_node,
+                   env=nccl_env(topology, settings, ib_hca=ib_hca, evidence=evidence),
+                   launcher="mpirun" if settings.launcher == "mpirun" else "auto",
+                   srun=srun_options(settings), mpirun=MpirunOptions(settings.mpirun, tuple(settings.mpirun_args)))

@@ -8,13 +8,13 @@ Order (each launch bounded by ``timeout_s``; every command goes to
 3. p2pBandwidthLatencyTest on every node (NVL-03, :mod:`burnin.fabric.p2p`);
 4. ``ib_write_bw`` loopback through each compute HCA of every node, from the
    paired GPU's memory and from host memory (IB-08), one HCA after the other;
-5. the collector's ``nvml`` source gathered again through the dispatcher: the
-   NVLink states and error counters after that traffic (NVL-04,
-   :mod:`burnin.fabric.nvlink_after`; the launcher gives an allocation of its
-   own back meanwhile, and takes the nodes again for what follows);
+5. the collector's ``nvml`` source launched again on every node: the NVLink
+   states and error counters after that traffic (NVL-04,
+   :mod:`burnin.fabric.nvlink_after`);
 6. the single-node checks judge those results (NCCL-01/02/05, NVL-01..04,
-   IB-08): a node that failed one, or could not be measured, is left out of
-   everything multi-node, with the reason recorded;
+   IB-08; the phase is handed them as ``failed_alone``): a node that failed
+   one, or could not be measured, is left out of everything multi-node, with
+   the reason recorded;
 7. one multi-node all_reduce over the other nodes (none when fewer than two
    are left: the multi-node checks then do not apply to them, as in a run of
    one node); where the topology has a storage fabric it runs with
@@ -31,28 +31,26 @@ Order (each launch bounded by ``timeout_s``; every command goes to
 The results are merged into each node's facts (``fabric``, and ``nccl_runtime``
 for the nodes of an evidence run) and written to ``OUT/fabric.json``.
 
-With ``--dry-run`` (:meth:`Phase.plan`) the launcher is a
-:class:`~burnin.fabric.launch.DryRunLauncher`: steps 1-4 and the multi-node
-run of step 7 are printed as they would start, over every node, and nothing
-is launched or gathered again; what follows them depends on their results and
-is named in one line. Every node's ``fabric`` section says
-:data:`~burnin.phases.DRY_RUN_REASON`, so every check of the suite is incomplete.
+The phase declares what it will start when it holds its nodes (:meth:`Phase.plan`:
+steps 1-4 over every node, the multi-node run of step 7, what follows named in
+one line). Under ``--dry-run`` the launcher is a
+:class:`~burnin.launch.dryrun.DryRunLauncher`: it prints that plan and holds
+nothing, so every node's ``fabric`` section says why (the dry-run reason) and
+every check of the suite is incomplete, as for any launcher that could not
+hold the nodes.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from burnin.dispatch.base import launcher_of
 from burnin.errors import UsageError
+from burnin.evaluate.verdict import Status, Verdict
 from burnin.fabric import commands, judge, nccl_evidence, nvlink_after
-from burnin.fabric.launch import DryRunLauncher, Launcher, OnCommand, SlurmLauncher, TransportLauncher
 from burnin.fabric.localize import Job, Localizer
 from burnin.fabric.measure import NcclMeasurement, gdr_measurement, nccl_measurement, nvb_measurement
 from burnin.fabric.p2p import TOOL as P2P_TOOL
@@ -60,13 +58,15 @@ from burnin.fabric.p2p import p2p_measurement
 from burnin.fabric.results import JobRecord, Localization, PhaseResult, node_documents
 from burnin.fabric.settings import FabricSettings, load_settings, size_bytes
 from burnin.facts import Facts
+from burnin.launch.base import ALLOC_WAIT_S, SLACK_S, Each, Hold, JobSpec, Launcher, Note, PlanItem, fan_out
+from burnin.launch.gather import collector_args, facts_from_result
 from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult
 
 FABRIC_FILE = "fabric.json"
 LOG_FILE = "fabric-commands.log"
-Recollect = Callable[[Sequence[str]], Mapping[str, Facts]]
-"""Gather the collector's NVML source again on these nodes (the dispatcher's ``gather``)."""
+FailedAlone = Callable[[Facts, Topology], list[Verdict]]
+"""The single-node checks a node did not pass on its own results (empty: it passed them all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,33 +77,19 @@ class FabricOptions:
     localize: bool = False
 
 
-def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: Topology, out_dir: Path,
-                     options: FabricOptions, dry_run: bool = False,
-                     say: Callable[[str], None] = print) -> PhaseResult:
-    """Measure (or, with ``dry_run``, print every command), merge a ``fabric`` section into each reachable
-    node's facts, write fabric.json.
-
-    The dispatcher's job launcher (:func:`burnin.dispatch.base.launcher_of`) says how jobs
-    start and which built-in settings fit the nodes (simulated or production).
-    """
-    reachable = [node for node, node_facts in facts.items() if not node_facts.unreachable]
-    jobs = launcher_of(dispatcher, facts)
-    settings = load_settings(options.config, simulated=jobs.preset == "simulated",
-                             overrides={"localize": "always"} if options.localize else None)
-    log = _CommandLog(out_dir / LOG_FILE)
-    launcher = launcher_for(dispatcher, topology, settings, on_command=log.command, facts=facts)
-    hosts = {node: nccl_evidence.nccl_host(node, facts[node].data.get("hostname")) for node in reachable}
-    if dry_run:  # the one seam: the phase asks a launcher that prints instead of starting
-        from burnin.phases import DRY_RUN_REASON
-
-        dry = DryRunLauncher(launcher, say, DRY_RUN_REASON)
-        result = Phase(dry, topology, settings, log, hosts=hosts, facts=facts).plan(reachable, say=say)
-    else:
-        try:
-            result = Phase(launcher, topology, settings, log, hosts=hosts, facts=facts,
-                           recollect=recollector(dispatcher, settings)).run(reachable)
-        finally:
-            launcher.close()
+def run_fabric_phase(launcher: Launcher, facts: dict[str, Facts], *, topology: Topology, out_dir: Path,
+                     options: FabricOptions, failed_alone: FailedAlone) -> PhaseResult:
+    """Measure through ``launcher``, merge a ``fabric`` section into each reachable node's facts, write
+    fabric.json; the launcher is closed at the end. Its preset says which built-in settings fit the nodes."""
+    try:
+        reachable = [node for node, node_facts in facts.items() if not node_facts.unreachable]
+        settings = load_settings(options.config, simulated=launcher.preset == "simulated",
+                                 overrides={"localize": "always"} if options.localize else None)
+        refuse_launcher(settings, launcher)
+        hosts = {node: nccl_evidence.nccl_host(node, facts[node].data.get("hostname")) for node in reachable}
+        result = Phase(launcher, topology, settings, hosts=hosts, facts=facts, failed_alone=failed_alone).run(reachable)
+    finally:
+        launcher.close()
     for node, doc in node_documents(result).items():
         facts[node].data["fabric"] = doc
     for node, runs in result.nccl_runtime.items():
@@ -112,124 +98,83 @@ def run_fabric_phase(dispatcher: object, facts: dict[str, Facts], *, topology: T
     return result
 
 
-def recollector(dispatcher: object, settings: FabricSettings) -> Recollect | None:
-    """NVL-04's second look: the dispatcher's ``gather`` of the collector's ``nvml`` source (None: it has none)."""
-    gather = getattr(dispatcher, "gather", None)
-    if not callable(gather):
-        return None
-
-    def recollect(nodes: Sequence[str]) -> Mapping[str, Facts]:
-        gathered: Mapping[str, Facts] = gather(sources=nvlink_after.SOURCES,
-                                               timeout=settings.nvlink_recollect_timeout_s)
-        return {node: gathered[node] for node in nodes if node in gathered}
-
-    return recollect
-
-
-def launcher_for(dispatcher: object, topology: Topology, settings: FabricSettings, *,
-                 on_command: OnCommand | None = None,
-                 facts: Mapping[str, Facts] | None = None) -> TransportLauncher | SlurmLauncher:
-    """srun when the dispatcher reaches its nodes through Slurm; otherwise its transport (mpirun, or a
-    job that runs as one process when the dispatcher's jobs may, as on a simulated rack)."""
-    jobs = launcher_of(dispatcher, facts or {})
-    if jobs.slurm is not None and settings.launcher in ("auto", "srun"):
-        return SlurmLauncher.over(jobs.slurm, topology, settings, on_command=on_command)
-    if settings.launcher == "srun":
+def refuse_launcher(settings: FabricSettings, launcher: Launcher) -> None:
+    """A ``launcher:`` setting the dispatcher cannot honour is a usage error (srun: under Slurm only; mpirun:
+    needs a transport to the nodes, which Slurm's steps are not)."""
+    if settings.launcher == "srun" and launcher.form != "srun":
         raise UsageError("fabric setting launcher: srun needs --via slurm")
-    if jobs.transport is None:
-        raise UsageError(f"{type(dispatcher).__name__} offers no transport for the fabric phase")
-    if jobs.form == "local" and settings.launcher == "auto":
-        return TransportLauncher(jobs.transport, topology, settings, "sim", on_command=on_command,
-                                 job_env=jobs.job_env)
-    return TransportLauncher(jobs.transport, topology, settings, "mpirun", on_command=on_command)
-
-
-class _CommandLog:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-
-    def command(self, argv: Sequence[str], result: CommandResult) -> None:
-        status = "timed out" if result.timed_out else result.error or f"exit {result.exit_status}"
-        self.line(f"$ {' '.join(argv)}\n  -> {status} in {result.duration_s:.2f} s")
-
-    def line(self, text: str) -> None:
-        with self._lock:
-            try:
-                with self.path.open("a", encoding="utf-8") as handle:
-                    handle.write(f"{time.strftime('%H:%M:%S')} {text}\n")
-            except OSError:
-                pass  # the log is an aid; the run goes on
+    if settings.launcher == "mpirun" and launcher.form == "srun":
+        raise UsageError(f"fabric setting launcher: mpirun needs a transport to the nodes, which {launcher.name} "
+                         "dispatch does not offer (use launcher: srun or auto)")
 
 
 class Phase:
-    def __init__(self, launcher: Launcher, topology: Topology, settings: FabricSettings, log: _CommandLog, *,
-                 hosts: Mapping[str, str] | None = None, facts: Mapping[str, Facts] | None = None,
-                 recollect: Recollect | None = None) -> None:
-        """``hosts``: node -> the host name NCCL prints for it (default: the node's name up to its first dot);
-        ``facts``: what was gathered before the phase (NVL-04 compares NVLink with it); ``recollect``: how to
-        gather NVML again after the single-node traffic (None: NVL-04 has no second look and is incomplete)."""
+    def __init__(self, launcher: Launcher, topology: Topology, settings: FabricSettings, *,
+                 failed_alone: FailedAlone, hosts: Mapping[str, str] | None = None,
+                 facts: Mapping[str, Facts] | None = None) -> None:
+        """``failed_alone``: the single-node checks a node did not pass (it is then left out of everything
+        multi-node); ``hosts``: node -> the host name NCCL prints for it (default: the node's name up to its first
+        dot); ``facts``: what was gathered before the phase (NVL-04 compares NVLink with it)."""
         self.launcher = launcher
+        self.failed_alone = failed_alone
         self.facts = dict(facts or {})
-        self.recollect = recollect
         self.topology = topology
         self.settings = settings
-        self.log = log
         self.timeout = settings.timeout_s
         self.judge_min = size_bytes(settings.judge_min_bytes)
         self.hosts = dict(hosts or {})
+        self.srun = commands.srun_options(settings)
         wanted = settings.nccl_evidence if topology.storage is not None else "off"
         self.evidence = {"full": (commands.GROUP_EVIDENCE, commands.NODE_CONFIG_EVIDENCE),
                          "group": (commands.GROUP_EVIDENCE,), "off": ()}[wanted]
+
+    def hold(self) -> Hold:
+        """Whole nodes for single-node runs per collective, nvbandwidth, the group, localisation and rail rounds."""
+        return Hold("fabric", "the fabric phase", time_limit_s=40 * (self.timeout + SLACK_S),
+                    wait_s=min(ALLOC_WAIT_S, self.timeout))
 
     def run(self, nodes: list[str]) -> PhaseResult:
         result = PhaseResult(nodes, self.settings, self.launcher.name,
                              group_floor_gbps=judge.floor(self.topology.ref(judge.MULTI_REF)))
         if not nodes:
             return result
-        result.unavailable = self.launcher.open(nodes)
+        result.unavailable = self.launcher.hold(nodes, self.hold(), self.plan(nodes))
         if result.unavailable:
-            self.log.line(f"# {result.unavailable}")
             return result
         self._single(result, nodes)
         self._nvbandwidth(result, nodes)
         self._p2p(result, nodes)
         self._ib_write_bw(result, nodes)
-        multi = self.settings.multi_node and len(nodes) >= 2
-        self._nvlink_after(result, nodes, take_back=multi)
-        if multi:
+        self._nvlink_after(result, nodes)
+        if self.settings.multi_node and len(nodes) >= 2:
             self._leave_out_failed(result, nodes)
-            if result.multi_unavailable:
-                self.log.line(f"# no multi-node run: {result.multi_unavailable}")
-            else:
-                self._multi(result, nodes)
+            self._multi(result, nodes)
         return result
 
-    def plan(self, nodes: list[str], *, say: Callable[[str], None]) -> PhaseResult:
-        """``--dry-run`` (the launcher prints instead of starting): every launch of a run whose nodes all pass
-        alone, in order; nothing is measured, so the result says why for every node."""
-        from burnin.phases import DRY_RUN_REASON
-
-        result = PhaseResult(nodes, self.settings, self.launcher.name, unavailable=DRY_RUN_REASON,
-                             group_floor_gbps=judge.floor(self.topology.ref(judge.MULTI_REF)))
-        if not nodes:
-            return result
-        shown = PhaseResult(nodes, self.settings, self.launcher.name)  # what the printed launches "measured"
-        self.launcher.open(nodes)
-        say(f"# fabric: single-node runs on {len(nodes)} nodes, each node at once, one command after the other")
-        self._single(shown, nodes)
-        self._nvbandwidth(shown, nodes)
-        self._p2p(shown, nodes)
-        self._ib_write_bw(shown, nodes)
-        say("# fabric: NVL-04 gathers the collector's nvml source again on every node (read-only)")
+    def plan(self, nodes: list[str]) -> list[PlanItem]:
+        """Every launch of a run whose nodes all pass alone, in order; what depends on results, in words."""
+        each = tuple(nodes)
+        items: list[PlanItem] = [
+            Note(f"fabric: single-node runs on {len(nodes)} nodes, each node at once, one command after the other")]
+        items += [Each(each, tuple(command), self.timeout + SLACK_S, srun=self.srun)
+                  for command in self._single_node_commands()]
+        items.append(Note("fabric: NVL-04 gathers the collector's nvml source again on every node (read-only)"))
         if self.settings.multi_node and len(nodes) >= 2:
-            say("# fabric: the multi-node run over the nodes that passed every single-node check (here: all)")
-            self._group(shown, nodes)
+            items.append(Note("fabric: the multi-node run over the nodes that passed every single-node check "
+                              "(here: all)"))
+            items += [self._group_job(nodes, evidence) for evidence in self.evidence] or [self._group_job(nodes)]
             if self.settings.localize != "never":
                 when = "then (--localize)" if self.settings.localize == "always" else "then, if that run falls short"
-                say(f"# fabric: {when}: pairwise localisation rounds and single-rail runs, whose pairs depend "
-                    "on the results")
-        return result
+                items.append(Note(f"fabric: {when}: pairwise localisation rounds and single-rail runs, whose pairs "
+                                  "depend on the results"))
+        return items
+
+    def _single_node_commands(self) -> list[list[str]]:
+        """Steps 1-4, in order."""
+        out = [commands.single_node_command(self.topology, self.settings, c) for c in self.settings.collectives]
+        out += [commands.nvbandwidth_command(self.settings), commands.p2p_bandwidth_command(self.settings)]
+        return out + [commands.ib_write_bw_command(self.settings, hca, gpu, port=port)
+                      for hca, _kind, gpu, port in self._gdr_runs()]
 
     # -- single node ----------------------------------------------------------------------
 
@@ -258,73 +203,69 @@ class Phase:
         tools = [f"{c}_perf" for c in self.settings.collectives] + ["nvbandwidth", P2P_TOOL]
         return tools + (["ib_write_bw"] if self.topology.compute_hcas else [])
 
-    def _nvlink_after(self, result: PhaseResult, nodes: list[str], *, take_back: bool) -> None:
-        """NVL-04: NVML gathered again through the dispatcher; ``take_back``: multi-node runs follow."""
+    def _nvlink_after(self, result: PhaseResult, nodes: list[str]) -> None:
+        """NVL-04: the collector's NVML source launched again on every node, after the single-node traffic."""
         after = self._traffic()
-        if self.recollect is None:
-            for node in nodes:
-                result.nvlink_after[node] = nvlink_after.unavailable(
-                    "the fabric phase had no way to gather NVML again (no dispatcher gather)", after)
-            return
-        why = ""
         started = time.perf_counter()
-        self.launcher.pause()
-        try:
-            gathered = self.recollect(nodes)
-        except Exception as exc:  # noqa: BLE001 - a failed second look makes NVL-04 incomplete, not the run fail
-            gathered, why = {}, f"gathering NVML again failed: {type(exc).__name__}: {exc}"
-        # not on an interrupt: the nodes are not taken again, the phase's close() cleans up
-        failure = self.launcher.resume(nodes) if take_back else None
+        timeout = self.settings.nvlink_recollect_timeout_s
+        runs = self.launcher.collect(nodes, collector_args(nvlink_after.SOURCES, timeout), timeout_s=timeout)
+        gathered = {node: facts_from_result(run) for node, run in runs.items()}
         for node in nodes:
-            facts = gathered.get(node)
-            result.nvlink_after[node] = (nvlink_after.snapshot(facts, after) if facts is not None else
-                                         nvlink_after.unavailable(why or f"{node} was not gathered again", after))
+            result.nvlink_after[node] = nvlink_after.snapshot(gathered[node], after)
         read = sum(1 for facts in gathered.values() if not facts.unreachable)
-        self.log.line(f"# NVL-04: NVML gathered again on {read} of {len(nodes)} nodes after "
-                      f"{', '.join(after)} in {time.perf_counter() - started:.2f} s{'; ' + why if why else ''}")
-        if failure:
-            result.multi_unavailable = f"the nodes could not be taken back after NVML was gathered again: {failure}"
+        self.launcher.note(f"NVL-04: NVML gathered again on {read} of {len(nodes)} nodes after "
+                           f"{', '.join(after)} in {time.perf_counter() - started:.2f} s")
 
-    def _ib_write_bw(self, result: PhaseResult, nodes: list[str]) -> None:
-        """IB-08: each compute HCA in loopback, from its paired GPU's memory, then from host memory."""
+    def _gdr_runs(self) -> list[tuple[str, str, int | None, int]]:
+        """IB-08's runs in order: (HCA, memory kind, paired GPU or None, port), GPU memory before host memory."""
         paired = {d.hca: d.index for d in self.topology.gpus.devices if d.hca}
+        runs: list[tuple[str, str, int | None, int]] = []
         for index, hca in enumerate(self.topology.compute_hcas):
             for kind in commands.MEMORY_KINDS:
                 gpu = paired.get(hca.name) if kind == "cuda" else None
                 if kind == "cuda" and gpu is None:
                     continue  # the topology pairs no GPU with this HCA: host memory only
-                port = commands.ib_write_bw_port(self.settings, index, kind)
-                runs = self._per_node(nodes, commands.ib_write_bw_command(self.settings, hca.name, gpu, port=port))
-                for node, run in runs.items():
-                    result.gdr.setdefault(node, {}).setdefault(hca.name, {})[kind] = gdr_measurement(
-                        run, hca.name, gpu, timeout_s=self.timeout)
+                runs.append((hca.name, kind, gpu, commands.ib_write_bw_port(self.settings, index, kind)))
+        return runs
+
+    def _ib_write_bw(self, result: PhaseResult, nodes: list[str]) -> None:
+        """IB-08: each compute HCA in loopback, from its paired GPU's memory, then from host memory."""
+        for hca, kind, gpu, port in self._gdr_runs():
+            runs = self._per_node(nodes, commands.ib_write_bw_command(self.settings, hca, gpu, port=port))
+            for node, run in runs.items():
+                result.gdr.setdefault(node, {}).setdefault(hca, {})[kind] = gdr_measurement(
+                    run, hca, gpu, timeout_s=self.timeout)
 
     def _per_node(self, nodes: list[str], command: list[str]) -> dict[str, CommandResult]:
-        return self.launcher.per_node(nodes, command, timeout=self.timeout)
+        return self.launcher.everywhere(nodes, command, timeout_s=self.timeout + SLACK_S, srun=self.srun)
 
     def _leave_out_failed(self, result: PhaseResult, nodes: list[str]) -> None:
         """Nodes that failed a single-node check, or could not be measured there, stay out of multi-node runs."""
-        from burnin.checks.fabric import single_node_verdicts
-        from burnin.evaluate.verdict import Status
-
         documents = node_documents(result)
         for node in nodes:
             before = self.facts.get(node)
             data = {**(before.data if before is not None else {}), "fabric": documents[node]}
-            verdicts = single_node_verdicts(Facts(node, data), self.topology)
-            bad = [v for v in verdicts if v.status is not Status.PASS]
+            bad = self.failed_alone(Facts(node, data), self.topology)
             if bad:
                 ids = ", ".join(f"{v.check_id} {'failed' if v.status is Status.FAIL else v.status.value}"
                                 for v in bad)
                 result.excluded_by[node] = ids
                 result.excluded_why[node] = [v.reason for v in bad]
                 result.excluded[node] = f"left out of multi-node runs and localisation: {ids} on this node"
-                self.log.line(f"# {node} {result.excluded[node]}")
+                self.launcher.note(f"{node} {result.excluded[node]}")
 
     # -- multi-node -----------------------------------------------------------------------
 
+    def _group_job(self, nodes: Sequence[str], evidence: commands.NcclEvidence | None = None, *,
+                   ib_hca: str | None = None) -> JobSpec:
+        """The multi-node all_reduce over ``nodes`` (an evidence run of STO-02 stops after its own timeout)."""
+        timeout = self.timeout if evidence is None or evidence.name == "group" else min(
+            self.timeout, self.settings.nccl_evidence_timeout_s)
+        return commands.group_job(nodes, self.topology, self.settings, "all_reduce", ib_hca=ib_hca,
+                                  evidence=evidence, timeout_s=timeout)
+
     def _job(self, nodes: Sequence[str], *, ib_hca: str | None = None) -> NcclMeasurement:
-        run = self.launcher.job(nodes, "all_reduce", ib_hca=ib_hca, timeout=self.timeout)
+        run = self.launcher.job(self._group_job(nodes, ib_hca=ib_hca))
         return self._measure(run, nodes, ib_hca)
 
     def _measure(self, run: CommandResult, nodes: Sequence[str], ib_hca: str | None) -> NcclMeasurement:
@@ -335,9 +276,7 @@ class Phase:
         """The multi-node all_reduce, with each evidence run (STO-02) recorded for its nodes."""
         group: NcclMeasurement | None = None
         for evidence in self.evidence:
-            timeout = self.timeout if evidence.name == "group" else min(self.timeout,
-                                                                          self.settings.nccl_evidence_timeout_s)
-            run = self.launcher.job(members, "all_reduce", ib_hca=None, timeout=timeout, evidence=evidence)
+            run = self.launcher.job(self._group_job(members, evidence))
             if evidence.name == "group":
                 group = self._measure(run, members, None)
             set_to = commands.nccl_env(self.topology, self.settings, evidence=evidence).get("NCCL_IB_HCA")
@@ -348,10 +287,7 @@ class Phase:
 
     def _jobs(self, groups: Sequence[Sequence[str]], *, ib_hca: str | None = None) -> list[NcclMeasurement]:
         """Disjoint jobs side by side."""
-        if not groups:
-            return []
-        with ThreadPoolExecutor(max_workers=min(32, len(groups))) as pool:
-            return list(pool.map(lambda g: self._job(g, ib_hca=ib_hca), groups))
+        return fan_out(list(groups), lambda group: self._job(group, ib_hca=ib_hca), workers=32)
 
     def _multi(self, result: PhaseResult, nodes: list[str]) -> None:
         members = [n for n in nodes if n not in result.excluded]

@@ -86,8 +86,6 @@ class PhaseResult:
     """node -> its p2pBandwidthLatencyTest run (NVL-03)."""
     nvlink_after: dict[str, dict[str, Any]] = field(default_factory=dict)
     """node -> its NVLink snapshot after the single-node traffic (NVL-04, burnin.fabric.nvlink_after)."""
-    multi_unavailable: str | None = None
-    """Why no multi-node run could start after the single-node part (the launcher could not get the nodes back)."""
     excluded: dict[str, str] = field(default_factory=dict)
     """Nodes left out of multi-node runs and localisation, and why (a single-node check did not pass)."""
     excluded_by: dict[str, str] = field(default_factory=dict)
@@ -120,7 +118,7 @@ class PhaseResult:
             "ib_write_bw": {n: {h: {k: m.to_json() for k, m in kinds.items()} for h, kinds in hcas.items()}
                             for n, hcas in self.gdr.items()},
             "p2p": {n: m.to_json() for n, m in self.p2p.items()},
-            NVLINK_AFTER: self.nvlink_after, "multi_unavailable": self.multi_unavailable,
+            NVLINK_AFTER: self.nvlink_after,
             "excluded": self.excluded, "excluded_reasons": self.excluded_why, "alone": self.alone,
             "group": self.group.to_json() if self.group else None,
             "group_floor_gbps": self.group_floor_gbps, "group_passed": self.group_passed,
@@ -193,8 +191,6 @@ def _multi(result: PhaseResult, node: str) -> dict[str, Any]:
         return {**multi, "applicable": False, "reason": "a single node: no multi-node run"}
     if node in result.excluded:
         return {**multi, "applicable": True, "excluded": result.excluded[node]}
-    if result.multi_unavailable:
-        return {**multi, "applicable": True, "unavailable": result.multi_unavailable}
     if node in result.alone:
         return {**multi, "applicable": False, "reason": result.alone[node]}
     multi["applicable"] = True

@@ -170,29 +170,33 @@ class SshLauncher(TransportLauncher):
 
     def collect(self, nodes: Sequence[str], args: Sequence[str], *, timeout_s: float,
                 on_done: Callable[[str, CommandResult], None] | None = None) -> dict[str, CommandResult]:
-        """At most ``fanout`` nodes at a time, each bounded by ``timeout_s``, all by ``timeout_s`` times the
-        waves; each node's connection closed as soon as its facts are in (a 1,000-node gather never holds
-        more than ``fanout`` connections)."""
+        """The collector zipapp on each node's stdin, run by the node's python3 (nothing is written there)."""
         from burnin.transport import payload
 
+        return self.once_per_node(nodes, self.collector_argv(args), stdin=payload.collector_zipapp(),
+                                  timeout_s=timeout_s, on_done=on_done)
+
+    def once_per_node(self, nodes: Sequence[str], argv: Sequence[str], *, stdin: bytes | None, timeout_s: float,
+                      on_done: Callable[[str, CommandResult], None] | None = None) -> dict[str, CommandResult]:
+        """``argv`` once on every node: at most ``fanout`` nodes at a time, each bounded by ``timeout_s``, all by
+        ``timeout_s`` times the waves; each node's connection closed as soon as it is done (a 1,000-node gather
+        never holds more than ``fanout`` connections)."""
         waves = -(-len(nodes) // self._fanout) if nodes else 1
         deadline = time.monotonic() + timeout_s * waves
-        argv = tuple(self.collector_argv(args))
-        zipapp = payload.collector_zipapp()
+        command = tuple(argv)
 
         def one(node: str) -> CommandResult:
             left = deadline - time.monotonic()
             if left <= 0:
-                return replace(not_started(node, argv, "not started: the run's overall timeout expired first"),
+                return replace(not_started(node, command, "not started: the run's overall timeout expired first"),
                                timed_out=True)
             try:
-                return run_guarded(node, argv, lambda: self._ssh.run(node, argv, timeout=min(timeout_s, left),
-                                                                     stdin=zipapp))
+                return run_guarded(node, command, lambda: self._ssh.run(node, command, timeout=min(timeout_s, left),
+                                                                        stdin=stdin))
             finally:
                 self._ssh.release(node)
 
-        done = (lambda node, result: on_done(node, result)) if on_done is not None else None
-        results = fan_out(list(nodes), one, workers=self._fanout, on_done=done)
+        results = fan_out(list(nodes), one, workers=self._fanout, on_done=on_done)
         return dict(zip(nodes, results, strict=True))
 
 

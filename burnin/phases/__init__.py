@@ -1,9 +1,9 @@
 """Active measurement phases, found by the suite they measure for (``burnin run --suite NAME``).
 
-A phase runs between gathering and judging: it launches jobs on the nodes
-through the dispatcher's job launcher (:class:`burnin.dispatch.base.JobLauncher`)
-and records what it measured into each node's facts, which the suite's checks
-then judge. The fabric suite's phase runs nccl-tests and nvbandwidth; the
+A phase runs between gathering and judging: it launches work on the nodes
+through the launcher its context hands it (:meth:`PhaseContext.launcher`, a
+:class:`burnin.launch.base.Launcher`) and records what it measured into each
+node's facts, which the suite's checks then judge. The fabric suite's phase runs nccl-tests and nvbandwidth; the
 megatron suite's runs a short training job and the placement probe; the node
 suite's launches nothing and counts the fleet's inventory for INV-11.
 
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from burnin.dispatch.base import JobLauncher
     from burnin.facts import Facts
+    from burnin.launch.base import Launcher
     from burnin.topology.model import Topology
 
 # suite name -> module holding PHASE
@@ -37,8 +38,8 @@ PHASES: dict[str, str] = {
 
 
 DRY_RUN_REASON = "dry run: not measured (--dry-run printed the commands and launched none)"
-"""Why every check of a phase is incomplete after ``burnin run --dry-run``: the phase printed each command it
-would launch, at the one place it asks its launcher to run, and launched nothing."""
+"""Why every check of a phase is incomplete after ``burnin run --dry-run``: the phase's launcher printed the plan
+the phase declared when it held its nodes, and held and launched nothing."""
 
 
 @dataclass
@@ -50,17 +51,30 @@ class PhaseContext:
     topology: Topology
     out_dir: Path
     dry_run: bool = False
-    """``--dry-run``: the phase prints every command it would launch (``say``), launches none, and records
-    :data:`DRY_RUN_REASON` for each node, so its checks are incomplete."""
+    """``--dry-run``: :meth:`launcher` hands out a launcher that prints what it would start (``say``), starts
+    nothing and refuses to hold the nodes with :data:`DRY_RUN_REASON`, which the phase records for every node."""
     say: Callable[[str], None] = field(default=print)
-    """Where a phase prints for the user (its ``--dry-run`` commands)."""
+    """Where a dry run prints the commands."""
 
     @property
     def reachable(self) -> list[str]:
         """The nodes whose facts were gathered (an unreachable node is measured by nothing)."""
         return [node for node, node_facts in self.facts.items() if not node_facts.unreachable]
 
-    def launcher(self) -> JobLauncher:
+    def launcher(self, log: str | None = None) -> Launcher:
+        """The dispatcher's launcher for these nodes, its commands logged to ``OUT/<log>``; under ``--dry-run`` one
+        that prints what it would start and starts nothing (the phase runs the same code either way)."""
+        from burnin.launch.log import CommandLog
+
+        offer = self.dispatcher.launcher  # type: ignore[attr-defined]
+        launcher: Launcher = offer(self.facts, log=CommandLog(self.out_dir / log) if log else None)
+        if not self.dry_run:
+            return launcher
+        from burnin.launch.dryrun import DryRunLauncher
+
+        return DryRunLauncher(launcher, self.say, DRY_RUN_REASON)
+
+    def job_launcher(self) -> JobLauncher:
         """The dispatcher's job launcher for these nodes."""
         from burnin.dispatch.base import launcher_of
 

@@ -38,10 +38,11 @@ class FabricPhase(Phase):
         return FabricOptions(config, localize)
 
     def run(self, context: PhaseContext, options: Any) -> None:
-        from burnin.fabric.phase import run_fabric_phase
+        from burnin.checks.fabric import failed_alone
+        from burnin.fabric.phase import LOG_FILE, run_fabric_phase
 
-        run_fabric_phase(context.dispatcher, context.facts, topology=context.topology, out_dir=context.out_dir,
-                         options=options, dry_run=context.dry_run, say=context.say)
+        run_fabric_phase(context.launcher(LOG_FILE), context.facts, topology=context.topology,
+                         out_dir=context.out_dir, options=options, failed_alone=failed_alone)
 
 
 PHASE = FabricPhase()

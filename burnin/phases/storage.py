@@ -41,7 +41,7 @@ class StoragePhase(Phase):
         return load_storage_settings(config)
 
     def run(self, context: PhaseContext, options: Any) -> None:
-        launcher = context.launcher()
+        launcher = context.job_launcher()
         if launcher.transport is not None or launcher.slurm is None or context.dry_run or not context.reachable \
                 or context.topology.storage is None:
             self._measure(context, options, launcher.transport, launcher.name)

@@ -52,7 +52,9 @@ def open_nodes(dispatcher: Dispatcher, *, fanout: int, hold_s: float, log_file: 
     ``hold_s``: how long the soak may still need the nodes (a Slurm allocation's time limit).
     The caller closes the result, then the dispatcher.
     """
-    launcher = dispatcher.launcher({})
+    from burnin.dispatch.base import launcher_of
+
+    launcher = launcher_of(dispatcher, {})
     if launcher.transport is not None:
         return DispatcherNodes(dispatcher, launcher.transport, fanout=fanout)
     if launcher.slurm is not None:

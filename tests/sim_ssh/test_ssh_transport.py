@@ -159,8 +159,7 @@ def test_hosts_and_ssh_config_without_inventory(ssh_rack: Rack) -> None:
 
 def test_many_nodes_never_hold_more_than_fanout_connections(ssh_rack: Rack, tmp_path: Path) -> None:
     """128 inventory nodes mapped onto the 8 healthy sshd: bounded connections, flat fds."""
-    from burnin.dispatch.ssh import _OncePerNode
-    from burnin.runner import gather
+    from burnin.launch.gather import facts_from_result
 
     config = tmp_path / "ssh_config"
     config.write_text(f"Host n*\n  User {ssh_rack.lab['user']}\n  IdentityFile {ssh_rack.lab['identity']}\n"
@@ -177,13 +176,14 @@ def test_many_nodes_never_hold_more_than_fanout_connections(ssh_rack: Rack, tmp_
     transport = dispatcher.transport
     peak = [0]
 
-    def sample(_: str) -> None:
+    def sample(_: str, __: object) -> None:
         peak[0] = max(peak[0], transport.open_connections())
 
     time.sleep(0.1)
     before = _fds()
-    facts = gather(_OncePerNode(transport, time.monotonic() + 10 * TIMEOUT), dispatcher.nodes,
-                   ["echo", '{"sources": {}}'], timeout=TIMEOUT, fanout=fanout, on_done=sample)
+    results = dispatcher.launcher({}).once_per_node(dispatcher.nodes, ["echo", '{"sources": {}}'], stdin=None,
+                                                    timeout_s=TIMEOUT, on_done=sample)
+    facts = {node: facts_from_result(result) for node, result in results.items()}
     dispatcher.close()
     assert all(f.unreachable is None for f in facts.values()), next(
         f.unreachable for f in facts.values() if f.unreachable)

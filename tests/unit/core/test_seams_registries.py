@@ -16,7 +16,10 @@ from burnin.facts import Facts
 from burnin.gate.decide import NodeDecision
 from burnin.gate.registry import GATES, find_gate, gate_names
 from burnin.gate.slurm import SlurmGate, SlurmNode, drain_action
-from burnin.phases import PHASES, Phase, PhaseContext, phases_for, suite_name
+from burnin.launch.base import Each, Hold
+from burnin.launch.log import NO_LOG, CommandLog
+from burnin.launch.ssh import TransportLauncher
+from burnin.phases import DRY_RUN_REASON, PHASES, Phase, PhaseContext, phases_for, suite_name
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import split_step
 from burnin.transport.slurm_jobs import Allocation, SlurmJobs
@@ -98,7 +101,7 @@ def test_launcher_of_asks_the_dispatcher_or_falls_back_to_its_transport() -> Non
     offered = JobLauncher("x", "srun", "production")
 
     class WithLauncher:
-        def launcher(self, facts: Any) -> JobLauncher:
+        def job_launcher(self, facts: Any) -> JobLauncher:
             return offered
 
     class WithTransport:
@@ -142,11 +145,22 @@ def test_a_phase_records_into_the_facts_through_its_context(h100_topology: Any, 
             for node in context.reachable:
                 context.facts[node].data["counting"] = {"nodes": len(context.reachable), "options": options}
 
+    class Dispatcher:
+        def launcher(self, facts: Any, *, log: CommandLog | None = None) -> TransportLauncher:
+            return TransportLauncher(_Transport(), name="fake", preset=preset_from_facts(facts), log=log or NO_LOG)
+
     facts = _facts(a="/sim/a", b=None)
-    context = PhaseContext(object(), facts, h100_topology, tmp_path)
+    context = PhaseContext(Dispatcher(), facts, h100_topology, tmp_path)
     Counting().run(context, "x")
     assert facts["a"].data["counting"] == {"nodes": 1, "options": "x"} and "counting" not in facts["b"].data
-    assert context.launcher().preset == "simulated"
+    launcher = context.launcher("counting.log")
+    assert launcher.preset == "simulated"
+    launcher.everywhere(["a"], ["true"], timeout_s=5)
+    assert "$ [a] true" in (tmp_path / "counting.log").read_text()
+    said: list[str] = []
+    dry = PhaseContext(Dispatcher(), facts, h100_topology, tmp_path, dry_run=True, say=said.append).launcher()
+    assert dry.hold(["a"], Hold("counting", "the test", 60), [Each(("a",), ("true",), 5)]) == DRY_RUN_REASON
+    assert said == ["[a] true"]
     with pytest.raises(NotImplementedError):
         Phase().run(context, None)
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from burnin.fabric.commands import NcclEvidence
+from burnin.evaluate.verdict import Verdict
 from burnin.fabric.measure import GdrMeasurement, NcclMeasurement, NvbMeasurement
 from burnin.fabric.nvlink_after import snapshot
 from burnin.fabric.p2p import P2pMeasurement, p2p_measurement
 from burnin.facts import Facts
+from burnin.launch.base import Hold, JobSpec, NodeCommand, PlanItem, SrunOptions
+from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult
 
 GIB8 = 8 << 30
@@ -74,51 +77,92 @@ def result(node: str, stdout: str = "", *, status: int | None = 0, stderr: str =
 class FakeLauncher:
     """A launcher whose per-node and job results come from functions of the nodes.
 
-    p2pBandwidthLatencyTest answers healthy (every pair at 376 GB/s) unless ``p2p`` says otherwise.
+    p2pBandwidthLatencyTest answers healthy (every pair at 376 GB/s) unless ``p2p`` says otherwise. ``job`` gets
+    the job's nodes and the one rail it is pinned to (``NCCL_IB_HCA`` naming a single HCA; None: every compute
+    HCA). ``gather`` answers the collector (NVL-04's second look): facts per node, healthy by default.
     """
 
     name = "fake"
+    form = "local"
+    preset = "simulated"
 
     def __init__(self, per_node: Callable[[str, Sequence[str]], CommandResult],
                  job: Callable[[Sequence[str], str | None], CommandResult], unavailable: str | None = None,
                  p2p: Callable[[str, Sequence[str]], CommandResult] | None = None,
-                 resume: str | None = None) -> None:
+                 gather: Callable[[Sequence[str]], Mapping[str, Facts]] | None = None) -> None:
         self._per_node = per_node
         self._job = job
         self._unavailable = unavailable
         self._p2p = p2p or (lambda node, command: result(node, p2p_output(), argv=command))
-        self._resume = resume
+        self._gather = gather or recollect_healthy
         self.jobs: list[tuple[tuple[str, ...], str | None]] = []
         self.evidence_jobs: list[tuple[tuple[str, ...], str]] = []
         self.steps: list[str] = []
+        self.notes: list[str] = []
+        self.plan: list[PlanItem] = []
+        self.collected: list[tuple[tuple[str, ...], float]] = []
         self.closed = False
 
-    def open(self, nodes: Sequence[str]) -> str | None:
+    def hold(self, nodes: Sequence[str], how: Hold, plan: Sequence[PlanItem] = ()) -> str | None:
+        self.plan = list(plan)
         return self._unavailable
 
-    def per_node(self, nodes: Sequence[str], command: Sequence[str], *, timeout: float) -> dict[str, CommandResult]:
-        if any(part.endswith("p2pBandwidthLatencyTest") for part in command):
+    def release(self) -> None:
+        self.steps.append("release")
+
+    def everywhere(self, nodes: Sequence[str], argv: Sequence[str], *, timeout_s: float,
+                   srun: SrunOptions | None = None) -> dict[str, CommandResult]:
+        if any(part.endswith("p2pBandwidthLatencyTest") for part in argv):
             self.steps.append("p2p")
-            return {node: self._p2p(node, command) for node in nodes}
-        return {node: self._per_node(node, command) for node in nodes}
+            return {node: self._p2p(node, argv) for node in nodes}
+        return {node: self._per_node(node, argv) for node in nodes}
 
-    def pause(self) -> None:
-        self.steps.append("pause")
+    def per_node(self, commands: Sequence[NodeCommand], *, job: bool = False) -> dict[str, CommandResult]:
+        return {c.node: self._per_node(c.node, c.argv) for c in commands}
 
-    def resume(self, nodes: Sequence[str]) -> str | None:
-        self.steps.append("resume")
-        return self._resume
-
-    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
-            evidence: NcclEvidence | None = None) -> CommandResult:
-        if evidence is not None and evidence.node_config:  # STO-02 evidence only: no measurement
-            self.evidence_jobs.append((tuple(nodes), evidence.name))
+    def job(self, spec: JobSpec) -> CommandResult:
+        hca = spec.env.get("NCCL_IB_HCA")
+        rail = hca if hca is not None and "," not in hca else None
+        if spec.env.get("NCCL_DEBUG") == "INFO" and hca is None:  # STO-02's node-config evidence: no measurement
+            self.evidence_jobs.append((spec.nodes, "node-config"))
         else:
-            self.jobs.append((tuple(nodes), ib_hca))
-        return self._job(nodes, ib_hca)
+            self.jobs.append((spec.nodes, rail))
+        return self._job(spec.nodes, rail)
+
+    def collect(self, nodes: Sequence[str], args: Sequence[str], *, timeout_s: float,
+                on_done: Callable[[str, CommandResult], None] | None = None) -> dict[str, CommandResult]:
+        self.steps.append("collect")
+        self.collected.append((tuple(args), timeout_s))
+        gathered = self._gather(nodes)
+        out = {}
+        for node in nodes:
+            facts = gathered.get(node)
+            if facts is None:
+                out[node] = result(node, "", status=None, error=f"{node} was not gathered again")
+            elif facts.unreachable:
+                out[node] = result(node, "", status=None, error=facts.unreachable)
+            else:
+                out[node] = result(node, json.dumps(facts.data), argv=("collector",))
+        return out
+
+    def describe(self, item: PlanItem) -> list[tuple[str, list[str]]]:
+        return []
+
+    def describe_hold(self, nodes: Sequence[str], how: Hold) -> str | None:
+        return None
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
 
     def close(self) -> None:
         self.closed = True
+
+
+def alone(facts: Facts, topology: Topology) -> list[Verdict]:
+    """The fabric phase's "passed alone": the checks' own judgement (burnin.checks.fabric)."""
+    from burnin.checks.fabric import failed_alone
+
+    return failed_alone(facts, topology)
 
 
 def perf_output(busbw: float, *, wrong: int = 0, rows: int = 4, complete: bool = True, ranks: int = 8) -> str:
@@ -270,5 +314,5 @@ def before(nodes: Sequence[str]) -> dict[str, Facts]:
 
 
 def recollect_healthy(nodes: Sequence[str]) -> dict[str, Facts]:
-    """The dispatcher's second gather on a healthy rack."""
+    """NVL-04's second gather on a healthy rack."""
     return {node: nvml_facts(node) for node in nodes}

@@ -9,7 +9,12 @@ import pytest
 from burnin.errors import ConfigError, UsageError
 from burnin.fabric import commands
 from burnin.fabric.settings import PRODUCTION, SIMULATED, FabricSettings, load_settings, size_bytes
+from burnin.launch.slurm import SlurmLauncher
+from burnin.launch.ssh import TransportLauncher
 from burnin.topology import Topology
+from burnin.transport.local import LocalTransport
+from burnin.transport.slurm import PER_NODE_TASK, SlurmClient
+from burnin.transport.slurm_jobs import SlurmJobs
 
 COMPUTE = [f"mlx5_{i}" for i in range(8)]
 
@@ -52,36 +57,39 @@ def test_single_node_command_drives_every_gpu_with_env_and_timeout(h100_topology
     assert any(a.startswith("NCCL_IB_HCA==mlx5_0:1,") for a in argv[:tool])
 
 
-def test_srun_job_follows_the_catalog_form(h100_topology: Topology) -> None:
-    command = commands.rank_command(h100_topology, PRODUCTION, "all_reduce")
-    argv = commands.srun_job_argv("42", ["gpu001", "gpu002"], command, PRODUCTION, time_limit_s=630,
-                                  job_name="burnin-fabric-x")
+def _slurm(job_id: str | None = "42") -> SlurmLauncher:
+    return SlurmLauncher(SlurmJobs(SlurmClient(), job_id=job_id))
+
+
+def test_the_group_job_under_srun_follows_the_catalog_form(h100_topology: Topology) -> None:
+    argv = _slurm().job_argv(commands.group_job(["gpu001", "gpu002"], h100_topology, PRODUCTION, "all_reduce"))
     assert argv[:2] == ["srun", "--jobid=42"]
     assert {"--nodes=2", "--nodelist=gpu[001-002]", "--ntasks=16", "--ntasks-per-node=8", "--mpi=pmix",
-            "--gpus-per-node=8", "--overlap", "--time=11"} <= set(argv)
+            "--gpus-per-node=8", "--overlap", "--time=11", "--kill-on-bad-exit=1"} <= set(argv)
     assert argv[argv.index("all_reduce_perf") + 1:][6:8] == ["-g", "1"]  # one GPU per rank
-    sim = commands.srun_job_argv("42", ["sim01", "sim02"], command, SIMULATED, time_limit_s=60, job_name="j")
+    assert argv[argv.index("all_reduce_perf") - 4:argv.index("all_reduce_perf")] == ["timeout", "-k", "5", "600"]
+    sim = _slurm().job_argv(commands.group_job(["sim01", "sim02"], h100_topology, SIMULATED, "all_reduce"))
     assert "--mpi=pmi2" in sim and "--ntasks-per-node=1" in sim and not any(a.startswith("--gpus") for a in sim)
+    container = PRODUCTION.replace(container="nvcr.io/nccl:1", srun_args=("--qos=burn",))
+    argv = _slurm().job_argv(commands.group_job(["n1", "n2"], h100_topology, container, "all_reduce"))
+    assert "--container-image=nvcr.io/nccl:1" in argv and argv.index("--qos=burn") < argv.index("env")
 
 
-def test_per_node_step_is_labelled_independent_processes() -> None:
-    argv = commands.srun_per_node_argv("7", ["a1", "a2", "a3"], ["nvbandwidth", "-i", "10"], PRODUCTION,
-                                       time_limit_s=60, job_name="j")
-    assert {"--ntasks=3", "--ntasks-per-node=1", "--mpi=none", "--label", "--kill-on-bad-exit=0"} <= set(argv)
-    assert argv[argv.index("-c") + 1] == commands.PER_NODE_TASK and argv[-3:] == ["nvbandwidth", "-i", "10"]
-
-
-def test_salloc_takes_whole_nodes_with_a_bounded_wait() -> None:
-    argv = commands.salloc_argv(["sim01", "sim02"], job_name="j", time_limit_s=3600, immediate_s=60,
-                                partition="gpu", reservation="burnin")
-    assert {"--no-shell", "--exclusive", "--nodes=2", "--nodelist=sim[01-02]", "--time=60", "--immediate=60",
-            "--partition=gpu", "--reservation=burnin"} <= set(argv)
+def test_per_node_steps_are_labelled_independent_processes() -> None:
+    argv = _slurm("7").everywhere_argv(["a1", "a2", "a3"], ["nvbandwidth", "-i", "10"], timeout_s=60,
+                                       srun=commands.srun_options(PRODUCTION))
+    assert {"--ntasks=3", "--ntasks-per-node=1", "--mpi=none", "--label", "--kill-on-bad-exit=0",
+            "--gpus-per-node=8"} <= set(argv)
+    assert argv[argv.index("-c") + 1] == PER_NODE_TASK and argv[-3:] == ["nvbandwidth", "-i", "10"]
 
 
 def test_mpirun_exports_the_nccl_environment(h100_topology: Topology) -> None:
-    argv = commands.mpirun_argv(["n1", "n2"], h100_topology, PRODUCTION, "all_gather", ib_hca="=mlx5_3:1")
+    launcher = TransportLauncher(LocalTransport(), name="ssh")
+    argv = launcher.job_argv(commands.group_job(["n1", "n2"], h100_topology, PRODUCTION, "all_gather",
+                                                ib_hca="=mlx5_3:1"))
     assert argv[:4] == ["timeout", "-k", "5", "600"]
     assert argv[4:10] == ["mpirun", "-np", "16", "-N", "8", "--host"] and argv[10] == "n1:8,n2:8"
+    assert argv[11:13] == ["--bind-to", "numa"]  # the site's mpirun arguments, before the variables
     assert "NCCL_IB_HCA==mlx5_3:1" in argv and argv[argv.index("NCCL_IB_HCA==mlx5_3:1") - 1] == "-x"
     assert "all_gather_perf" in argv
 

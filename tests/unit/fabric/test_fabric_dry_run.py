@@ -1,4 +1,5 @@
-"""``--dry-run`` in the fabric phase: each launch printed at the launcher seam, none started, every check incomplete."""
+"""``--dry-run`` in the fabric phase: the launcher prints the phase's plan and holds nothing; nothing starts, not
+even NVL-04's collector, and every check is incomplete. The phase runs the same code as a live run."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import pytest
 from fabric_support import nvml_facts, result
 
 from burnin.checks import load_all
-from burnin.dispatch.base import JobLauncher
+from burnin.checks.fabric import failed_alone
 from burnin.evaluate.verdict import Status
-from burnin.fabric.launch import DryRunLauncher, SlurmLauncher, TransportLauncher
-from burnin.fabric.phase import FabricOptions, run_fabric_phase
-from burnin.fabric.settings import PRODUCTION, SIMULATED
+from burnin.fabric.phase import FabricOptions, Phase, run_fabric_phase
+from burnin.fabric.settings import SIMULATED
 from burnin.facts import Facts
+from burnin.launch.base import Launcher
+from burnin.launch.dryrun import DryRunLauncher
+from burnin.launch.local import LocalLauncher
+from burnin.launch.slurm import SlurmLauncher
 from burnin.phases import DRY_RUN_REASON
 from burnin.topology import Topology
 from burnin.transport.base import CommandResult
@@ -52,22 +56,8 @@ class RecordingClient:
         return result("ctl", "", status=1)
 
 
-class Dispatcher:
-    """A dispatcher whose launcher runs through ``transport`` or Slurm; it records every gather too."""
-
-    def __init__(self, transport: RecordingTransport | None = None, client: RecordingClient | None = None) -> None:
-        self._transport = transport
-        self._client = client
-        self.gathers: list[str] = []
-
-    def launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
-        if self._client is not None:
-            return JobLauncher("slurm", "srun", "production", slurm=SlurmJobs(self._client))
-        return JobLauncher("sim", "local", "simulated", transport=self._transport)
-
-    def gather(self, *, sources: str, timeout: float) -> dict[str, Facts]:
-        self.gathers.append(sources)
-        return {node: nvml_facts(node) for node in NODES}
+def sim_job(nodes: Sequence[str]) -> dict[str, str]:
+    return {"BURNIN_SIM_JOB_NODES": ",".join(nodes)}
 
 
 def facts() -> dict[str, Facts]:
@@ -84,16 +74,18 @@ def fabric_verdicts(node_facts: Facts, topology: Topology) -> dict[str, Status]:
 def test_dry_run_starts_nothing_on_the_nodes_and_prints_every_launch(h100_topology: Topology, tmp_path: Path,
                                                                     dry_run: bool) -> None:
     transport = RecordingTransport()
-    dispatcher = Dispatcher(transport)
-    gathered = facts()
     said: list[str] = []
-    run_fabric_phase(dispatcher, gathered, topology=h100_topology, out_dir=tmp_path, options=FabricOptions(),
-                     dry_run=dry_run, say=said.append)
+    launcher: Launcher = LocalLauncher(transport, sim_job)
+    if dry_run:
+        launcher = DryRunLauncher(launcher, said.append, DRY_RUN_REASON)
+    gathered = facts()
+    run_fabric_phase(launcher, gathered, topology=h100_topology, out_dir=tmp_path, options=FabricOptions(),
+                     failed_alone=failed_alone)
     started = {part for _, argv in transport.calls for part in argv}
     if not dry_run:  # the same observation sees the tools of a real run: the dry run's silence is not vacuous
-        assert all(tool in started for tool in TOOLS) and dispatcher.gathers == ["nvml"] and not said
+        assert all(tool in started for tool in TOOLS) and "burnin.collector" in started and not said
         return
-    assert transport.calls == [] and dispatcher.gathers == []  # not even NVL-04's second gather
+    assert transport.calls == []  # not even NVL-04's second look
     text = "\n".join(said)
     assert all(f" {tool}" in text for tool in TOOLS)
     assert "[sim[01-03]] env NCCL_IB_HCA==mlx5_0:1" in text  # per-node runs: every node at once
@@ -109,29 +101,14 @@ def test_dry_run_through_slurm_allocates_nothing_and_shows_the_srun_steps(h100_t
                                                                           tmp_path: Path) -> None:
     client = RecordingClient()
     said: list[str] = []
-    run_fabric_phase(Dispatcher(client=client), facts(), topology=h100_topology, out_dir=tmp_path,
-                     options=FabricOptions(), dry_run=True, say=said.append)
-    assert client.calls == []  # no salloc, no srun, no scancel
+    dry = DryRunLauncher(SlurmLauncher(SlurmJobs(client)), said.append, DRY_RUN_REASON)
+    run_fabric_phase(dry, facts(), topology=h100_topology, out_dir=tmp_path, options=FabricOptions(),
+                     failed_alone=failed_alone)
+    assert client.calls == []  # no salloc, no srun, no scancel, not even scontrol
     steps = [line for line in said if line.startswith("srun ")]
     assert steps and all("--jobid=<allocation>" in line for line in steps)
-    assert any("--nodelist=sim[01-03]" in line or "--nodelist=sim01,sim02,sim03" in line for line in steps)
+    assert any("--nodelist=sim[01-03]" in line for line in steps)
     assert any("exclusive Slurm allocation of sim[01-03]" in line for line in said)
-
-
-def test_dry_run_launcher_shows_what_each_launcher_would_start(h100_topology: Topology) -> None:
-    said: list[str] = []
-    transport = RecordingTransport()
-    dry = DryRunLauncher(TransportLauncher(transport, h100_topology, PRODUCTION, "mpirun"), said.append, "why")
-    assert dry.open(["n1", "n2"]) is None
-    runs = dry.per_node(["n1", "n2"], ["nvbandwidth", "-i", "3"], timeout=5)
-    job = dry.job(["n1", "n2"], "all_reduce", ib_hca=None, timeout=5)
-    assert transport.calls == []
-    assert said[0] == "[n[1-2]] nvbandwidth -i 3" and said[1].startswith("[n1] ") and " mpirun " in said[1]
-    assert {r.error for r in (*runs.values(), job)} == {"why"} and not any(r.ok for r in runs.values())
-    client = RecordingClient()
-    inside = DryRunLauncher(SlurmLauncher(client, h100_topology, SIMULATED, job_id="42"), said.append, "why")
-    inside.per_node(["n1"], ["nvbandwidth"], timeout=5)
-    assert client.calls == [] and said[-1].startswith("srun --jobid=42 ")
 
 
 @pytest.mark.parametrize(("nodes", "settings", "group", "localise"), [
@@ -141,17 +118,14 @@ def test_dry_run_launcher_shows_what_each_launcher_would_start(h100_topology: To
     (["sim01", "sim02"], {"multi_node": False}, False, None),
     (["sim01"], {}, False, None),
 ], ids=["two-nodes", "localize", "never-localize", "multi-node-off", "one-node"])
-def test_plan_shows_the_multi_node_run_exactly_when_a_real_run_would_start_one(
-        h100_topology: Topology, tmp_path: Path, nodes: list[str], settings: dict[str, object], group: bool,
+def test_the_plan_shows_the_multi_node_run_exactly_when_a_real_run_would_start_one(
+        h100_topology: Topology, nodes: list[str], settings: dict[str, object], group: bool,
         localise: str | None) -> None:
-    from burnin.fabric.phase import Phase, _CommandLog
-
     said: list[str] = []
     fabric = SIMULATED.replace(**settings)
-    launcher = DryRunLauncher(TransportLauncher(RecordingTransport(), h100_topology, fabric, "sim"), said.append,
-                              DRY_RUN_REASON)
-    result = Phase(launcher, h100_topology, fabric, _CommandLog(tmp_path / "log")).plan(nodes, say=said.append)
-    assert result.unavailable == DRY_RUN_REASON and result.group is None
+    launcher = DryRunLauncher(LocalLauncher(RecordingTransport(), sim_job), said.append, DRY_RUN_REASON)
+    result = Phase(launcher, h100_topology, fabric, failed_alone=failed_alone).run(nodes)
+    assert result.unavailable == DRY_RUN_REASON and result.group is None and result.single == {}
     jobs = [line for line in said if f"BURNIN_SIM_JOB_NODES={','.join(nodes)} " in line]  # a simulated job
     assert bool(jobs) is group
     assert [line.split(": pairwise")[0].removeprefix("# fabric: ") for line in said if "pairwise" in line] == (

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from fabric_support import (
     FakeLauncher,
+    alone,
     before,
     fleet,
     ib_write_bw_output,
     nvb,
     nvbandwidth_output,
     perf_output,
-    recollect_healthy,
     result,
     section,
 )
@@ -25,7 +25,7 @@ from burnin.checks.base import evaluate
 from burnin.evaluate.verdict import Status
 from burnin.fabric import judge
 from burnin.fabric.measure import NcclMeasurement
-from burnin.fabric.phase import Phase, _CommandLog
+from burnin.fabric.phase import Phase
 from burnin.fabric.results import node_documents
 from burnin.fabric.settings import SIMULATED
 from burnin.facts import Facts
@@ -104,8 +104,7 @@ def test_localisation_never_blames_the_healthy_minority(h100_topology: Topology,
                                                         slow: int) -> None:
     nodes = [f"sim{i:02d}" for i in range(1, size + 1)]
     bad = set(nodes[:slow])
-    res = Phase(_rack(bad), h100_topology, SIMULATED, _CommandLog(tmp_path / "log"), facts=before(nodes),
-                recollect=recollect_healthy).run(nodes)
+    res = Phase(_rack(bad), h100_topology, SIMULATED, facts=before(nodes), failed_alone=alone).run(nodes)
     docs = node_documents(res)
     for node in nodes:
         for check_id in ("NCCL-03", "NCCL-04"):

@@ -13,17 +13,18 @@ from pathlib import Path
 import pytest
 from fabric_support import (
     FakeLauncher,
+    alone,
     before,
     ib_write_bw_output,
     nvbandwidth_output,
     perf_output,
-    recollect_healthy,
     result,
 )
 
 from burnin.fabric import commands
-from burnin.fabric.phase import Phase, _CommandLog
+from burnin.fabric.phase import Phase
 from burnin.fabric.settings import SIMULATED, FabricSettings
+from burnin.launch.base import JobSpec
 from burnin.sim import SimNode, build_rack
 from burnin.topology import Topology
 from burnin.transport.base import CommandResult
@@ -67,24 +68,24 @@ class EvidenceLauncher(FakeLauncher):
             return result(node, ib_write_bw_output(command, 392.0))
         return result(node, perf_output(479.0))
 
-    def job(self, nodes: Sequence[str], collective: str, *, ib_hca: str | None, timeout: float,
-            evidence: commands.NcclEvidence | None = None) -> CommandResult:
-        self.calls.append((evidence.name if evidence else None, timeout))
-        env = commands.nccl_env(self.topology, SIMULATED, ib_hca=ib_hca, evidence=evidence)
-        env["BURNIN_SIM_JOB_NODES"] = ",".join(nodes)
-        lines = simulated_nccl(self.rack[nodes[0]], env) if evidence is not None else ""
-        return result(nodes[0], lines + perf_output(8 * 46.0, ranks=8 * len(nodes)))
+    def job(self, spec: JobSpec) -> CommandResult:
+        evidence = spec.env.get("NCCL_DEBUG") == "INFO"
+        name = None if not evidence else "node-config" if "NCCL_IB_HCA" not in spec.env else "group"
+        self.calls.append((name, spec.timeout_s))
+        env = {**spec.env, "BURNIN_SIM_JOB_NODES": ",".join(spec.nodes)}
+        lines = simulated_nccl(self.rack[spec.nodes[0]], env) if evidence else ""
+        return result(spec.nodes[0], lines + perf_output(8 * 46.0, ranks=8 * len(spec.nodes)))
 
 
-def _phase(launcher: EvidenceLauncher, topology: Topology, settings: FabricSettings, log: _CommandLog) -> Phase:
-    return Phase(launcher, topology, settings, log, facts=before(NODES), recollect=recollect_healthy)
+def _phase(launcher: EvidenceLauncher, topology: Topology, settings: FabricSettings) -> Phase:
+    return Phase(launcher, topology, settings, facts=before(NODES), failed_alone=alone)
 
 
 def test_the_phase_records_each_evidence_run_per_node(rack: dict[str, SimNode], h100_topology: Topology,
                                                       tmp_path: Path) -> None:
     launcher = EvidenceLauncher(rack, h100_topology)
     settings = SIMULATED.replace(localize="never", timeout_s=90.0)
-    res = _phase(launcher, h100_topology, settings, _CommandLog(tmp_path / "log")).run(NODES)
+    res = _phase(launcher, h100_topology, settings).run(NODES)
     assert launcher.calls == [("group", 90.0), ("node-config", 90.0)]  # the 180 s evidence limit, capped
     assert res.group is not None and res.group.ok and res.group_passed
     runs = res.nccl_runtime
@@ -104,11 +105,11 @@ def test_no_evidence_when_off_or_without_a_storage_fabric(rack: dict[str, SimNod
 
     launcher = EvidenceLauncher(rack, h100_topology)
     off = SIMULATED.replace(localize="never", nccl_evidence="off")
-    assert _phase(launcher, h100_topology, off, _CommandLog(tmp_path / "a")).run(NODES[:2]).nccl_runtime == {}
+    assert _phase(launcher, h100_topology, off).run(NODES[:2]).nccl_runtime == {}
     no_storage = dataclasses.replace(h100_topology, storage=None)
     assert _phase(launcher, no_storage, SIMULATED.replace(localize="never"),
-                 _CommandLog(tmp_path / "b")).run(NODES[:2]).nccl_runtime == {}
+                 ).run(NODES[:2]).nccl_runtime == {}
     group_only = SIMULATED.replace(localize="never", nccl_evidence="group", nccl_evidence_timeout_s=5.0)
-    res = _phase(launcher, h100_topology, group_only, _CommandLog(tmp_path / "c")).run(NODES[:2])
+    res = _phase(launcher, h100_topology, group_only).run(NODES[:2])
     assert [r["run"] for r in res.nccl_runtime["sim01"]] == ["group"]
     assert launcher.calls == [(None, 60.0), (None, 60.0), ("group", 60.0)]

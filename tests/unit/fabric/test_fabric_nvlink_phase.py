@@ -10,6 +10,7 @@ import pytest
 from fabric_support import (
     AFTER,
     FakeLauncher,
+    alone,
     before,
     ib_write_bw_output,
     nvbandwidth_output,
@@ -20,14 +21,12 @@ from fabric_support import (
     recollect_healthy,
     result,
 )
-from test_fabric_launch import FakeClient
 
 from burnin.checks.base import evaluate
 from burnin.evaluate.verdict import Status
 from burnin.fabric import commands, nvlink_after
-from burnin.fabric.launch import SlurmLauncher, TransportLauncher
 from burnin.fabric.p2p import P2pMeasurement, matrix_name, p2p_measurement
-from burnin.fabric.phase import Phase, _CommandLog, recollector
+from burnin.fabric.phase import Phase
 from burnin.fabric.results import node_documents
 from burnin.fabric.settings import PRODUCTION, SIMULATED, load_settings
 from burnin.facts import Facts
@@ -182,7 +181,7 @@ def rack(flaky: str | None = None, p2p_hang: str | None = None) -> FakeLauncher:
 
 
 class Gather:
-    """The dispatcher's second gather: sim02's link 7 of gpu3 grew (flaky), or the whole gather fails."""
+    """NVL-04's second gather: sim02's link 7 of gpu3 grew (flaky), or the collector reached no node."""
 
     def __init__(self, flaky: str | None = None, fail: bool = False) -> None:
         self.flaky, self.fail, self.asked = flaky, fail, 0
@@ -190,15 +189,16 @@ class Gather:
     def __call__(self, nodes: Sequence[str]) -> Mapping[str, Facts]:
         self.asked += 1
         if self.fail:
-            raise RuntimeError("salloc: Job submit/allocate failed")
+            return {n: Facts.unreachable_node(n, "sbcast of the collector failed: sbcast exited 1") for n in nodes}
         grown = nvml_gpus(counters={(3, 7): {"recovery": 2, "replay": 300}})
         return {n: nvml_facts(n, grown if n == self.flaky else None) for n in nodes}
 
 
 def run_phase(launcher: FakeLauncher, topology: Topology, tmp_path: Path, gather: Any, nodes: list[str] = NODES,
               **settings: Any) -> Any:
-    return Phase(launcher, topology, SIMULATED.replace(**settings), _CommandLog(tmp_path / "log"),
-                 facts=before(nodes), recollect=gather).run(nodes)
+    launcher._gather = gather
+    return Phase(launcher, topology, SIMULATED.replace(**settings), facts=before(nodes),
+                 failed_alone=alone).run(nodes)
 
 
 def verdict(res: Any, node: str, check_id: str, topology: Topology) -> Status:
@@ -212,7 +212,7 @@ def test_nvl_03_and_04_run_on_every_node_and_a_failing_node_stays_out(h100_topol
     launcher = rack()
     gather = Gather(flaky="sim02")
     res = run_phase(launcher, h100_topology, tmp_path, gather, localize="never")
-    assert gather.asked == 1 and launcher.steps == ["p2p", "pause", "resume"]
+    assert gather.asked == 1 and launcher.steps == ["p2p", "collect"]  # the collector in what the phase holds
     assert sorted(res.p2p) == NODES and all(m.ok for m in res.p2p.values())
     assert res.excluded == {"sim02": "left out of multi-node runs and localisation: NVL-04 failed on this node"}
     assert "recovery +2 (link 7), replay +300 (link 7)" in res.excluded_why["sim02"][0]
@@ -222,10 +222,8 @@ def test_nvl_03_and_04_run_on_every_node_and_a_failing_node_stays_out(h100_topol
     assert verdict(res, "sim01", "NVL-03", h100_topology) is Status.PASS
     doc = res.to_json()
     assert doc["p2p"]["sim03"]["status"] == "ok" and doc["nvlink_after"]["sim02"]["after"] == AFTER
-    assert doc["multi_unavailable"] is None
-    log = (tmp_path / "log").read_text()
-    assert "# NVL-04: NVML gathered again on 4 of 4 nodes after all_reduce_perf, nvbandwidth, " \
-           "p2pBandwidthLatencyTest, ib_write_bw in" in log
+    assert any(note.startswith("NVL-04: NVML gathered again on 4 of 4 nodes after all_reduce_perf, nvbandwidth, "
+                               "p2pBandwidthLatencyTest, ib_write_bw in") for note in launcher.notes)
 
 
 def test_a_hung_p2p_run_is_incomplete_and_keeps_its_node_out(h100_topology: Topology, tmp_path: Path) -> None:
@@ -237,14 +235,14 @@ def test_a_hung_p2p_run_is_incomplete_and_keeps_its_node_out(h100_topology: Topo
 
 def test_a_failed_second_look_leaves_every_node_incomplete_not_failed(h100_topology: Topology,
                                                                       tmp_path: Path) -> None:
-    res = run_phase(rack(), h100_topology, tmp_path, Gather(fail=True), localize="never")
+    launcher = rack()
+    res = run_phase(launcher, h100_topology, tmp_path, Gather(fail=True), localize="never")
     assert set(res.excluded) == set(NODES) and res.group is None
     for node in NODES:
-        assert res.nvlink_after[node] == {
-            "unreachable": "gathering NVML again failed: RuntimeError: salloc: Job submit/allocate failed",
-            "after": AFTER}
+        assert res.nvlink_after[node] == {"unreachable": "sbcast of the collector failed: sbcast exited 1",
+                                          "after": AFTER}
         assert res.excluded_by[node] == "NVL-04 incomplete"
-    assert "gathering NVML again failed" in (tmp_path / "log").read_text()
+    assert any(note.startswith("NVL-04: NVML gathered again on 0 of 4 nodes") for note in launcher.notes)
 
 
 def test_a_node_the_second_gather_missed_is_incomplete(h100_topology: Topology, tmp_path: Path) -> None:
@@ -253,46 +251,17 @@ def test_a_node_the_second_gather_missed_is_incomplete(h100_topology: Topology, 
     assert list(res.excluded) == ["sim01"]
 
 
-def test_without_a_way_to_gather_again_nvl_04_is_incomplete(h100_topology: Topology, tmp_path: Path) -> None:
-    launcher = rack()
-    res = Phase(launcher, h100_topology, SIMULATED, _CommandLog(tmp_path / "log"), facts=before(NODES)).run(NODES)
-    assert "pause" not in launcher.steps
-    assert res.nvlink_after["sim04"]["unreachable"] == ("the fabric phase had no way to gather NVML again "
-                                                        "(no dispatcher gather)")
-    assert set(res.excluded) == set(NODES)
-
-
-def test_without_the_facts_gathered_before_nvl_04_is_incomplete(h100_topology: Topology, tmp_path: Path) -> None:
-    res = Phase(rack(), h100_topology, SIMULATED, _CommandLog(tmp_path / "log"),
-                recollect=recollect_healthy).run(NODES)
+def test_without_the_facts_gathered_before_nvl_04_is_incomplete(h100_topology: Topology) -> None:
+    res = Phase(rack(), h100_topology, SIMULATED, failed_alone=alone).run(NODES)
     assert set(res.excluded) == set(NODES)
     assert "NVML before the traffic: source 'nvml' was not collected" in res.excluded_why["sim01"][0]
 
 
-def test_nodes_not_taken_back_get_no_multi_node_run(h100_topology: Topology, tmp_path: Path) -> None:
-    launcher = FakeLauncher(rack()._per_node, lambda nodes, hca: result(nodes[0], perf_output(368.0)),
-                            resume="no Slurm allocation for the fabric phase: Requested nodes are busy")
-    res = run_phase(launcher, h100_topology, tmp_path, Gather())
-    assert res.multi_unavailable == ("the nodes could not be taken back after NVML was gathered again: no Slurm "
-                                     "allocation for the fabric phase: Requested nodes are busy")
-    assert res.group is None and launcher.jobs == [] and res.excluded == {}
-    multi = node_documents(res)["sim01"]["multi"]
-    assert multi == {"floor_gbps": 300.0, "applicable": True, "unavailable": res.multi_unavailable}
-    for check_id in ("NCCL-03", "NCCL-04"):
-        facts = Facts("sim01", {"fabric": node_documents(res)["sim01"]})
-        judged = evaluate(check_id, facts, h100_topology)
-        assert judged.status is Status.INCOMPLETE
-        assert judged.reason.endswith(f"no multi-node run: {res.multi_unavailable}")
-    assert "# no multi-node run: the nodes could not be taken back" in (tmp_path / "log").read_text()
-    assert verdict(res, "sim01", "NVL-04", h100_topology) is Status.PASS
-
-
-def test_a_run_without_multi_node_part_does_not_take_the_nodes_back(h100_topology: Topology,
-                                                                    tmp_path: Path) -> None:
+def test_a_run_without_multi_node_part_still_looks_again(h100_topology: Topology, tmp_path: Path) -> None:
     for nodes, settings in ((["sim01"], {}), (NODES, {"multi_node": False})):
         launcher = rack()
         res = run_phase(launcher, h100_topology, tmp_path, Gather(), nodes=nodes, **settings)
-        assert launcher.steps == ["p2p", "pause"] and res.multi_unavailable is None
+        assert launcher.steps == ["p2p", "collect"] and launcher.jobs == []
         assert verdict(res, nodes[0], "NVL-04", h100_topology) is Status.PASS
 
 
@@ -311,91 +280,12 @@ def test_the_traffic_names_each_collective_and_ib_write_bw_only_with_compute_hca
     assert res.nvlink_after["sim01"]["after"][-1] == "p2pBandwidthLatencyTest"
 
 
-def test_the_recollector_gathers_nvml_through_the_dispatcher() -> None:
-    class Dispatcher:
-        def __init__(self) -> None:
-            self.asked: list[tuple[str, float]] = []
-
-        def gather(self, *, sources: str, timeout: float) -> dict[str, Facts]:
-            self.asked.append((sources, timeout))
-            return {n: nvml_facts(n) for n in ("sim01", "sim02", "sim09")}
-
-    dispatcher = Dispatcher()
-    recollect = recollector(dispatcher, SIMULATED.replace(nvlink_recollect_timeout_s=45.0))
-    assert recollect is not None
-    assert sorted(recollect(["sim02", "sim01", "sim05"])) == ["sim01", "sim02"]  # only the nodes asked for
-    assert dispatcher.asked == [("nvml", 45.0)]
-    assert recollector(object(), SIMULATED) is None
-
-
-# ---------------------------------------------------------------- launchers: giving the nodes back
-
-
-def test_a_transport_launcher_holds_nothing_to_give_back(h100_topology: Topology) -> None:
-    class Transport:
-        name = "local"
-
-    launcher = TransportLauncher(Transport(), h100_topology, SIMULATED, "sim")  # type: ignore[arg-type]
-    launcher.pause()
-    assert launcher.resume(NODES) is None
-
-
-def test_a_slurm_launcher_gives_its_allocation_back_and_takes_the_nodes_again(h100_topology: Topology) -> None:
-    granted = iter(["17", "18"])
-
-    class Client(FakeClient):
-        def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
-            self.calls.append(list(argv))
-            if argv[0] == "salloc":
-                return result("ctl", "", stderr=f"salloc: Granted job allocation {next(granted)}\n")
-            return result("ctl", "")
-
-    client = Client({})
-    launcher = SlurmLauncher(client, h100_topology, SIMULATED)
-    assert launcher.resume(NODES) is None and client.calls == []  # nothing paused: nothing to take back
-    assert launcher.open(NODES) is None
-    launcher.pause()
-    assert client.calls[-1][:2] == ["scancel", "17"]
-    assert launcher.resume(NODES) is None
-    assert client.calls[-1][0] == "salloc" and "--exclusive" in client.calls[-1]
-    assert launcher.resume(NODES) is None and sum(c[0] == "salloc" for c in client.calls) == 2  # once only
-    launcher.per_node(NODES, ["nvbandwidth"], timeout=10)
-    assert "--jobid=18" in client.calls[-1]
-    launcher.close()
-    assert client.calls[-1][:2] == ["scancel", "18"]
-
-
-def test_a_slurm_launcher_inside_burnins_allocation_keeps_it(h100_topology: Topology) -> None:
-    client = FakeClient({})
-    launcher = SlurmLauncher(client, h100_topology, PRODUCTION, job_id="99")
-    assert launcher.open(NODES) is None
-    launcher.pause()
-    assert launcher.resume(NODES) is None and client.calls == []
-
-
-def test_a_slurm_launcher_that_cannot_take_the_nodes_back_says_why(h100_topology: Topology) -> None:
-    answers = iter([result("ctl", "", stderr="salloc: Granted job allocation 17\n"),
-                    result("ctl", "", status=1, stderr="salloc: error: Job submit/allocate failed: Requested node "
-                                                       "configuration is not available\n")])
-
-    class Client(FakeClient):
-        def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
-            self.calls.append(list(argv))
-            return next(answers) if argv[0] == "salloc" else result("ctl", "")
-
-    launcher = SlurmLauncher(Client({}), h100_topology, SIMULATED)
-    assert launcher.open(NODES) is None
-    launcher.pause()
-    failure = launcher.resume(NODES)
-    assert failure is not None and "Requested node configuration is not available" in failure
-
-
-def test_an_interrupt_during_the_second_look_does_not_take_the_nodes_back(h100_topology: Topology,
-                                                                        tmp_path: Path) -> None:
+def test_an_interrupt_during_the_second_look_starts_nothing_after_it(h100_topology: Topology,
+                                                                     tmp_path: Path) -> None:
     def interrupted(nodes: Sequence[str]) -> Mapping[str, Facts]:
         raise KeyboardInterrupt
 
     launcher = rack()
     with pytest.raises(KeyboardInterrupt):
         run_phase(launcher, h100_topology, tmp_path, interrupted)
-    assert launcher.steps == ["p2p", "pause"]
+    assert launcher.steps == ["p2p", "collect"] and launcher.jobs == []

@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from fabric_support import (
     FakeLauncher,
+    alone,
     before,
     ib_write_bw_output,
     nvbandwidth_output,
     nvml_facts,
     perf_output,
-    recollect_healthy,
     result,
 )
 
 from burnin.errors import UsageError
-from burnin.fabric.phase import FabricOptions, Phase, _CommandLog, launcher_for, run_fabric_phase
+from burnin.fabric.phase import FabricOptions, Phase, refuse_launcher, run_fabric_phase
 from burnin.fabric.results import node_documents
 from burnin.fabric.settings import SIMULATED
 from burnin.facts import Facts
@@ -56,8 +56,7 @@ def fake(slow_node: str | None = "sim04", hang: str | None = "sim06", wrong: str
 
 
 def phase(launcher: FakeLauncher, topology: Topology, tmp_path: Path, **settings: object) -> Phase:
-    return Phase(launcher, topology, SIMULATED.replace(**settings), _CommandLog(tmp_path / "log"),
-                 facts=before(NODES), recollect=recollect_healthy)
+    return Phase(launcher, topology, SIMULATED.replace(**settings), facts=before(NODES), failed_alone=alone)
 
 
 def test_slow_hca_named_with_rails_and_the_rest_cleared(h100_topology: Topology, tmp_path: Path) -> None:
@@ -129,31 +128,23 @@ def test_no_allocation_makes_everything_unavailable(h100_topology: Topology, tmp
     assert node_documents(res)["sim03"]["unavailable"] == "no Slurm allocation: busy"
 
 
-class _Dispatcher:
-    def __init__(self, launcher: FakeLauncher) -> None:
-        self.transport = launcher
-
-
-def test_run_fabric_phase_merges_facts_and_writes_fabric_json(h100_topology: Topology, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import burnin.fabric.phase as phase_module
-
+def test_run_fabric_phase_merges_facts_and_writes_fabric_json(h100_topology: Topology, tmp_path: Path) -> None:
     launcher = fake()
-    monkeypatch.setattr(phase_module, "launcher_for", lambda *a, **k: launcher)
+    launcher._gather = _gathered  # sim07's collector times out on the second look
     facts = {n: Facts(n, {**nvml_facts(n).data, "root": f"/tmp/rack/{n}/root"}) for n in NODES}
     facts["sim08"] = Facts.unreachable_node("sim08", "ssh: timed out")
-    dispatcher = _Gathering()
-    res = run_fabric_phase(dispatcher, facts, topology=h100_topology, out_dir=tmp_path, options=FabricOptions())
+    res = run_fabric_phase(launcher, facts, topology=h100_topology, out_dir=tmp_path, options=FabricOptions(),
+                           failed_alone=alone)
     assert res.settings.mpi == "pmi2"  # simulated nodes: the simulated preset
     assert "sim08" not in res.nodes and "fabric" not in facts["sim08"].data
     assert facts["sim04"].data["fabric"]["multi"]["localization"]["status"] == "named"
     fabric_json = json.loads((tmp_path / "fabric.json").read_text())
     assert fabric_json["localization"]["named"] == ["sim04"]
     assert launcher.closed
-    # NVL-04: NVML gathered again through the dispatcher (its own timeout), between the single-node and the
+    # NVL-04: the collector's nvml source launched again (its own timeout), between the single-node and the
     # multi-node runs; recorded for every measured node, the one the gather lost as unreachable
-    assert dispatcher.calls == [("nvml", 120.0)]
-    assert launcher.steps == ["p2p", "pause", "resume"]
+    assert launcher.collected == [(("--sources", "nvml", "--timeout", "60"), 120.0)]
+    assert launcher.steps == ["p2p", "collect"]
     after = facts["sim01"].data["fabric"]["nvlink_after"]
     assert after["after"] == ["all_reduce_perf", "nvbandwidth", "p2pBandwidthLatencyTest", "ib_write_bw"]
     assert after["nvml"]["gpus"][0]["nvlink"][0] == {"link": 0, "active": True, "replay": 0, "recovery": 0,
@@ -163,26 +154,23 @@ def test_run_fabric_phase_merges_facts_and_writes_fabric_json(h100_topology: Top
     assert fabric_json["nvlink_after"]["sim07"]["unreachable"] == "collector: timed out"
     assert "sim07" in res.excluded and "NVL-04 incomplete" in res.excluded["sim07"]
     assert facts["sim01"].data["fabric"]["p2p"]["status"] == "ok"
-    log = (tmp_path / "fabric-commands.log").read_text()
-    assert "# NVL-04: NVML gathered again on 6 of 7 nodes after all_reduce_perf, nvbandwidth" in log
+    assert any(n.startswith("NVL-04: NVML gathered again on 6 of 7 nodes after all_reduce_perf, nvbandwidth")
+               for n in launcher.notes)
 
 
-class _Gathering:
-    """A dispatcher that gathers NVML again: healthy, but sim07's collector times out."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, float]] = []
-
-    def gather(self, *, sources: str, timeout: float) -> dict[str, Facts]:
-        self.calls.append((sources, timeout))
-        facts = {n: nvml_facts(n) for n in NODES}
-        facts["sim07"] = Facts.unreachable_node("sim07", "collector: timed out")
-        return facts
+def _gathered(nodes: Sequence[str]) -> dict[str, Facts]:
+    """NVML gathered again: healthy, but sim07's collector times out."""
+    facts = {n: nvml_facts(n) for n in nodes}
+    facts["sim07"] = Facts.unreachable_node("sim07", "collector: timed out")
+    return facts
 
 
-def test_launcher_for_needs_a_transport_or_slurm(h100_topology: Topology) -> None:
-    with pytest.raises(UsageError, match="no transport"):
-        launcher_for(object(), h100_topology, SIMULATED)
+def test_a_launcher_setting_the_dispatcher_cannot_honour_is_a_usage_error() -> None:
+    slurm, local = FakeLauncher(result, result), FakeLauncher(result, result)
+    slurm.form = "srun"  # type: ignore[assignment]
+    with pytest.raises(UsageError, match="launcher: mpirun needs a transport to the nodes, which fake dispatch"):
+        refuse_launcher(SIMULATED.replace(launcher="mpirun"), slurm)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="srun needs --via slurm"):
-        launcher_for(object(), h100_topology, SIMULATED.replace(launcher="srun"))
-    assert launcher_for(_Dispatcher(fake()), h100_topology, SIMULATED).name.endswith("+mpirun")
+        refuse_launcher(SIMULATED.replace(launcher="srun"), local)  # type: ignore[arg-type]
+    for launcher, setting in ((slurm, "srun"), (slurm, "auto"), (local, "mpirun"), (local, "auto")):
+        refuse_launcher(SIMULATED.replace(launcher=setting), launcher)  # type: ignore[arg-type]

@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from fabric_support import (
     FakeLauncher,
+    alone,
     before,
     ib_write_bw_output,
     nvbandwidth_output,
     perf_output,
-    recollect_healthy,
     result,
 )
 
 from burnin.checks.base import evaluate
 from burnin.evaluate.verdict import Status
 from burnin.fabric.localize import Localizer
-from burnin.fabric.phase import Phase, _CommandLog
+from burnin.fabric.phase import Phase
 from burnin.fabric.results import PhaseResult, node_documents
 from burnin.fabric.settings import SIMULATED
 from burnin.facts import Facts
@@ -112,8 +112,7 @@ def rack(slow_gdr: str | None = None, slow_link: str | None = None, wrong: str |
 
 def measure(launcher: FakeLauncher, topology: Topology, tmp_path: Path, size: int) -> PhaseResult:
     nodes = [f"sim{i:02d}" for i in range(1, size + 1)]
-    return Phase(launcher, topology, SIMULATED, _CommandLog(tmp_path / "log"), facts=before(nodes),
-                 recollect=recollect_healthy).run(nodes)
+    return Phase(launcher, topology, SIMULATED, facts=before(nodes), failed_alone=alone).run(nodes)
 
 
 def verdict(res: PhaseResult, node: str, check_id: str, topology: Topology) -> Status:
@@ -145,7 +144,7 @@ def test_a_slow_hca_is_left_out_before_any_multi_node_run(h100_topology: Topolog
 def test_every_node_left_out_runs_nothing_multi_node(h100_topology: Topology, tmp_path: Path) -> None:
     launcher = rack(wrong="sim01")
     launcher_all = FakeLauncher(lambda n, c: result(n, "garbage\n"), lambda n, h: result(n[0]))
-    res = Phase(launcher_all, h100_topology, SIMULATED, _CommandLog(tmp_path / "log")).run(["sim01", "sim02"])
+    res = Phase(launcher_all, h100_topology, SIMULATED, failed_alone=alone).run(["sim01", "sim02"])
     assert set(res.excluded) == {"sim01", "sim02"} and res.group is None and launcher_all.jobs == []
     assert res.alone == {}
     assert verdict(res, "sim02", "NCCL-03", h100_topology) is Status.INCOMPLETE

@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from fabric_support import FakeLauncher, result
+from fabric_support import FakeLauncher, alone, result
 
 from burnin.checks.base import evaluate
 from burnin.evaluate.verdict import Status
-from burnin.fabric.phase import Phase, _CommandLog
+from burnin.fabric.phase import Phase
 from burnin.fabric.results import node_documents
 from burnin.fabric.settings import SIMULATED
 from burnin.facts import Facts
@@ -41,7 +41,7 @@ def _statuses(doc: Any) -> Iterator[str]:
 
 def test_hung_runs_are_unmeasured_and_their_checks_incomplete(h100_topology: Topology, tmp_path: Path) -> None:
     launcher = FakeLauncher(_hung, lambda nodes, hca: _hung(nodes[0], ("all_reduce_perf",)))
-    res = Phase(launcher, h100_topology, SIMULATED, _CommandLog(tmp_path / "log")).run(["sim01", "sim02"])
+    res = Phase(launcher, h100_topology, SIMULATED, failed_alone=alone).run(["sim01", "sim02"])
     fabric_json = res.to_json()
     documents = node_documents(res)
     statuses = set(_statuses(fabric_json)) | set(_statuses(json.loads(json.dumps(documents))))

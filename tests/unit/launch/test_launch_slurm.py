@@ -185,3 +185,43 @@ def test_a_dry_run_shows_the_allocation_it_would_make(exclusive: bool) -> None:
     assert text is not None and text.startswith("an exclusive" if exclusive else "a Slurm") and "n[1-2]" in text
     ((where, argv),) = launcher.describe(Each(("n1", "n2"), ("nvbandwidth",), 60))
     assert where == "" and "--jobid=<allocation>" in argv and "--nodelist=n[1-2]" in argv
+
+
+class Labelled(FakeSlurm):
+    """A per-node step whose tasks printed what ``steps`` says (srun's own lines on stderr)."""
+
+    def __init__(self, stdout: str, stderr: str = "", status: int | None = 0, timed_out: bool = False) -> None:
+        super().__init__()
+        self.step = CommandResult("ctl", ("srun",), status, stdout, stderr, 2.0, timed_out=timed_out)
+
+    def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
+        if argv[0] == "srun":
+            self.calls.append(list(argv))
+            return self.step
+        return super().run(argv, timeout=timeout)
+
+
+def labelled(*tasks: tuple[int, str, list[str], int | None]) -> str:
+    lines = []
+    for task, node, body, status in tasks:
+        lines += [f"{task}: ", f"{task}: @burnin-node {node}@", *(f"{task}: {b}" for b in body)]
+        if status is not None:
+            lines += [f"{task}: ", f"{task}: @burnin-exit {status}@"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_per_node_step_keeps_each_nodes_lines_and_exit_and_says_what_srun_said_of_a_missing_one() -> None:
+    fake = Labelled(labelled((1, "sim02", ["# nThread 1", "     8     2  float"], 0), (0, "sim01", ["a", "b"], 3)),
+                    stderr="srun: error: sim03: task 2: Exited with exit code 1\n")
+    launcher = SlurmLauncher(SlurmJobs(fake, job_id="5"))
+    split = launcher.everywhere(["sim01", "sim02", "sim03"], ["nvbandwidth"], timeout_s=60)
+    assert split["sim02"].stdout == "# nThread 1\n     8     2  float\n" and split["sim02"].exit_status == 0
+    assert split["sim01"].exit_status == 3 and split["sim01"].argv == ("nvbandwidth",)
+    assert split["sim03"].error is not None and "sim03: task 2" in split["sim03"].error
+
+
+def test_a_task_cut_off_keeps_what_it_printed_and_says_srun_timed_out() -> None:
+    fake = Labelled(labelled((0, "sim01", ["row 1", "row 2"], None)), status=None, timed_out=True)
+    split = SlurmLauncher(SlurmJobs(fake, job_id="5")).everywhere(["sim01"], ["all_reduce_perf"], timeout_s=60)
+    assert split["sim01"].exit_status is None and split["sim01"].timed_out
+    assert "row 2" in split["sim01"].stdout and "srun timed out" in (split["sim01"].error or "")

@@ -216,14 +216,19 @@ def test_evidence_runs_log_at_info_and_the_node_config_run_leaves_nccl_ib_hca_al
     node = commands.nccl_env(sto_topology, site, evidence=commands.NODE_CONFIG_EVIDENCE)
     assert "NCCL_IB_HCA" not in node and node["NCCL_DEBUG"] == "INFO"
     assert commands.nccl_env(sto_topology, site)["NCCL_DEBUG"] == "WARN"
-    argv = commands.mpirun_argv(["n1", "n2"], sto_topology, PRODUCTION, "all_reduce",
-                                evidence=commands.NODE_CONFIG_EVIDENCE, timeout_s=180)
+    from burnin.launch.ssh import TransportLauncher
+    from burnin.transport.local import LocalTransport
+
+    mpirun = TransportLauncher(LocalTransport(), name="ssh")
+    argv = mpirun.job_argv(commands.group_job(["n1", "n2"], sto_topology, PRODUCTION, "all_reduce",
+                                              evidence=commands.NODE_CONFIG_EVIDENCE, timeout_s=180))
     assert argv[:4] == ["timeout", "-k", "5", "180"] and "-x" in argv
     assert not any(a.startswith("NCCL_IB_HCA=") for a in argv) and "NCCL_DEBUG=INFO" in argv
     assert argv[-14:] == ["all_reduce_perf", "-b", "8", "-e", "8M", "-f", "2", "-g", "1", "-n", "1", "-w", "1",
                           "-c", "1"][-14:]
-    rank = commands.rank_command(sto_topology, PRODUCTION, "all_reduce", evidence=commands.GROUP_EVIDENCE)
-    assert "NCCL_DEBUG=INFO" in rank and "8G" in rank  # the group run keeps its sizes
+    group_run = commands.group_job(["n1", "n2"], sto_topology, PRODUCTION, "all_reduce",
+                                   evidence=commands.GROUP_EVIDENCE)
+    assert group_run.env["NCCL_DEBUG"] == "INFO" and "8G" in group_run.program  # the group run keeps its sizes
 
 
 # ------------------------------------------------------------------ the simulated NCCL
