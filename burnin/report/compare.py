@@ -17,6 +17,7 @@ them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ from burnin.nodes import fold
 
 ORDER = {"fail": 0, "incomplete": 1, "not-applicable": 2, "pass": 3}
 PASS_ROWS = 3
-"""Rows of passing nodes shown per check (the most common measurements); the rest are counted in one row."""
+"""Rows of passing nodes shown per check (the most common measurements shared by two nodes or more, else
+one example); the rest are counted in one row."""
 FAIL_ROWS = 12
 """Rows of failing or incomplete nodes shown per check; the rest are counted in one row."""
 
@@ -50,6 +52,8 @@ class Comparison:
     failed_nodes: str
     plots: tuple[tuple[str, str], ...] = ()
     """(anchor, label) of each plot of this check on the page."""
+    expected: str = ""
+    """What every row expected, when they all expected the same (the rows then leave it empty)."""
 
     @property
     def anchor(self) -> str:
@@ -75,7 +79,10 @@ def _rows(verdicts: Sequence[Mapping[str, Any]]) -> tuple[Row, ...]:
     rows: list[Row] = []
     for status in sorted(by_status, key=lambda s: (ORDER.get(s, 1), s)):
         ordered = sorted(by_status[status], key=lambda group: (-len(group[2]), group[0], group[1]))
-        limit = PASS_ROWS if status in ("pass", "not-applicable") else FAIL_ROWS
+        limit = FAIL_ROWS
+        if status in ("pass", "not-applicable"):
+            # nodes that each measured something else (a throughput) compare by one example, not a row each
+            limit = max(1, sum(1 for _, _, members in ordered[:PASS_ROWS] if len(members) > 1))
         for suite, measured, members in ordered[:limit]:
             names = [str(v["node"]) for v in members]
             expected = next((str(v["expected"]) for v in members if v.get("expected")), "")
@@ -99,6 +106,11 @@ def comparisons(verdicts: Iterable[Mapping[str, Any]], titles: Mapping[str, str]
         failed = [str(v["node"]) for v in members if v["status"] == "fail"]
         if not failed:
             continue
-        result.append(Comparison(check, titles.get(check, ""), _rows(members), fold(failed),
-                                 tuple((plots or {}).get(check, ()))))
+        rows = _rows(members)
+        said = {row.expected for row in rows if row.expected}
+        common = said.pop() if len(said) == 1 else ""
+        if common:
+            rows = tuple(dataclasses.replace(row, expected="") for row in rows)
+        result.append(Comparison(check, titles.get(check, ""), rows, fold(failed),
+                                 tuple((plots or {}).get(check, ())), common))
     return result
