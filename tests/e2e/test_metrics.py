@@ -108,8 +108,8 @@ def test_label_values_are_escaped() -> None:
 def megatron_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("metrics-megatron")
     proc = subprocess.run(
-        [sys.executable, "-m", "burnin.cli.main", "run", "--sim", "2", "--suite", "megatron",
-         "--fault", "sim02:train-slow", "--out", str(out)],
+        [sys.executable, "-m", "burnin.cli.main", "run", "--sim", "3", "--suite", "megatron",
+         "--fault", "sim03:train-slow", "--out", str(out)],
         capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     gate = json.loads((out / "gate.json").read_text(encoding="utf-8"))
@@ -124,13 +124,15 @@ def test_megatron_runs_give_tflops_and_mfu_per_node(megatron_run: dict[str, Any]
     tflops = {(s.labels["node"], s.labels["run"]): s.value
               for s in families["burnin_megatron_tflops_per_gpu"].samples}
     mfu = {(s.labels["node"], s.labels["run"]): s.value for s in families["burnin_megatron_mfu_ratio"].samples}
-    assert set(tflops) == set(mfu) == {(n, r) for n in ("sim01", "sim02") for r in ("single", "multi")}
+    # the slow sim03 fails alone and stays out of the multi-node run of the two that passed
+    assert set(tflops) == set(mfu) == {(n, "single") for n in ("sim01", "sim02", "sim03")} | {
+        (n, "multi") for n in ("sim01", "sim02")}
     assert tflops[("sim01", "multi")] == tflops[("sim02", "multi")]  # one multi-node run, seen from each node
     peak = megatron_run["facts"]["sim01"]["megatron"]["settings"]["peak_tflops_per_gpu"]
     assert peak == 989
     for key, value in tflops.items():
         assert abs(mfu[key] - value / peak) < 1e-9
-    assert tflops[("sim02", "single")] < 0.9 * tflops[("sim01", "single")]  # the slow node shows on the panel
+    assert tflops[("sim03", "single")] < 0.9 * tflops[("sim01", "single")]  # the slow node shows on the panel
 
 
 def test_dashboard_queries_name_written_metrics(faulted_run: dict[str, Any], megatron_run: dict[str, Any]) -> None:
