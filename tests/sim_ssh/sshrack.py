@@ -81,6 +81,16 @@ def require_netns() -> None:
         pytest.skip(problem)
 
 
+def require_mpirun() -> None:
+    """Skip (or fail under CI) when OpenMPI's mpirun and orted are missing (apt-get install openmpi-bin)."""
+    import shutil
+
+    if not (shutil.which("mpirun") and shutil.which("orted")):
+        if os.environ.get("CI"):
+            pytest.fail("mpirun over the SSH lab cannot run: openmpi-bin not installed")
+        pytest.skip("openmpi-bin not installed (apt-get install openmpi-bin)")
+
+
 def worker_subnet(offset: int = 0) -> str:
     """A loopback /24 per xdist worker and test session, so parallel racks do not fight over addresses.
 
