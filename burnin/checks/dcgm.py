@@ -32,15 +32,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from burnin.checks.base import bad, check, declare_applicability, ok, unknown
 from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
-from burnin.parsers.dcgmi import DcgmiDiag, DcgmiTest, command_errors, parse_dcgmi_diag
+from burnin.parsers.dcgmi_errors import command_errors
 from burnin.parsers.dcgmi_health import DcgmiHealth, parse_dcgmi_health
 from burnin.text import printable
 from burnin.topology.model import Topology
+
+if TYPE_CHECKING:  # the diag parser only where a diag ran: the health probe never runs one
+    from burnin.parsers.dcgmi import DcgmiDiag, DcgmiTest
 
 DCGM_CHECKS = ("GPU-12", "GPU-13")
 HEALTH_SOURCE = "dcgmi-health"
@@ -235,6 +239,8 @@ def diag_findings(diag: DcgmiDiag, command_error_lines: tuple[str, ...] = ()) ->
 @check("GPU-13", "DCGM quick diag (dcgmi diag -r 1): every deployment test passes", sources=(DIAG_SOURCE,),
        fast=False)
 def dcgm_quick_diag(facts: Facts, topology: Topology) -> Verdict:
+    from burnin.parsers.dcgmi import parse_dcgmi_diag
+
     stdout, status = _dcgmi_stdout(facts, topology, DIAG_SOURCE, DIAG_COMMAND)
     errors = command_errors(stdout)
     try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from burnin.parsers._common import fail, head_excerpt, iter_lines, require_text
+from burnin.parsers.dcgmi_errors import command_errors as command_errors  # where it always was, for importers
 
 TOOL = "dcgmi-diag"
 RESULTS = ("Pass", "Fail", "Warn", "Skip")
@@ -292,24 +293,6 @@ def _parse_json(doc: Any) -> DcgmiDiag:
         warnings=tuple(d.text for t in tests for d in t.details if d.kind == "Warning"),
         truncated=False,
     )
-
-
-_COMMAND_ERROR = re.compile(r"^\s{0,8}Error: (\S.{0,400})$")
-
-
-def command_errors(text: str) -> tuple[str, ...]:
-    """dcgmi's own failure lines, ``Error: <what>`` outside any table (every ``dcgmi`` subcommand prints them).
-
-    E.g. ``Error: Unable to connect to host engine. Host engine connection invalid/disconnected.``
-    (NVIDIA/DCGM ``dcgmi/Command.cpp``) or ``Error: Health watches not enabled. Please enable watches.``
-    (``dcgmi/Health.cpp``). Returned without the ``Error:`` prefix, in order.
-    """
-    out: list[str] = []
-    for line in iter_lines(text):
-        match = _COMMAND_ERROR.match(line.rstrip())
-        if match is not None:
-            out.append(match.group(1).strip())
-    return tuple(out)
 
 
 def parse_dcgmi_diag(text: str) -> DcgmiDiag:
