@@ -215,3 +215,20 @@ def test_sigterm_during_the_mpirun_leaves_no_rank_on_any_node(lab: Lab, tmp_path
         time.sleep(0.1)
         left = mpi_processes(lab.state)
     assert not left, left
+
+
+def test_the_megatron_suite_runs_torchrun_on_every_node_as_one_run(lab: Lab, tmp_path: Path) -> None:
+    """One torchrun per node (--nnodes 8 --node_rank R): the agents meet at sim01, so the 8-node run is one run
+    (before: each node modelled the master and itself, and every node was MEG-04 incomplete)."""
+    lab.faults(sim03="train-slow")
+    out = tmp_path / "run"
+    proc = burnin("run", "--via", "ssh", "--inventory", str(lab.inventory), "--suite", "megatron", "--out", str(out),
+                  timeout=900)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    gate = json.loads((out / "gate.json").read_text())
+    assert gate["rejected"] == "sim03" and gate["admitted"] == "sim[01-02,04-08]", gate
+    assert gate["nodes"]["sim03"]["failed"] == ["MEG-04"], gate["nodes"]["sim03"]
+    multi = json.loads((out / "facts" / "sim08.json").read_text())["megatron"]["multi"]
+    assert multi["group"] == [n for n in NODES if n != "sim03"] and multi["run"], multi
+    first = (out / "megatron" / "multi" / "+".join(multi["group"]) / "rank-0.log").read_text()
+    assert "using world size: 56, data-parallel size: 7," in first, first[:400]
