@@ -15,7 +15,11 @@ Judgement, per field, over the nodes of the type that reported it:
 - every node agrees: pass;
 - a value on a strict majority of at least :data:`MIN_FLEET` nodes is the
   fleet's mode: a node on another value fails, naming the field, its value and
-  the mode's (``driver 550.54.15 (fleet: 550.90.07 on 7 of 8 nodes)``);
+  the mode's (``driver 550.54.15 (fleet: 550.90.07 on 7 of 8 nodes)``), unless
+  its value is the one the topology names as golden (the driver, VBIOS,
+  InfoROM, compute HCA firmware and PSID, the software manifest's components):
+  then the majority is what is wrong (their own INV-02, -03, -09 or -10 fails
+  them), and the node on the golden value passes;
 - two nodes that differ, or no strict majority: nobody can say which node is
   wrong, so each node's field is incomplete with the split;
 - a field the node did not report is incomplete with the collector's cause.
@@ -72,6 +76,9 @@ class InventoryField:
     """How a reason names it."""
     read: Callable[[Facts, Topology], str | None]
     """The node's value; None when the node type has nothing of the kind; Unmeasurable when it was not read."""
+    golden: Callable[[Topology], frozenset[str]] = lambda topology: frozenset()
+    """The values the topology names as golden for the field, written as ``read`` writes them (none: the mode
+    alone judges)."""
 
 
 def _text(value: object, what: str) -> str:
@@ -167,21 +174,59 @@ def _software(key: str) -> Callable[[Facts, Topology], str | None]:
     return read
 
 
+def _named(value: str | None) -> frozenset[str]:
+    return frozenset() if value is None else frozenset({value})
+
+
+def _driver_golden(topology: Topology) -> frozenset[str]:
+    return _named(topology.host.driver_version)
+
+
+def _firmware_golden(key: str) -> Callable[[Topology], frozenset[str]]:
+    def golden(topology: Topology) -> frozenset[str]:
+        firmware = topology.gpus.firmware
+        return frozenset() if firmware is None else _named(getattr(firmware, key))
+
+    return golden
+
+
+def _hca_golden(key: str) -> Callable[[Topology], frozenset[str]]:
+    def golden(topology: Topology) -> frozenset[str]:
+        firmware = topology.hca_firmware
+        return frozenset() if firmware is None or not topology.compute_hcas else _named(getattr(firmware, key))
+
+    return golden
+
+
+def _software_golden(key: str) -> Callable[[Topology], frozenset[str]]:
+    """The manifest's version of the component; DCGM's with its host engine's too, as :func:`_software` joins it."""
+
+    def golden(topology: Topology) -> frozenset[str]:
+        version = None if topology.software is None else getattr(topology.software, key)
+        if version is None:
+            return frozenset()
+        return frozenset({version, f"{version} + hostengine {version}"} if key == "dcgm" else {version})
+
+    return golden
+
+
 FIELDS: tuple[InventoryField, ...] = (
-    InventoryField("driver", "driver", _driver),
+    InventoryField("driver", "driver", _driver, _driver_golden),
     InventoryField("cuda", "CUDA", _cuda),
-    InventoryField("nvidia_module", "kernel module", _module),
+    InventoryField("nvidia_module", "kernel module", _module, _driver_golden),
     InventoryField("gpu_model", "GPU model", _per_gpu("model", "name")),
-    InventoryField("vbios", "VBIOS", _per_gpu("VBIOS", "vbios")),
-    InventoryField("inforom", "InfoROM", _per_gpu("InfoROM", "inforom", "image")),
-    InventoryField("compute_hca_firmware", "compute HCA firmware", _per_hca("compute", "fw_ver", "firmware")),
-    InventoryField("compute_hca_psid", "compute HCA PSID", _per_hca("compute", "board_id", "PSID")),
+    InventoryField("vbios", "VBIOS", _per_gpu("VBIOS", "vbios"), _firmware_golden("vbios")),
+    InventoryField("inforom", "InfoROM", _per_gpu("InfoROM", "inforom", "image"), _firmware_golden("inforom_image")),
+    InventoryField("compute_hca_firmware", "compute HCA firmware", _per_hca("compute", "fw_ver", "firmware"),
+                   _hca_golden("version")),
+    InventoryField("compute_hca_psid", "compute HCA PSID", _per_hca("compute", "board_id", "PSID"),
+                   _hca_golden("psid")),
     InventoryField("storage_hca_firmware", "storage HCA firmware", _per_hca("storage", "fw_ver", "firmware")),
     InventoryField("storage_hca_psid", "storage HCA PSID", _per_hca("storage", "board_id", "PSID")),
-    InventoryField("kernel", "kernel", _software("kernel")),
-    InventoryField("ofed", "OFED", _software("ofed")),
-    InventoryField("nccl", "NCCL", _software("nccl")),
-    InventoryField("dcgm", "DCGM", _software("dcgm")),
+    InventoryField("kernel", "kernel", _software("kernel"), _software_golden("kernel")),
+    InventoryField("ofed", "OFED", _software("ofed"), _software_golden("ofed")),
+    InventoryField("nccl", "NCCL", _software("nccl"), _software_golden("nccl")),
+    InventoryField("dcgm", "DCGM", _software("dcgm"), _software_golden("dcgm")),
 )
 
 
@@ -273,7 +318,8 @@ def _where(tally: _Tally) -> str:
     return printable(tally.nodes, limit=60) if tally.nodes else f"{tally.count} nodes"
 
 
-def judge_field(label: str, reading: Reading, table: object, type_name: str) -> Finding:
+def judge_field(label: str, reading: Reading, table: object, type_name: str,
+                golden: frozenset[str] = frozenset()) -> Finding:
     """One field of one node against the counts of its type's nodes (module docstring: the rules)."""
     if reading.value is None:
         return unknown(label, reading.why)
@@ -294,7 +340,7 @@ def judge_field(label: str, reading: Reading, table: object, type_name: str) -> 
         return unknown(label, f"{_shown(value)} here, {others}: {total} {type_name} nodes differ and no majority "
                               "says which is wrong")
     if 2 * top_tally.count > total:
-        if value == top:
+        if value == top or value in golden:
             return ok(label, _shown(value), "")
         return bad(label, f"{_shown(value)} (fleet: {_shown(top)} on {top_tally.count} of {total} nodes)",
                    "")
@@ -309,7 +355,8 @@ def fleet_consistency(facts: Facts, topology: Topology) -> Verdict:
     readings = read_inventory(facts, topology)
     nodes, values = _section(facts, topology)
     expected = f"as on most of the run's {nodes} {topology.name} nodes"
-    findings = [judge_field(field.label, readings[field.key], values.get(field.key), topology.name)
+    findings = [judge_field(field.label, readings[field.key], values.get(field.key), topology.name,
+                            field.golden(topology))
                 for field in FIELDS if field.key in readings]
     findings = [Finding(f.subject, f.status, f.measured, expected, f.note) for f in findings]
     inventory = ", ".join(f"{field.label} {_shown(str(readings[field.key].value))}"
