@@ -101,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
 
                 raise UsageError("--watch needs --slurm: burnin watch acts through Slurm")
             kernel_network = _kernel_network(args.netns, topology, count)
-            lab_ssh.up(args.state, topology, names, faults, kernel_network=kernel_network)
+            lab = lab_ssh.up(args.state, topology, names, faults, kernel_network=kernel_network)
+            for note in lab.get("notes", []):
+                print(f"burnin sim: {note}")
             if kernel_network:
                 print("burnin sim: routes, MTUs and byte counters of the fabric netdevs are the kernel's "
                       "(a network namespace per node)")

@@ -144,7 +144,7 @@ def up(state_dir: Path, topology: Any, names: list[str], faults: Mapping[str, li
                                     netns=record["nodes"][node.name]["netns"],
                                     mesh=record["nodes"][node.name]["mesh"])
     lab: dict[str, Any] = {
-        "kind": "ssh", "user": user, "sshd": _sshd(), "state": str(state_dir),
+        "kind": "ssh", "user": user, "sshd": _sshd(), "state": str(state_dir), "notes": _notes(ssh_client),
         "inventory": str(state_dir / "inventory.yaml"), "ssh_config": str(ssh / "client" / "ssh_config"),
         "known_hosts": str(ssh / "client" / "known_hosts"), "identity": str(client_key), "nodes": nodes,
     }
@@ -442,6 +442,20 @@ def _write_plan(lab: Mapping[str, Any]) -> Path:
                         "log": str(plan.parent / f"{STORAGE_TARGET}.log")})
     supervisor.write_json(plan, {"daemons": daemons})
     return plan
+
+
+def _notes(ssh_client: str | None) -> list[str]:
+    """What this host lacks for multi-node jobs on the rack (``sim up`` prints it; the rack works without)."""
+    notes = []
+    if ssh_client is None:
+        notes.append("no ssh client on this host (apt-get install openssh-client): the nodes cannot reach each "
+                     "other, so mpirun cannot start multi-node jobs")
+    if shutil.which("mpirun", path=SYSTEM_PATH) is None or shutil.which("orted", path=SYSTEM_PATH) is None:
+        notes.append("no OpenMPI on this host (apt-get install openmpi-bin): the fabric suite's multi-node "
+                     "runs (mpirun from the first node) cannot start")
+    if not (os.access(UNSHARE, os.X_OK) and os.access(HOSTNAME, os.X_OK)):
+        notes.append(f"no {UNSHARE} or {HOSTNAME}: the nodes keep this host's name")
+    return notes
 
 
 def _named(node: str, argv: list[str]) -> list[str]:

@@ -37,3 +37,23 @@ def test_the_fabric_suite_runs_mpirun_across_a_loopback_rack(ssh_rack: Rack, tmp
             seen.setdefault(match.group(1), set()).add(int(match.group(2)))
     assert set(seen) == set(NODES), seen  # each node's rank named its own host
     assert len(set().union(*seen.values())) == len(NODES), seen  # and was a process of its own
+
+
+def test_sim_up_names_what_the_host_lacks_for_mpirun(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A host without OpenMPI still gets its rack, and `sim up` says why multi-node runs will not start."""
+    from burnin_lab import ssh as lab_ssh
+
+    if _has_mpirun():  # this host has it: nothing to say
+        assert not any("OpenMPI" in note for note in lab_ssh._notes("/usr/bin/ssh"))
+    monkeypatch.setattr(lab_ssh, "SYSTEM_PATH", str(tmp_path))  # a PATH without mpirun and orted
+    notes = lab_ssh._notes(None)
+    assert any("apt-get install openmpi-bin" in note for note in notes), notes
+    assert any("apt-get install openssh-client" in note for note in notes), notes
+
+
+def _has_mpirun() -> bool:
+    import shutil
+
+    from burnin_lab.ssh import SYSTEM_PATH
+
+    return shutil.which("mpirun", path=SYSTEM_PATH) is not None and shutil.which("orted", path=SYSTEM_PATH) is not None
