@@ -184,6 +184,7 @@ def test_the_history_settles_the_format(tmp_path: Path, follow: Callable[[Path],
     ([b"a\nb\n"], [b"a", b"b"], 0),
     ([b"a", b"b\nc", b"\n"], [b"ab", b"c"], 0),
     ([b"12345678\n"], [b"12345678"], 0),  # exactly the limit
+    ([b"12345678", b"\n"], [b"12345678"], 0),  # exactly the limit, held unfinished
     ([b"123456789\nok\n"], [b"ok"], 1),  # one over, ended in the chunk
     ([b"1234", b"56789", b"abc\nok\n"], [b"ok"], 1),  # over the limit across chunks
     ([b"12345", b"6789", b"x" * 100, b"\n", b"ok\n"], [b"ok"], 1),  # dropped as it streams by

@@ -72,3 +72,10 @@ def test_restore_remembers_only_actions_that_took_the_node_out() -> None:
     drained = Incidents(60.0)
     drained.restore([{**failed, "action": "drain", "out_of_pool": True}])
     assert drained.covered(Action.DRAIN, 1001.0) is not None and drained.covered(Action.EVICT, 1001.0) is None
+
+
+def test_a_lower_action_exactly_a_window_later_keeps_the_higher_one() -> None:
+    incidents = Incidents(60.0)
+    incidents.acted(_decision(Action.EVICT, "gpu3 Xid 79"), 1000.0)
+    incidents.acted(_decision(Action.DRAIN, "gpu3 Xid 74"), 1060.0)
+    assert incidents.covered(Action.EVICT, 1060.0) is not None

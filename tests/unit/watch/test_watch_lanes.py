@@ -93,3 +93,11 @@ def test_a_get_waits_for_a_record_put() -> None:
     lanes.put(_xid(13, "0000:01:00"))
     waiting.join(timeout=60)
     assert got and got[0] is not None and got[0].code == 13
+
+
+def test_the_routine_lane_holds_16384_records() -> None:
+    lanes = EventLanes(lambda event: classify(event).action)
+    record = _xid(13, "0000:01:00")
+    for _ in range(16385):
+        lanes.put(record)
+    assert len(lanes) == 16384 and lanes.dropped == 1

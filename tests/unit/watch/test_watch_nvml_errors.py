@@ -93,3 +93,25 @@ def test_missing_pynvml_gives_up_cleanly(monkeypatch: pytest.MonkeyPatch, stop: 
     watch.run(stop)
     assert watch.gave_up is not None and not watch.available.is_set()
     assert "NVML events unavailable: pynvml not importable" in messages[0]
+
+
+def _handles_nv(errors: dict[int, int]) -> types.SimpleNamespace:
+    """A stand-in NVML with three GPUs; ``errors``: index -> the NVML error its handle raises."""
+
+    def handle(index: int) -> object:
+        if index in errors:
+            raise NVMLError(errors[index])
+        return ctypes.pointer(ctypes.c_int(index))
+
+    return types.SimpleNamespace(
+        NVMLError=NVMLError, nvmlDeviceGetCount=lambda: 3, nvmlDeviceGetHandleByIndex=handle,
+        nvmlDeviceGetPciInfo=lambda h: types.SimpleNamespace(busId=f"00000000:{0x1b + h.contents.value:02X}:00.0"))
+
+
+def test_a_gpu_lost_before_the_session_is_left_out_another_error_ends_it() -> None:
+    watch = NvmlWatch(lambda event: None, lambda text: None)
+    handles = watch._handles(_handles_nv({1: 15}))  # NVML_ERROR_GPU_IS_LOST
+    assert sorted(handles) == [0, 2]
+    assert watch.labels == {"0000:1b:00": "gpu0", "0000:1d:00": "gpu2"}
+    with pytest.raises(NVMLError):
+        watch._handles(_handles_nv({1: 999}))

@@ -26,6 +26,7 @@ def test_kmsg_priority_with_the_kernel_facility_and_extra_flags() -> None:
     (38, "kmsg facility 4 (auth)"),
     (134, "kmsg facility 16 (local0)"),
     (191, "kmsg facility 23 (local7)"),
+    (192, "kmsg facility 24 (24)"),
     (100, "kmsg facility 12 (12)"),
     (8, "kmsg facility 1 (user)"),  # facility 1 at level 0: the level is no facility
 ])
