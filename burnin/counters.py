@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, TypeGuard
 
-NVLINK_COUNTERS = ("replay", "recovery", "crc_flit")
+from burnin.facts import Facts
+from burnin.facts.gpu import NVLINK_COUNTERS
 
 
 def state_dir() -> Path:
@@ -45,14 +46,15 @@ def boot_id(root: str) -> str:
 
 def extract(facts: dict[str, Any]) -> dict[str, Any]:
     """The cumulative counters of a facts document (InfiniBand ports, NVLink links)."""
+    document = Facts.of("", facts)
     ib: dict[str, dict[str, dict[str, int]]] = {}
-    for hca, data in (facts.get("infiniband") or {}).get("hcas", {}).items():
-        for port, port_data in (data.get("ports") or {}).items():
-            ib.setdefault(hca, {})[port] = dict(port_data.get("counters") or {})
+    for hca in document.hcas_reported():
+        for port in hca.ports():
+            ib.setdefault(hca.name, {})[port.number] = dict(port.counters or {})
     nvlink: dict[str, dict[str, dict[str, int]]] = {}
-    for gpu in (facts.get("nvml") or {}).get("gpus", []):
-        bus = gpu.get("bus_id")
-        for link in gpu.get("nvlink") or []:
+    for gpu in document.gpus_reported():
+        bus = gpu.bus_id
+        for link in gpu.links():
             values = {name: link[name] for name in NVLINK_COUNTERS if isinstance(link.get(name), int)}
             if bus and values:
                 nvlink.setdefault(bus, {})[str(link.get("link"))] = values
@@ -101,17 +103,18 @@ def growth(now: object, before: object) -> object:
 
 def subtract(facts: dict[str, Any], baseline: dict[str, Any]) -> None:
     """Replace cumulative counters in ``facts`` by their growth since ``baseline`` (in place)."""
+    document = Facts.of("", facts)
     base_ib = baseline.get("ib") or {}
-    for hca, data in (facts.get("infiniband") or {}).get("hcas", {}).items():
-        for port, port_data in (data.get("ports") or {}).items():
-            before = (base_ib.get(hca) or {}).get(port) or {}
-            counters = port_data.get("counters") or {}
+    for hca in document.hcas_reported():
+        for port in hca.ports():
+            before = (base_ib.get(hca.name) or {}).get(port.number) or {}
+            counters = port.counters or {}
             for name, value in counters.items():
                 counters[name] = growth(value, before.get(name))
     base_nvlink = baseline.get("nvlink") or {}
-    for gpu in (facts.get("nvml") or {}).get("gpus", []):
+    for gpu in document.gpus_reported():
         links = base_nvlink.get(gpu.get("bus_id")) or {}
-        for link in gpu.get("nvlink") or []:
+        for link in gpu.links():
             before = links.get(str(link.get("link"))) or {}
             for name in NVLINK_COUNTERS:
                 if name in link:

@@ -13,10 +13,9 @@ from dataclasses import asdict
 from typing import Any
 
 from burnin.checks.host import pcie_relation
-from burnin.checks.infiniband import port_rate_gbps
 from burnin.checks.inventory import FABRIC_STATE_COMPLETED
 from burnin.errors import UsageError
-from burnin.facts import Facts
+from burnin.facts import Facts, HcaFacts
 from burnin.text import printable
 from burnin.topology.model import Topology
 
@@ -70,7 +69,7 @@ def _hca_expectations(facts: Facts, hcas: dict[str, Any], compute: list[str],
             continue  # a form the topology cannot hold: left out, INV-09 then judges consistency only
         if value is not None:
             firmware[key] = value
-    tables = ((facts.data.get("ib_pkeys") or {}).get("hcas") or {})
+    tables = ((facts.section("ib_pkeys") or {}).get("hcas") or {})
     try:
         keys = {name: port_pkeys((tables.get(name) or {}).get("1")) for name in compute}
     except Unmeasurable:
@@ -92,7 +91,7 @@ def _software(facts: Facts, source: str) -> dict[str, Any] | None:
     from burnin.evaluate.verdict import Unmeasurable
     from burnin.topology.model import SoftwareManifest
 
-    section = facts.data.get("software")
+    section = facts.section("software")
     if not isinstance(section, dict):
         return None
     found: dict[str, Any] = {"source": source}
@@ -121,7 +120,7 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
     gpus = list(nvml.get("gpus", []))
     if not gpus:
         raise UsageError(f"{facts.node}: NVML reported no usable GPU; a golden node must be healthy")
-    source = f"measured on golden node {facts.node} ({facts.data.get('collected_at', 'unknown time')})"
+    source = f"measured on golden node {facts.node} ({facts.section('collected_at') or 'unknown time'})"
 
     hca_rows: list[dict[str, Any]] = []
     for hca_name, data in sorted(hcas.items()):
@@ -165,11 +164,11 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
     if pcie.get("max_width"):
         measured("gpu_pcie_width", pcie["max_width"], exact=True)
     measured("nvlink_links_active", links, exact=True)
-    port_rates = (port_rate_gbps(((hcas[h["name"]].get("ports") or {}).get("1") or {}).get("rate")) for h in compute)
-    rates = [rate for rate in port_rates if rate is not None]
+    ports = [HcaFacts(h["name"], hcas[h["name"]]).port() for h in compute]
+    rates = [rate for port in ports if port is not None and (rate := port.rate_gbps) is not None]
     if rates:
         measured("ib_rate_gbps", min(rates))
-    groups = (facts.data.get("kernel") or {}).get("iommu_group_types") or {}
+    groups = (facts.section("kernel") or {}).get("iommu_group_types") or {}
     hca_firmware, ib_partitions = _hca_expectations(facts, hcas, [h["name"] for h in compute], source)
     return {
         "name": name,
@@ -188,7 +187,7 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
         "host": {
             "driver_version": nvml.get("driver_version"),
             "fabric_manager": any((g.get("fabric") or {}).get("state") == FABRIC_STATE_COMPLETED for g in gpus),
-            "peermem": bool(((facts.data.get("kernel") or {}).get("modules") or {}).get("nvidia_peermem")),
+            "peermem": bool(((facts.section("kernel") or {}).get("modules") or {}).get("nvidia_peermem")),
             "persistence": bool(first.get("persistence_mode")),
             "mig": bool((first.get("mig_mode") or {}).get("current")),
             "ecc": bool((first.get("ecc_mode") or {}).get("current")),

@@ -9,14 +9,32 @@ physically show, makes the subject ``incomplete`` with the value quoted, never
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from burnin.checks.references import missing_reason, missing_references
 from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, incomplete
-from burnin.facts import Facts
+from burnin.facts import Facts, GpuFacts, HcaFacts
+from burnin.facts.values import CLOCK_EVENT_MASK as CLOCK_EVENT_MASK  # what a measurement is: re-exported
+from burnin.facts.values import COUNTER_MAX as COUNTER_MAX
+from burnin.facts.values import ERROR_COUNT as ERROR_COUNT
+from burnin.facts.values import GPU_COUNT as GPU_COUNT
+from burnin.facts.values import GPU_MEMORY_MIB as GPU_MEMORY_MIB
+from burnin.facts.values import GPU_TEMPERATURE_C as GPU_TEMPERATURE_C
+from burnin.facts.values import GPU_TEMPERATURE_LIMIT_C as GPU_TEMPERATURE_LIMIT_C
+from burnin.facts.values import IB_RATE_GBPS as IB_RATE_GBPS
+from burnin.facts.values import NUMA_BALANCING_MODE as NUMA_BALANCING_MODE
+from burnin.facts.values import NUMA_NODE as NUMA_NODE
+from burnin.facts.values import NVML_ENUM as NVML_ENUM
+from burnin.facts.values import PCIE_GENERATION as PCIE_GENERATION
+from burnin.facts.values import PCIE_WIDTH as PCIE_WIDTH
+from burnin.facts.values import POWER_LIMIT_MW as POWER_LIMIT_MW
+from burnin.facts.values import PhysicalRange as PhysicalRange
+from burnin.facts.values import measured_count as measured_count
+from burnin.facts.values import measured_flag as measured_flag
+from burnin.facts.values import measured_number as measured_number
+from burnin.facts.values import quote as _quote
 from burnin.topology.model import Hca, Topology
 
 CheckFunction = Callable[[Facts, Topology], Verdict]
@@ -115,80 +133,6 @@ def judge(subject: str, measured: bool, text: str, expected: str) -> Finding:
     return ok(subject, text, expected) if measured else bad(subject, text, expected)
 
 
-# ------------------------------------------------------------ measured values
-
-COUNTER_MAX = 2**64 - 1
-"""Hardware error counters are unsigned and at most 64 bits wide."""
-
-
-@dataclass(frozen=True, slots=True)
-class PhysicalRange:
-    """What a sensor or register can show at all (not what is healthy: that is the topology's)."""
-
-    lo: float
-    hi: float
-    unit: str = ""
-
-    def describe(self) -> str:
-        unit = f" {self.unit}" if self.unit else ""
-        return f"{self.lo:g}..{self.hi:g}{unit}"
-
-
-ERROR_COUNT = PhysicalRange(0, COUNTER_MAX)
-GPU_TEMPERATURE_C = PhysicalRange(0, 150, "C")  # NVML reports unsigned degrees; a running GPU shuts down near 92 C
-GPU_TEMPERATURE_LIMIT_C = PhysicalRange(1, 150, "C")  # a threshold of 0 C is a threshold not set
-POWER_LIMIT_MW = PhysicalRange(1000, 5_000_000, "mW")  # NVML reports milliwatts
-PCIE_GENERATION = PhysicalRange(1, 7)
-PCIE_WIDTH = PhysicalRange(1, 32, "lanes")
-GPU_MEMORY_MIB = PhysicalRange(1, 2**24, "MiB")
-CLOCK_EVENT_MASK = PhysicalRange(0, COUNTER_MAX)
-GPU_COUNT = PhysicalRange(0, 1024)
-NVML_ENUM = PhysicalRange(0, 2**32 - 1)  # an NVML enum or return code (unsigned int)
-NUMA_NODE = PhysicalRange(-1, 1023)
-NUMA_BALANCING_MODE = PhysicalRange(0, 3)
-IB_RATE_GBPS = PhysicalRange(1, 10000, "Gb/s")
-
-
-def _quote(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def measured_number(value: object, subject: str, what: str, valid: PhysicalRange, *,
-                    integer: bool = False) -> float:
-    """``value`` as a finite number inside its physical range, else Unmeasurable quoting it.
-
-    ``None`` (not reported), booleans and strings, NaN and infinities, fractions
-    where the hardware counts (``integer``) and values outside ``valid`` are
-    not measurements.
-    """
-    if value is None:
-        raise Unmeasurable(f"{subject} {what} not reported")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not a number")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not a finite number")
-    if integer and isinstance(value, float) and not value.is_integer():
-        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not a whole number")
-    if value < valid.lo or value > valid.hi:
-        raise Unmeasurable(f"{subject} {what} {_quote(value)} outside its physical range {valid.describe()}")
-    return value
-
-
-def measured_count(value: object, subject: str, what: str, valid: PhysicalRange = ERROR_COUNT) -> int:
-    """A whole number (counter, index, mode) inside ``valid``; Unmeasurable otherwise."""
-    return int(measured_number(value, subject, what, valid, integer=True))
-
-
-def measured_flag(value: object, subject: str, what: str) -> bool:
-    """A yes/no the collector reports as a boolean; anything else is not a measurement."""
-    if value is None:
-        raise Unmeasurable(f"{subject} {what} not reported")
-    if not isinstance(value, bool):
-        raise Unmeasurable(f"{subject} {what} {_quote(value)} is not true/false")
-    return value
-
-
 def _without_subject(subject: str, reason: str) -> str:
     """A reason as filed under its subject (``gpu3: ...``), without naming the subject twice."""
     return reason[len(subject) + 1:] if reason.startswith(subject + " ") else reason
@@ -197,7 +141,7 @@ def _without_subject(subject: str, reason: str) -> str:
 # ------------------------------------------------------------------ GPUs
 
 
-def gpu_subject(gpu: dict[str, Any], topology: Topology) -> str:
+def gpu_subject(gpu: GpuFacts, topology: Topology) -> str:
     """``gpuN`` by the topology's slot at the GPU's bus id (NVML renumbers when one is missing)."""
     bus = gpu.get("bus_id")
     for device in topology.gpus.devices:
@@ -206,26 +150,16 @@ def gpu_subject(gpu: dict[str, Any], topology: Topology) -> str:
     return f"gpu{gpu.get('index')}"
 
 
-def iter_gpus(facts: Facts, topology: Topology) -> Iterator[tuple[str, dict[str, Any] | None, str]]:
-    """Yield (subject, gpu facts or None, why-not) for every GPU NVML enumerated.
+def iter_gpus(facts: Facts, topology: Topology) -> Iterator[tuple[str, GpuFacts | None, str]]:
+    """Yield (subject, the GPU's facts or None, why-not) for every GPU NVML enumerated.
 
     A lost GPU yields None with the NVML error, so checks report it as not
     measured rather than inventing values.
     """
-    gpus = facts.gpus()
-    if not isinstance(gpus, list):
-        raise Unmeasurable(f"NVML GPU list unreadable: {_quote(gpus)}")
-    for gpu in gpus:
-        if not isinstance(gpu, dict):
-            raise Unmeasurable(f"NVML GPU entry unreadable: {_quote(gpu)}")
+    for gpu in facts.gpus():
         subject = gpu_subject(gpu, topology)
-        errors = gpu.get("errors") or {}
-        if gpu.get("lost"):
-            yield subject, None, "NVML_ERROR_GPU_IS_LOST"
-        elif "handle" in errors:
-            yield subject, None, str(errors["handle"])
-        else:
-            yield subject, gpu, ""
+        why = gpu.unanswered
+        yield (subject, None, why) if why is not None else (subject, gpu, "")
 
 
 def unlisted_gpus(facts: Facts, topology: Topology) -> list[Finding]:
@@ -235,33 +169,22 @@ def unlisted_gpus(facts: Facts, topology: Topology) -> list[Finding]:
     the node for it, the others say it was not measured.
     """
     gpus = facts.gpus()
-    if not isinstance(gpus, list) or len(gpus) >= topology.gpus.count:
+    if len(gpus) >= topology.gpus.count:
         return []
-    listed = {g.get("bus_id") for g in gpus if isinstance(g, dict)}
+    listed = {g.get("bus_id") for g in gpus}
     missing = [d for d in topology.gpus.devices if d.bus_id not in listed]
     if len(missing) != topology.gpus.count - len(gpus):
         return [unknown("node", f"NVML lists {len(gpus)} of {topology.gpus.count} GPUs")]
     return [unknown(f"gpu{d.index}", f"not listed by NVML ({d.bus_id})") for d in missing]
 
 
-def gpu_field(gpu: dict[str, Any], *path: str) -> Any:
-    """Nested field of a GPU's facts; Unmeasurable (with NVML's error) if absent.
-
-    The reason does not name the GPU: :func:`per_gpu` files it under the GPU's subject.
-    """
-    value: Any = gpu
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-        if value is None:
-            errors = gpu.get("errors") or {}
-            error = errors.get(path[0]) or next(
-                (e for k, e in errors.items() if k.startswith(path[0])), None)
-            raise Unmeasurable(f"{'.'.join(path)}: {error or 'not reported'}")
-    return value
+def gpu_field(gpu: GpuFacts, *path: str) -> Any:
+    """Nested field of a GPU's facts; Unmeasurable (with NVML's error) if absent (:meth:`GpuFacts.field`)."""
+    return gpu.field(*path)
 
 
 def per_gpu(facts: Facts, topology: Topology,
-            judge_gpu: Callable[[str, dict[str, Any]], Finding]) -> list[Finding]:
+            judge_gpu: Callable[[str, GpuFacts], Finding]) -> list[Finding]:
     """One finding per GPU of the node, plus not-measured ones for GPUs NVML did not list."""
     findings: list[Finding] = []
     for subject, gpu, why in iter_gpus(facts, topology):
@@ -278,7 +201,8 @@ def per_gpu(facts: Facts, topology: Topology,
 # ------------------------------------------------------------------ HCAs
 
 
-def per_hca(facts: Facts, hcas: tuple[Hca, ...], judge_hca: Callable[[Hca, dict[str, Any]], Finding]) -> list[Finding]:
+def per_hca(facts: Facts, hcas: tuple[Hca, ...], judge_hca: Callable[[Hca, HcaFacts], Finding]) -> list[Finding]:
+    """One finding per HCA of ``hcas``: absent fails, an unreadable entry is not measured."""
     present: dict[str, Any] = facts.hcas()
     findings: list[Finding] = []
     for hca in hcas:
@@ -290,7 +214,7 @@ def per_hca(facts: Facts, hcas: tuple[Hca, ...], judge_hca: Callable[[Hca, dict[
             findings.append(unknown(hca.name, f"facts unreadable: {_quote(data)}"))
             continue
         try:
-            findings.append(judge_hca(hca, data))
+            findings.append(judge_hca(hca, HcaFacts(hca.name, data)))
         except Unmeasurable as exc:
             findings.append(unknown(hca.name, _without_subject(hca.name, exc.reason)))
     return findings

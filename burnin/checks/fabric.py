@@ -81,7 +81,7 @@ def fabric_section(facts: Facts) -> dict[str, Any]:
     """The node's fabric measurements; Unmeasurable when there are none."""
     if facts.unreachable:
         raise Unmeasurable(facts.unreachable)
-    doc = facts.data.get("fabric")
+    doc = facts.section("fabric")
     if not isinstance(doc, dict):
         raise Unmeasurable("fabric measurements not collected: the fabric phase did not run "
                            "(burnin run --suite fabric)")

@@ -36,7 +36,7 @@ from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.fabric import judge
 from burnin.fabric.nvlink_after import SECTION
 from burnin.fabric.p2p import CONNECTIVITY, LATENCY, TOOL, UNIDIRECTIONAL, P2pMeasurement
-from burnin.facts import Facts
+from burnin.facts import Facts, GpuFacts
 from burnin.topology.model import Reference, Topology
 
 LATENCY_US = PhysicalRange(0, 1e7, "us")
@@ -199,7 +199,7 @@ COUNTER_REFS = (("recovery", "nvlink_recovery_errors"), ("replay", "nvlink_repla
 LINKS_REF = "nvlink_links_active"
 
 
-def _gpus(facts: Facts, topology: Topology, when: str) -> dict[str, tuple[dict[str, Any] | None, str]]:
+def _gpus(facts: Facts, topology: Topology, when: str) -> dict[str, tuple[GpuFacts | None, str]]:
     """subject -> (the GPU's facts or None, why not), for every GPU NVML listed."""
     try:
         return {subject: (gpu, why) for subject, gpu, why in iter_gpus(facts, topology)}
@@ -207,29 +207,27 @@ def _gpus(facts: Facts, topology: Topology, when: str) -> dict[str, tuple[dict[s
         raise Unmeasurable(f"{when}: {exc.reason}") from None
 
 
-def _links(subject: str, gpu: dict[str, Any], when: str) -> dict[int, dict[str, Any]]:
+def _links(subject: str, gpu: GpuFacts, when: str) -> dict[int, dict[str, Any]]:
     """The GPU's NVLink entries by link number; Unmeasurable when any state could not be read."""
     links = gpu.get("nvlink")
     if not isinstance(links, list) or not all(isinstance(link, dict) for link in links):
         raise Unmeasurable(f"{subject} NVLink list unreadable {when}")
-    errors = gpu.get("errors") or {}
-    unread = sorted(k for k in errors if str(k).startswith("nvlink_") and str(k).endswith("_state"))
+    unread = gpu.unread_link_states()
     if unread:
-        raise Unmeasurable(f"{subject} NVLink state unreadable {when}: "
-                           + ", ".join(f"{k[:-6]}: {errors[k]}" for k in unread[:4]))
+        raise Unmeasurable(f"{subject} NVLink state unreadable {when}: {unread}")
     return {measured_count(link.get("link"), subject, f"NVLink number {when}", PhysicalRange(0, 63)): link
             for link in links}
 
 
-def _counter(subject: str, gpu: dict[str, Any], link: int, entry: dict[str, Any], name: str, when: str) -> int:
+def _counter(subject: str, gpu: GpuFacts, link: int, entry: dict[str, Any], name: str, when: str) -> int:
     value = entry.get(name)
     if value is None:
-        why = (gpu.get("errors") or {}).get(f"nvlink_{link}_{name}") or "not reported"
+        why = gpu.link_error(link, name) or "not reported"
         raise Unmeasurable(f"{subject} NVLink {link} {name} counter {when}: {why}")
     return measured_count(value, subject, f"NVLink {link} {name} counter {when}", ERROR_COUNT)
 
 
-def _judge_gpu(subject: str, before: dict[str, Any], after: dict[str, Any], links_ref: Reference,
+def _judge_gpu(subject: str, before: GpuFacts, after: GpuFacts, links_ref: Reference,
                refs: dict[str, Reference], traffic: str, expected: str) -> Finding:
     old = _links(subject, before, "before the traffic")
     new = _links(subject, after, f"after {traffic}")

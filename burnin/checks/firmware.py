@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from burnin.checks.base import bad, check, iter_gpus, ok, unknown, unlisted_gpus
 from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, roll_up
-from burnin.facts import Facts
+from burnin.facts import Facts, GpuFacts
 from burnin.text import printable
 from burnin.topology.model import Topology
 
@@ -44,12 +43,10 @@ FIELDS = (
 )
 
 
-def _read(gpu: dict[str, Any], field: FirmwareField) -> str:
+def _read(gpu: GpuFacts, field: FirmwareField) -> str:
     """The version NVML reported for ``field``; Unmeasurable when it gave none."""
-    value: Any = gpu
-    for key in field.path:
-        value = value.get(key) if isinstance(value, dict) else None
-    error = (gpu.get("errors") or {}).get("_".join(field.path))
+    value = gpu.get(*field.path)
+    error = gpu.errors.get("_".join(field.path))
     if value is None and field.optional and error == NOT_SUPPORTED:
         return NOT_REPORTED
     if value is None:

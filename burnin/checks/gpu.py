@@ -3,31 +3,25 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 from burnin.checks import xid as xid_table
-from burnin.checks.base import (
-    CLOCK_EVENT_MASK,
-    ERROR_COUNT,
-    GPU_TEMPERATURE_C,
-    GPU_TEMPERATURE_LIMIT_C,
-    PCIE_GENERATION,
-    PCIE_WIDTH,
-    POWER_LIMIT_MW,
-    bad,
-    check,
-    gpu_field,
-    judge,
-    measured_count,
-    measured_flag,
-    measured_number,
-    ok,
-    per_gpu,
-)
+from burnin.checks.base import ERROR_COUNT, bad, check, judge, measured_count, measured_flag, ok, per_gpu
 from burnin.checks.references import reference
 from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
-from burnin.facts import Facts
+from burnin.facts import Facts, GpuFacts
+from burnin.facts.gpu import (
+    CLOCK_EVENT_REASONS,
+    ECC_VOLATILE_UNCORRECTED,
+    PCIE_MAX_GEN,
+    PCIE_WIDTH_NOW,
+    POWER_LIMIT,
+    REMAP_FAILURE,
+    REMAP_PENDING,
+    REMAPPED_UNCORRECTABLE,
+    SRAM_UNCORRECTED,
+    TEMPERATURE,
+)
 from burnin.parsers.dmesg import XidReport, parse_xid_events
 from burnin.topology.model import Topology
 
@@ -36,7 +30,6 @@ HW_THERMAL_SLOWDOWN = 0x40
 HW_POWER_BRAKE = 0x80
 _BAD_CLOCK_BITS = {HW_SLOWDOWN: "HwSlowdown", HW_THERMAL_SLOWDOWN: "HwThermalSlowdown",
                    HW_POWER_BRAKE: "HwPowerBrakeSlowdown"}
-NVLINK_COUNTERS = ("recovery", "replay", "crc_flit")
 
 
 @check("GPU-01", "No uncorrectable ECC errors (DRAM volatile, SRAM aggregate)",
@@ -46,11 +39,9 @@ def ecc_uncorrectable(facts: Facts, topology: Topology) -> Verdict:
     sram = reference(topology, "sram_uncorrected_aggregate")
     expected = f"volatile uncorrectable {volatile.describe()}, SRAM aggregate {sram.describe()}"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        vol = measured_count(gpu_field(gpu, "ecc_errors", "volatile_uncorrected"), subject,
-                             "volatile uncorrectable ECC count")
-        sram_errors = measured_count(gpu_field(gpu, "ecc_errors", "sram_aggregate_uncorrected"), subject,
-                                     "SRAM aggregate uncorrectable ECC count")
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        vol = gpu.measured(ECC_VOLATILE_UNCORRECTED, subject)
+        sram_errors = gpu.measured(SRAM_UNCORRECTED, subject)
         text = f"{vol} volatile uncorrectable, {sram_errors} SRAM aggregate"
         return judge(subject, volatile.admits(vol) and sram.admits(sram_errors), text, expected)
 
@@ -62,11 +53,11 @@ def ecc_uncorrectable(facts: Facts, topology: Topology) -> Verdict:
 def row_remap(facts: Facts, topology: Topology) -> Verdict:
     expected = "no pending remap, no remap failure"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        pending = measured_flag(gpu_field(gpu, "remapped_rows", "pending"), subject, "row remap pending")
-        failure = measured_flag(gpu_field(gpu, "remapped_rows", "failure"), subject, "row remap failure")
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        pending = gpu.measured(REMAP_PENDING, subject)
+        failure = gpu.measured(REMAP_FAILURE, subject)
         if failure:
-            rows = gpu["remapped_rows"].get("uncorrectable")
+            rows = gpu.get(*REMAPPED_UNCORRECTABLE.path)
             count = f"{rows} rows" if isinstance(rows, int) else "rows"
             return bad(subject, f"row-remap failure ({count} remapped for uncorrectable errors)", expected)
         if pending:
@@ -130,9 +121,8 @@ def xid_scan(facts: Facts, topology: Topology) -> Verdict:
 def clock_events(facts: Facts, topology: Topology) -> Verdict:
     expected = "no HwSlowdown/HwThermalSlowdown/HwPowerBrakeSlowdown"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        reasons = measured_count(gpu_field(gpu, "clock_event_reasons"), subject, "clock event reasons",
-                                 CLOCK_EVENT_MASK)
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        reasons = gpu.measured(CLOCK_EVENT_REASONS, subject)
         active = [name for bit, name in _BAD_CLOCK_BITS.items() if reasons & bit]
         text = f"clock event reasons 0x{reasons:x}" + (f" ({', '.join(active)})" if active else "")
         return judge(subject, not active, text, expected)
@@ -148,15 +138,9 @@ def temperature(facts: Facts, topology: Topology) -> Verdict:
     margin = margin_ref.lower if margin_ref.lower is not None else margin_ref.value
     expected = f"temperature <= GPU max - {margin:g} C"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        temp = measured_number(gpu_field(gpu, "temperature_c"), subject, "temperature", GPU_TEMPERATURE_C)
-        thresholds = gpu_field(gpu, "temperature_thresholds")
-        if not isinstance(thresholds, dict):
-            raise Unmeasurable(f"{subject} temperature thresholds unreadable")
-        # The catalog's limit is GPU_MAX; a driver without it still reports the slowdown threshold.
-        name = "gpu_max" if thresholds.get("gpu_max") is not None else "slowdown"
-        limit = measured_number(thresholds.get(name), subject, f"{name} temperature threshold",
-                                GPU_TEMPERATURE_LIMIT_C)
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        temp = gpu.measured(TEMPERATURE, subject)
+        limit = gpu.measured_temperature_limit(subject)
         return judge(subject, margin_ref.admits(limit - temp), f"{temp:g} C (limit {limit:g} C)",
                      f"<= {limit - margin:g} C")
 
@@ -167,9 +151,8 @@ def temperature(facts: Facts, topology: Topology) -> Verdict:
 def power_limit(facts: Facts, topology: Topology) -> Verdict:
     ref = reference(topology, "power_limit_w")
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        enforced = measured_number(gpu_field(gpu, "power", "enforced_limit_mw"), subject,
-                                   "enforced power limit (mW)", POWER_LIMIT_MW) / 1000
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        enforced = gpu.measured(POWER_LIMIT, subject) / 1000
         return judge(subject, ref.admits(enforced), f"power limit {enforced:g} W", ref.describe())
 
     return roll_up("GPU-07", facts.node, per_gpu(facts, topology, judge_gpu),
@@ -182,38 +165,23 @@ def pcie_link(facts: Facts, topology: Topology) -> Verdict:
     width = reference(topology, "gpu_pcie_width")
     expected = f"Gen{int(gen.value)} x{int(width.value)}"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
         # The link may downtrain its speed at idle, so judge the width now and the
         # generation the link can reach (its max), per check-catalog GPU-08.
-        max_gen = measured_count(gpu_field(gpu, "pcie", "max_gen"), subject, "PCIe max generation",
-                                 PCIE_GENERATION)
-        curr_width = measured_count(gpu_field(gpu, "pcie", "curr_width"), subject, "PCIe link width",
-                                    PCIE_WIDTH)
+        max_gen = gpu.measured(PCIE_MAX_GEN, subject)
+        curr_width = gpu.measured(PCIE_WIDTH_NOW, subject)
         text = f"Gen{max_gen} x{curr_width}"
         return judge(subject, gen.admits(max_gen) and width.admits(curr_width), text, expected)
 
     return roll_up("GPU-08", facts.node, per_gpu(facts, topology, judge_gpu), expected=expected)
 
 
-def _nvlink_links(subject: str, gpu: dict[str, Any]) -> list[dict[str, Any]]:
-    """The GPU's NVLink entries; Unmeasurable when any link's state could not be read."""
-    links = gpu_field(gpu, "nvlink")
-    if not isinstance(links, list) or not all(isinstance(link, dict) for link in links):
-        raise Unmeasurable(f"{subject} NVLink list unreadable")
-    errors = gpu.get("errors") or {}
-    unread = sorted(k for k in errors if k.startswith("nvlink_") and k.endswith("_state"))
-    if unread:
-        raise Unmeasurable(f"{subject} NVLink state unreadable: "
-                           + ", ".join(f"{k[:-6]}: {errors[k]}" for k in unread[:4]))
-    return links
-
-
 @check("GPU-10", "NVLink links active on every GPU", sources=("nvml",), references=("nvlink_links_active",))
 def nvlink_links(facts: Facts, topology: Topology) -> Verdict:
     ref = reference(topology, "nvlink_links_active")
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        links = _nvlink_links(subject, gpu)
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        links = gpu.measured_links(subject)
         states = [(link.get("link"), measured_flag(link.get("active"), subject, f"NVLink {link.get('link')} active"))
                   for link in links]
         active = sum(1 for _, up in states if up)
@@ -235,22 +203,21 @@ def nvlink_errors(facts: Facts, topology: Topology) -> Verdict:
     }
     expected = ", ".join(f"{name} {ref.describe()}" for name, ref in refs.items())
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        links = _nvlink_links(subject, gpu)
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        links = gpu.measured_links(subject)
         if not links:
             raise Unmeasurable(f"{subject} reports no NVLink links to read counters from")
-        errors = gpu.get("errors") or {}
         totals = dict.fromkeys(refs, 0)
         for link in links:
             number = link.get("link")
             for name in refs:
                 value = link.get(name)
                 if value is None:
-                    why = errors.get(f"nvlink_{number}_{name}") or "not reported"
+                    why = gpu.link_error(number, name) or "not reported"
                     raise Unmeasurable(f"{subject} NVLink {number} {name} counter: {why}")
                 totals[name] += measured_count(value, subject, f"NVLink {number} {name} counter", ERROR_COUNT)
         over = [f"{name} {totals[name]}" for name, ref in refs.items() if not ref.admits(totals[name])]
-        since = facts.data.get("counter_baseline")
+        since = facts.counter_baseline
         if over and since:
             over[-1] += f" since baseline {since}"
         text = ", ".join(over) if over else "counters " + ", ".join(f"{k} {v}" for k, v in totals.items())

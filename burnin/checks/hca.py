@@ -26,7 +26,7 @@ from burnin.checks.base import (
 )
 from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
-from burnin.facts import Facts
+from burnin.facts import Facts, HcaFacts
 from burnin.parsers.sysfs_values import link_speed_gts, pkey, pkey_text
 from burnin.topology.model import Hca, Topology
 
@@ -65,7 +65,7 @@ def disagreement(values: Mapping[str, str]) -> str | None:
 # ------------------------------------------------------------------ INV-09
 
 
-def _identity(data: dict[str, Any], key: str) -> str:
+def _identity(data: HcaFacts, key: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
         raise Unmeasurable(f"{key} unreadable ({_quote(value)})")
@@ -87,7 +87,7 @@ def hca_firmware(facts: Facts, topology: Topology) -> Verdict:
     expected += note
     seen: dict[str, dict[str, tuple[str, str]]] = {"compute": {}, "storage": {}}
 
-    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
+    def judge_hca(hca: Hca, data: HcaFacts) -> Finding:
         pci = data.get("pci")
         if not isinstance(pci, str) or not pci:
             raise Unmeasurable(f"its PCI function is unknown (device link unreadable: {_quote(pci)})")
@@ -226,15 +226,14 @@ def mtu_and_partitions(facts: Facts, topology: Topology) -> Verdict:
         f"pkeys {pkey_list(want)}" if want else
         f"the same pkeys on every compute port; topology {topology.name} declares no ib_partitions: consistency only")
     port_of = _devinfo_ports(facts)
-    tables = facts._require("ib-pkeys", "ib_pkeys").get("hcas")
+    tables = facts.require("ib-pkeys", "ib_pkeys").get("hcas")
     if not isinstance(tables, dict):
         raise Unmeasurable(f"pkey tables unreadable: {_quote(tables)}")
     seen: dict[str, str] = {}
 
-    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
-        ports = data.get("ports")
-        state = ports.get("1", {}).get("state") if isinstance(ports, dict) and isinstance(ports.get("1"), dict) \
-            else None
+    def judge_hca(hca: Hca, data: HcaFacts) -> Finding:
+        port1 = data.port()
+        state = port1.get("state") if port1 is not None else None
         if not isinstance(state, str) or not state.endswith("ACTIVE"):
             raise Unmeasurable(f"port {state}: the subnet manager sets MTU and partitions on an ACTIVE port "
                                "(see IB-01)")

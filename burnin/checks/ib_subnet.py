@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from burnin.checks.base import bad, check, declare_applicability, ok, per_hca
 from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, incomplete, roll_up
-from burnin.facts import Facts
+from burnin.facts import Facts, HcaFacts
 from burnin.text import printable
 from burnin.topology.model import Hca, Topology
 
@@ -86,22 +85,14 @@ def fold_names(names: Iterable[str]) -> str:
     return ", ".join(parts + plain)
 
 
-def _port1(data: dict[str, Any]) -> dict[str, Any]:
-    ports = data.get("ports")
-    port = ports.get("1") if isinstance(ports, dict) else None
-    if not isinstance(port, dict):
-        raise Unmeasurable("port 1 not present")
-    return port
-
-
 @check(CHECK_ID, "Subnet manager: every compute InfiniBand port has a LID and one SM", sources=("infiniband",))
 def subnet_manager(facts: Facts, topology: Topology) -> Verdict:
     sm_of: dict[str, int] = {}  # swept port's HCA -> its SM LID, in topology order
     roce: list[str] = []
 
-    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
+    def judge_hca(hca: Hca, data: HcaFacts) -> Finding:
         subject = f"{hca.name} port 1"
-        port = _port1(data)
+        port = data.measured_port()
         layer = port.get("link_layer")
         if layer not in ("InfiniBand", "Ethernet"):
             raise Unmeasurable(f"port 1 link_layer {printable(repr(layer), limit=40)} unreadable")

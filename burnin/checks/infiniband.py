@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from burnin.checks.base import (
     ERROR_COUNT,
     IB_RATE_GBPS,
@@ -18,7 +15,7 @@ from burnin.checks.base import (
 )
 from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
-from burnin.facts import Facts
+from burnin.facts import Facts, HcaFacts
 from burnin.topology.model import Hca, Topology
 
 FATAL_COUNTERS = (
@@ -28,20 +25,12 @@ FATAL_COUNTERS = (
 ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "port_rcv_errors")
 
 
-def _port(data: dict[str, Any]) -> dict[str, Any]:
-    ports = data.get("ports")
-    port = ports.get("1") if isinstance(ports, dict) else None
-    if not isinstance(port, dict):
-        raise Unmeasurable("port 1 not present")
-    return port
-
-
 @check("IB-01", "Compute HCA ports Active / LinkUp", sources=("infiniband",))
 def port_state(facts: Facts, topology: Topology) -> Verdict:
     expected = "4: ACTIVE / 5: LinkUp"
 
-    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
-        port = _port(data)
+    def judge_hca(hca: Hca, data: HcaFacts) -> Finding:
+        port = data.measured_port()
         state, phys = port.get("state"), port.get("phys_state")
         if not isinstance(state, str) or not isinstance(phys, str) or not state or not phys:
             raise Unmeasurable(f"state/phys_state unreadable ({state!r} / {phys!r})")
@@ -52,27 +41,18 @@ def port_state(facts: Facts, topology: Topology) -> Verdict:
                    healthy="all compute ports ACTIVE/LinkUp")
 
 
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
-
-
-def port_rate_gbps(rate_text: str | None) -> float | None:
-    """``400 Gb/sec (4X NDR)`` (sysfs ``rate``) → 400.0; None when unreadable."""
-    match = _RATE.match(rate_text or "")
-    return float(match.group(1)) if match else None
-
-
 @check("IB-02", "Compute HCA port rate", sources=("infiniband",), references=("ib_rate_gbps",))
 def port_rate(facts: Facts, topology: Topology) -> Verdict:
     ref = reference(topology, "ib_rate_gbps")
 
-    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
-        port = _port(data)
+    def judge_hca(hca: Hca, data: HcaFacts) -> Finding:
+        port = data.measured_port()
         rate_text = port.get("rate")
         state = port.get("state")
         if not isinstance(state, str) or not state.endswith("ACTIVE"):
             # A port that is not up reports a meaningless rate: not measured (IB-01 fails the port).
             raise Unmeasurable(f"port {state}: no rate while the port is not ACTIVE (see IB-01)")
-        rate = port_rate_gbps(rate_text if isinstance(rate_text, str) else None)
+        rate = port.rate_gbps
         if rate is None:
             raise Unmeasurable(f"rate unreadable: {rate_text!r}")
         measured_number(rate, hca.name, "rate (Gb/s)", IB_RATE_GBPS)
@@ -84,8 +64,8 @@ def port_rate(facts: Facts, topology: Topology) -> Verdict:
 
 @check("IB-03", "Link layer per HCA role (compute InfiniBand, storage Ethernet)", sources=("infiniband",))
 def link_layer(facts: Facts, topology: Topology) -> Verdict:
-    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
-        layer = _port(data).get("link_layer")
+    def judge_hca(hca: Hca, data: HcaFacts) -> Finding:
+        layer = data.measured_port().get("link_layer")
         if not layer:
             raise Unmeasurable(f"link_layer unreadable ({layer!r})")
         return judge(hca.name, layer == hca.link_layer, f"{hca.role} {layer}", f"{hca.role} {hca.link_layer}")
@@ -103,9 +83,9 @@ def error_counters(facts: Facts, topology: Topology) -> Verdict:
     expected = (f"{', '.join(FATAL_COUNTERS)} {fatal_ref.describe()}; "
                 f"{', '.join(ERROR_COUNTERS)} {error_ref.describe()}")
 
-    def judge_hca(hca: Hca, data: dict[str, Any]) -> Finding:
-        counters = _port(data).get("counters")
-        if not isinstance(counters, dict) or not counters:
+    def judge_hca(hca: Hca, data: HcaFacts) -> Finding:
+        counters = data.measured_port().counters
+        if not counters:
             raise Unmeasurable("no counters readable")
         unread = [name for name in (*FATAL_COUNTERS, *ERROR_COUNTERS) if counters.get(name) is None]
         if unread:
@@ -115,7 +95,7 @@ def error_counters(facts: Facts, topology: Topology) -> Verdict:
         over = [f"{name}={values[name]}" for name in FATAL_COUNTERS if not fatal_ref.admits(values[name])]
         over += [f"{name}={values[name]}" for name in ERROR_COUNTERS if not error_ref.admits(values[name])]
         if over:
-            since = facts.data.get("counter_baseline")
+            since = facts.counter_baseline
             return bad(hca.name, ", ".join(over) + (f" since baseline {since}" if since else ""), expected)
         return ok(hca.name, "counters within limits", expected)
 

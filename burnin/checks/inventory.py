@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from burnin.checks.base import (
     GPU_COUNT,
     GPU_MEMORY_MIB,
-    NVML_ENUM,
     bad,
     check,
-    gpu_field,
     gpu_subject,
     judge,
     measured_count,
-    measured_flag,
     ok,
     per_gpu,
     unknown,
 )
 from burnin.checks.references import reference
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
-from burnin.facts import Facts
+from burnin.facts import Facts, GpuFacts
+from burnin.facts.gpu import (
+    ECC_MODE,
+    ECC_MODE_PENDING,
+    FABRIC_STATE,
+    FABRIC_STATUS,
+    MIG_MODE,
+    MIG_MODE_PENDING,
+    PERSISTENCE,
+)
 from burnin.text import printable
 from burnin.topology.model import Topology
 
@@ -54,7 +58,7 @@ def gpu_inventory(facts: Facts, topology: Topology) -> Verdict:
         if not isinstance(gpu, dict):
             findings.append(unknown("node", f"NVML GPU entry unreadable: {gpu!r:.40}"))
             continue
-        subject = gpu_subject(gpu, topology)
+        subject = gpu_subject(GpuFacts(gpu), topology)
         errors = gpu.get("errors") or {}
         if gpu.get("lost"):
             findings.append(bad(subject, "lost (NVML_ERROR_GPU_IS_LOST)", "present and answering"))
@@ -128,9 +132,9 @@ def fabric_manager(facts: Facts, topology: Topology) -> Verdict:
         state = (record.get("stdout") or "").strip() or f"exit {record.get('exit_status')}"
         findings.append(judge("fabricmanager", state == "active", f"service {state}", "active"))
 
-    def fabric(subject: str, gpu: dict[str, Any]) -> Finding:
-        state = measured_count(gpu_field(gpu, "fabric", "state"), subject, "fabric state", NVML_ENUM)
-        status = measured_count(gpu_field(gpu, "fabric", "status"), subject, "fabric status", NVML_ENUM)
+    def fabric(subject: str, gpu: GpuFacts) -> Finding:
+        state = gpu.measured(FABRIC_STATE, subject)
+        status = gpu.measured(FABRIC_STATUS, subject)
         healthy = state == FABRIC_STATE_COMPLETED and status == NVML_SUCCESS
         names = {0: "NotSupported", 1: "NotStarted", 2: "InProgress", 3: "Completed"}
         return judge(subject, healthy, f"fabric {names.get(state, state)}/status {status}", "Completed/0")
@@ -188,8 +192,8 @@ def persistence(facts: Facts, topology: Topology) -> Verdict:
     want = topology.host.persistence
     text = "on" if want else "off"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        mode = measured_flag(gpu_field(gpu, "persistence_mode"), subject, "persistence mode")
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        mode = gpu.measured(PERSISTENCE, subject)
         return judge(subject, mode == want, f"persistence {'on' if mode else 'off'}", text)
 
     return roll_up("INV-06", facts.node, per_gpu(facts, topology, judge_gpu), expected=f"persistence {text}",
@@ -201,9 +205,9 @@ def mig(facts: Facts, topology: Topology) -> Verdict:
     want = 1 if topology.host.mig else MIG_DISABLED
     want_text = "enabled" if want else "disabled"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        current = measured_count(gpu_field(gpu, "mig_mode", "current"), subject, "MIG mode", NVML_ENUM)
-        pending = measured_count(gpu_field(gpu, "mig_mode", "pending"), subject, "pending MIG mode", NVML_ENUM)
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        current = gpu.measured(MIG_MODE, subject)
+        pending = gpu.measured(MIG_MODE_PENDING, subject)
         names = {0: "disabled", 1: "enabled"}
         text = f"MIG {names.get(current, current)}/pending {names.get(pending, pending)}"
         return judge(subject, current == want and pending == want, text, f"MIG {want_text}")
@@ -217,9 +221,9 @@ def ecc_mode(facts: Facts, topology: Topology) -> Verdict:
     want = topology.host.ecc
     want_text = "on" if want else "off"
 
-    def judge_gpu(subject: str, gpu: dict[str, Any]) -> Finding:
-        current = measured_flag(gpu_field(gpu, "ecc_mode", "current"), subject, "ECC mode")
-        pending = measured_flag(gpu_field(gpu, "ecc_mode", "pending"), subject, "pending ECC mode")
+    def judge_gpu(subject: str, gpu: GpuFacts) -> Finding:
+        current = gpu.measured(ECC_MODE, subject)
+        pending = gpu.measured(ECC_MODE_PENDING, subject)
         text = f"ECC {'on' if current else 'off'}/pending {'on' if pending else 'off'}"
         return judge(subject, current == want and pending == want, text, f"ECC {want_text}")
 

@@ -25,7 +25,6 @@ checks now.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +33,19 @@ from typing import Any
 
 from burnin.atomic import write_text_atomic
 from burnin.checks.infiniband import ERROR_COUNTERS, FATAL_COUNTERS
+from burnin.facts import Facts
+from burnin.facts.gpu import (
+    ECC_AGGREGATE_UNCORRECTED,
+    ECC_VOLATILE_UNCORRECTED,
+    NVLINK_COUNTERS,
+    PCIE_GEN,
+    PCIE_WIDTH_NOW,
+    POWER_LIMIT,
+    REMAPPED_CORRECTABLE,
+    REMAPPED_UNCORRECTABLE,
+    TEMPERATURE,
+)
+from burnin.facts.values import items, mapping, number
 
 CHECK_STATES = ("pass", "fail", "incomplete", "not-applicable")
 _SEVERITY = {"pass": 0, "not-applicable": 1, "incomplete": 2, "fail": 3}
@@ -71,7 +83,6 @@ METRICS: dict[str, tuple[str, str]] = {
 
 IB_ERROR_COUNTERS = (*FATAL_COUNTERS, *ERROR_COUNTERS)
 """The port counters exported: those IB-04 judges (7 per port, where the driver has about 20)."""
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 # Lone surrogates: the bytes of a name that was not UTF-8 (os.listdir's surrogateescape), never writable as UTF-8.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 GB = 1e9
@@ -87,10 +98,10 @@ class Exposition:
     def add(self, name: str, value: float | int | bool | None, **labels: object) -> None:
         if name not in METRICS:
             raise KeyError(f"metric {name} is not declared")
-        number = float(value) if isinstance(value, bool) else _num(value)
-        if number is None or not math.isfinite(number):
+        sample = float(value) if isinstance(value, bool) else number(value)
+        if sample is None:
             return  # a value that cannot be true is not exported (the check says incomplete)
-        self.samples.setdefault(name, []).append(({k: label_text(v) for k, v in labels.items()}, number))
+        self.samples.setdefault(name, []).append(({k: label_text(v) for k, v in labels.items()}, sample))
 
     def render(self) -> str:
         lines: list[str] = []
@@ -129,16 +140,6 @@ def _number(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
 
 
-def _num(value: Any) -> float | None:
-    """A JSON number as a float; None for anything else (text, a boolean, an integer too large for a float)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value)
-    except OverflowError:
-        return None
-
-
 def verdict_metrics(exp: Exposition, gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]]) -> None:
     """Run-level, node-level and per-check series from gate.json and verdicts.json."""
     nodes: Mapping[str, Any] = gate.get("nodes", {})
@@ -165,88 +166,68 @@ def verdict_metrics(exp: Exposition, gate: Mapping[str, Any], outcomes: Iterable
             exp.add("burnin_node_checks", count, node=node, state=state)
 
 
-def gpu_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
-    nvml = facts.get("nvml")
-    if not isinstance(nvml, dict):
-        return
-    for gpu in nvml.get("gpus", []):
-        if not isinstance(gpu, dict) or gpu.get("lost"):
+def gpu_metrics(exp: Exposition, node: str, facts: Facts) -> None:
+    for gpu in facts.gpus_reported():
+        if gpu.lost:
             continue
         index = str(gpu.get("index"))
-        exp.add("burnin_gpu_temperature_celsius", _num(gpu.get("temperature_c")), node=node, gpu=index)
-        power = gpu.get("power") or {}
-        limit_mw = _num(power.get("enforced_limit_mw"))
+        exp.add("burnin_gpu_temperature_celsius", gpu.read(TEMPERATURE), node=node, gpu=index)
+        limit_mw = gpu.read(POWER_LIMIT)
         exp.add("burnin_gpu_power_limit_watts", None if limit_mw is None else limit_mw / 1000, node=node, gpu=index)
-        ecc = gpu.get("ecc_errors") or {}
-        for scope in ("volatile", "aggregate"):
-            exp.add("burnin_gpu_ecc_uncorrected_errors", _num(ecc.get(f"{scope}_uncorrected")),
-                    node=node, gpu=index, scope=scope)
-        rows = gpu.get("remapped_rows") or {}
-        for cause in ("correctable", "uncorrectable"):
-            exp.add("burnin_gpu_remapped_rows", _num(rows.get(cause)), node=node, gpu=index, cause=cause)
-        pcie = gpu.get("pcie") or {}
-        exp.add("burnin_gpu_pcie_link_width", _num(pcie.get("curr_width")), node=node, gpu=index)
-        exp.add("burnin_gpu_pcie_link_generation", _num(pcie.get("curr_gen")), node=node, gpu=index)
-        links = gpu.get("nvlink")
-        if isinstance(links, list) and links:
-            exp.add("burnin_gpu_nvlink_links_active", sum(1 for link in links if link.get("active") is True),
-                    node=node, gpu=index)
-            for counter in ("replay", "recovery", "crc_flit"):
-                values = [_num(link.get(counter)) for link in links]
-                if values and all(v is not None for v in values):
-                    exp.add("burnin_gpu_nvlink_errors", sum(v for v in values if v is not None),
-                            node=node, gpu=index, counter=counter)
+        for scope, ecc in (("volatile", ECC_VOLATILE_UNCORRECTED), ("aggregate", ECC_AGGREGATE_UNCORRECTED)):
+            exp.add("burnin_gpu_ecc_uncorrected_errors", gpu.read(ecc), node=node, gpu=index, scope=scope)
+        for cause, rows in (("correctable", REMAPPED_CORRECTABLE), ("uncorrectable", REMAPPED_UNCORRECTABLE)):
+            exp.add("burnin_gpu_remapped_rows", gpu.read(rows), node=node, gpu=index, cause=cause)
+        exp.add("burnin_gpu_pcie_link_width", gpu.read(PCIE_WIDTH_NOW), node=node, gpu=index)
+        exp.add("burnin_gpu_pcie_link_generation", gpu.read(PCIE_GEN), node=node, gpu=index)
+        active = gpu.nvlink_active()
+        if active is not None:
+            exp.add("burnin_gpu_nvlink_links_active", active, node=node, gpu=index)
+            for counter in NVLINK_COUNTERS:
+                exp.add("burnin_gpu_nvlink_errors", gpu.nvlink_total(counter), node=node, gpu=index, counter=counter)
 
 
-def ib_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
-    infiniband = facts.get("infiniband")
-    if not isinstance(infiniband, dict):
-        return
-    for hca, data in sorted(infiniband.get("hcas", {}).items()):
-        for port, info in sorted((data.get("ports") or {}).items()):
-            match = _RATE.match(str(info.get("rate", "")))
-            if match:
-                exp.add("burnin_ib_port_rate_bytes_per_second", float(match.group(1)) * GB / BITS_PER_BYTE,
-                        node=node, hca=hca, port=port)
-            state = str(info.get("state", ""))
-            if state:
-                exp.add("burnin_ib_port_active", "ACTIVE" in state, node=node, hca=hca, port=port)
-            counters = info.get("counters")
-            if not isinstance(counters, dict) or str(info.get("link_layer") or "InfiniBand") != "InfiniBand":
+def ib_metrics(exp: Exposition, node: str, facts: Facts) -> None:
+    for hca in sorted(facts.hcas_reported(), key=lambda h: h.name):
+        for port in sorted(hca.ports(), key=lambda p: p.number):
+            labels = {"node": node, "hca": hca.name, "port": port.number}
+            rate = port.rate_gbps
+            if rate is not None:
+                exp.add("burnin_ib_port_rate_bytes_per_second", rate * GB / BITS_PER_BYTE, **labels)
+            if port.state:
+                exp.add("burnin_ib_port_active", port.active, **labels)
+            if port.counters is None or (port.get("link_layer") or "InfiniBand") != "InfiniBand":
                 continue  # a storage (Ethernet) port: IB-04 does not judge it
             for counter in IB_ERROR_COUNTERS:
-                exp.add("burnin_ib_port_errors", _num(counters.get(counter)), node=node, hca=hca, port=port,
-                        counter=counter)
+                exp.add("burnin_ib_port_errors", port.counter(counter), **labels, counter=counter)
 
 
-def fabric_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
-    fabric = facts.get("fabric")
+def fabric_metrics(exp: Exposition, node: str, facts: Facts) -> None:
+    fabric = facts.section("fabric")
     if not isinstance(fabric, dict):
         return
-    for collective, run in sorted((fabric.get("single") or {}).items()):
+    for collective, run in sorted(mapping(fabric.get("single")).items()):
         if isinstance(run, dict) and run.get("status") == "ok":
-            busbw = _num(run.get("busbw_gbps"))
+            busbw = number(run.get("busbw_gbps"))
             exp.add("burnin_nccl_busbw_bytes_per_second", None if busbw is None else busbw * GB,
                     node=node, collective=collective, scope="single-node")
     nvb = fabric.get("nvbandwidth")
     if isinstance(nvb, dict) and nvb.get("status") == "ok":
-        for testcase, matrix in sorted((nvb.get("testcases") or {}).items()):
-            values = [_num(v) for row in matrix for v in row if _num(v) is not None]
-            finite = [v for v in values if v is not None and math.isfinite(v)]
+        for testcase, matrix in sorted(mapping(nvb.get("testcases")).items()):
+            finite = [v for row in items(matrix) for cell in items(row) if (v := number(cell)) is not None]
             if finite:
                 exp.add("burnin_nvbandwidth_min_bytes_per_second", min(finite) * GB, node=node, testcase=testcase)
 
 
-def megatron_metrics(exp: Exposition, node: str, facts: Mapping[str, Any]) -> None:
+def megatron_metrics(exp: Exposition, node: str, facts: Facts) -> None:
     """TFLOP/s/GPU and MFU of the node's single-node run and of the multi-node run it took part in."""
     from burnin.evaluate.verdict import Unmeasurable
     from burnin.megatron.judge import throughput
 
-    section = facts.get("megatron")
+    section = facts.section("megatron")
     if not isinstance(section, dict):
         return
-    settings = section.get("settings")
-    peak = _num(settings.get("peak_tflops_per_gpu")) if isinstance(settings, dict) else None
+    peak = number(mapping(section.get("settings")).get("peak_tflops_per_gpu"))
     multi = section.get("multi")
     records = {"single": section.get("single"), "multi": multi.get("run") if isinstance(multi, dict) else None}
     for run, record in records.items():
@@ -270,7 +251,7 @@ def exposition(gate: Mapping[str, Any], outcomes: Iterable[Mapping[str, Any]],
     exp.add("burnin_run_duration_seconds", duration_s)
     verdict_metrics(exp, gate, outcomes)
     for node in sorted(facts):
-        node_facts = facts[node]
+        node_facts = Facts.of(node, facts[node])
         gpu_metrics(exp, node, node_facts)
         ib_metrics(exp, node, node_facts)
         fabric_metrics(exp, node, node_facts)

@@ -14,8 +14,6 @@ reading, and every string shown later goes through :func:`burnin.text.printable`
 from __future__ import annotations
 
 import json
-import math
-import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -23,11 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from burnin.facts import Facts, GpuFacts
+from burnin.facts.gpu import ECC_VOLATILE_UNCORRECTED, PCIE_GEN, PCIE_WIDTH_NOW, POWER_LIMIT, TEMPERATURE
+from burnin.facts.values import items, mapping, number
+
 Curve = tuple[tuple[float, float], ...]
 """(x, y) points, e.g. (message size in bytes, busbw in GB/s)."""
-
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
-
 
 @dataclass(frozen=True, slots=True)
 class NodeFacts:
@@ -42,27 +41,6 @@ class NodeFacts:
     """curve key (``nccl.single.all_reduce``) -> points, where the facts keep them."""
     problem: str = ""
     """Why there are no facts (missing, unreadable); empty when they were read."""
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def number(value: object) -> float | None:
-    """``value`` as a finite float, or None (bools, NaN, inf and text are no numbers)."""
-    kind = type(value)  # exact types: bool is an int subclass and no number here
-    if kind is float:
-        return value if math.isfinite(value) else None  # type: ignore[arg-type,return-value]
-    if kind is int:
-        try:
-            return float(value)  # type: ignore[arg-type]
-        except OverflowError:  # an integer beyond float range
-            return None
-    return None
 
 
 def _span(values: Iterable[float], unit: str) -> str:
@@ -84,16 +62,26 @@ def _put(readings: dict[str, float], key: str, value: float | None) -> None:
         readings[key] = value
 
 
-def _gpus(nvml: dict[str, Any], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
-    gpus = [g for g in _list(nvml.get("gpus")) if isinstance(g, dict)]
-    lost = [str(g.get("index", "?")) for g in gpus if g.get("lost")]
+def _index(gpu: GpuFacts) -> str:
+    index = gpu.get("index")
+    return "?" if index is None else str(index)
+
+
+def _float(value: int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _gpus(facts: Facts, summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
+    nvml = mapping(facts.section("nvml"))
+    gpus = facts.gpus_reported()
+    lost = [_index(g) for g in gpus if g.lost]
     count = number(nvml.get("device_count"))
     enumerated = count if count is not None else float(len(gpus)) if gpus else None
     # a GPU that fell off the bus is still enumerated, but it is not a GPU the node can use
     _put(readings, "gpu.count", None if enumerated is None else max(enumerated - len(lost), 0.0))
-    gpus = [g for g in gpus if not g.get("lost")]
+    gpus = [g for g in gpus if not g.lost]
     if gpus:
-        summary.append(("GPUs", _counted(str(g.get("name", "?")) for g in gpus)))
+        summary.append(("GPUs", _counted(str(g.get("name") or "?") for g in gpus)))
     if lost:
         summary.append(("lost GPUs", ", ".join(f"gpu{i}" for i in lost)))
     driver = str(nvml.get("driver_version") or "")
@@ -104,26 +92,25 @@ def _gpus(nvml: dict[str, Any], summary: list[tuple[str, str]], readings: dict[s
     vbios = sorted({str(g.get("vbios")) for g in gpus if g.get("vbios")})
     if vbios:
         summary.append(("VBIOS", ", ".join(vbios)))
-    temps = [t for g in gpus if (t := number(g.get("temperature_c"))) is not None]
+    temps = [t for g in gpus if (t := g.read(TEMPERATURE)) is not None]
     _put(readings, "gpu.temperature_max", max(temps, default=None))
-    limits = [lim for g in gpus if (lim := _temperature_limit(g)) is not None]
+    limits = [lim for g in gpus if (lim := g.temperature_limit()) is not None]
     _put(readings, "gpu.temperature_limit", min(limits, default=None))
     if temps:
         summary.append(("temperature", _span(temps, "C")))
-    power = [p / 1000 for g in gpus if (p := number(_dict(g.get("power")).get("enforced_limit_mw"))) is not None]
+    power = [p / 1000 for g in gpus if (p := g.read(POWER_LIMIT)) is not None]
     _put(readings, "gpu.power_limit_min", min(power, default=None))
     if power:
         summary.append(("power limit", _span(power, "W")))
     _pcie(gpus, summary, readings)
     _nvlink(gpus, summary, readings)
-    ecc = [e for g in gpus if (e := number(_dict(g.get("ecc_errors")).get("volatile_uncorrected"))) is not None]
+    ecc = [float(e) for g in gpus if (e := g.read(ECC_VOLATILE_UNCORRECTED)) is not None]
     _put(readings, "gpu.ecc_volatile_uncorrected_max", max(ecc, default=None))
 
 
-def _pcie(gpus: list[dict[str, Any]], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
+def _pcie(gpus: list[GpuFacts], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
     """The narrowest and slowest GPU PCIe link (GPU-08), and which GPUs trained below the others."""
-    links = [(str(g.get("index", "?")), number(_dict(g.get("pcie")).get("curr_gen")),
-              number(_dict(g.get("pcie")).get("curr_width"))) for g in gpus]
+    links = [(_index(g), _float(g.read(PCIE_GEN)), _float(g.read(PCIE_WIDTH_NOW))) for g in gpus]
     gens = [gen for _, gen, _ in links if gen is not None]
     widths = [width for _, _, width in links if width is not None]
     _put(readings, "gpu.pcie_gen_min", min(gens, default=None))
@@ -137,58 +124,47 @@ def _pcie(gpus: list[dict[str, Any]], summary: list[tuple[str, str]], readings: 
     summary.append(("PCIe", "; ".join([*odd, f"Gen{best_gen:g} x{best_width:g} on {common[0][1]} GPUs"])))
 
 
-def _temperature_limit(gpu: dict[str, Any]) -> float | None:
-    thresholds = _dict(gpu.get("temperature_thresholds"))
-    limit = number(thresholds.get("gpu_max"))
-    return limit if limit is not None else number(thresholds.get("slowdown"))
-
-
-def _nvlink(gpus: list[dict[str, Any]], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
+def _nvlink(gpus: list[GpuFacts], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
     per_gpu: list[tuple[str, int, int]] = []
-    worst: float | None = None  # the highest replay or CRC count of any link (hot loop: 18 links x 8 GPUs)
+    worst: float | None = None  # the highest replay or CRC count of any link
     for gpu in gpus:
-        links = [link for link in _list(gpu.get("nvlink")) if isinstance(link, dict)]
-        if not links:
+        active = gpu.nvlink_active()
+        if active is None:
             continue
-        active = 0
-        for link in links:
-            active += link.get("active") is True
-            for value in (link.get("replay"), link.get("crc_flit")):
-                if (type(value) is int or type(value) is float) and value == value and (worst is None or value > worst):
-                    worst = value
-        per_gpu.append((str(gpu.get("index", "?")), active, len(links)))
+        high = gpu.nvlink_max("replay", "crc_flit")
+        if high is not None and (worst is None or high > worst):
+            worst = high
+        per_gpu.append((_index(gpu), active, len(gpu.links())))
     if not per_gpu:
         return
     _put(readings, "gpu.nvlink_active_min", float(min(active for _, active, _ in per_gpu)))
-    _put(readings, "gpu.nvlink_errors_max", number(worst))
+    _put(readings, "gpu.nvlink_errors_max", worst)
     short = [f"gpu{i} {a}/{n}" for i, a, n in per_gpu if a < n]
     full = {n for _, a, n in per_gpu if a == n}
     text = f"{min(full)}/{min(full)} active on {len(per_gpu) - len(short)} GPUs" if full else ""
     summary.append(("NVLink", "; ".join([*short, text] if text else short)))
 
 
-def _hcas(infiniband: dict[str, Any], summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
-    hcas = {str(k): v for k, v in _dict(infiniband.get("hcas")).items() if isinstance(v, dict)}
+def _hcas(facts: Facts, summary: list[tuple[str, str]], readings: dict[str, float]) -> None:
+    hcas = facts.hcas_reported()
     if not hcas:
         return
-    kinds = _counted(f"{h.get('hca_type', '?')} fw {h.get('fw_ver', '?')}" for h in hcas.values())
+    kinds = _counted(f"{h.get('hca_type', '?')} fw {h.get('fw_ver', '?')}" for h in hcas)
     summary.append(("HCAs", kinds))
     ib_rates: list[float] = []
     layers: Counter[str] = Counter()
     down: list[str] = []
     counters: list[float] = []
-    for name, hca in sorted(hcas.items()):
-        for port_id, port in _dict(hca.get("ports")).items():
-            if not isinstance(port, dict):
-                continue
+    for hca in sorted(hcas, key=lambda h: h.name):
+        for port in hca.ports():
             layer = str(port.get("link_layer") or "?")
             layers[layer] += 1
-            match = _RATE.match(str(port.get("rate") or ""))
-            if layer == "InfiniBand" and match:
-                ib_rates.append(float(match.group(1)))
-            if "ACTIVE" not in str(port.get("state") or ""):
-                down.append(f"{name}/{port_id} {port.get('state', '?')}")
-            counters.extend(n for raw in _dict(port.get("counters")).values() if (n := number(raw)) is not None)
+            rate = port.rate_gbps
+            if layer == "InfiniBand" and rate is not None:
+                ib_rates.append(rate)
+            if not port.active:
+                down.append(f"{hca.name}/{port.number} {port.get('state', '?')}")
+            counters.extend(float(n) for name in port.counters or () if (n := port.counter(name)) is not None)
     _put(readings, "ib.rate_min", min(ib_rates, default=None))
     _put(readings, "ib.error_counter_max", max(counters, default=None))
     ports = ", ".join(f"{n} {layer}" for layer, n in layers.most_common())
@@ -210,10 +186,10 @@ def _kernel(kernel: dict[str, Any], summary: list[tuple[str, str]]) -> None:
 
 def _fabric(fabric: dict[str, Any], summary: list[tuple[str, str]], readings: dict[str, float],
             curves: dict[str, Curve]) -> None:
-    nvls = _dict(fabric.get("settings")).get("nvls")
+    nvls = mapping(fabric.get("settings")).get("nvls")
     shown: list[str] = []
-    for collective, run in sorted(_dict(fabric.get("single")).items()):
-        run = _dict(run)
+    for collective, run in sorted(mapping(fabric.get("single")).items()):
+        run = mapping(run)
         key = f"nccl.single.{collective}"
         if collective == "all_reduce":
             key += ".nvls" if nvls is not False else ".ring"
@@ -227,8 +203,8 @@ def _fabric(fabric: dict[str, Any], summary: list[tuple[str, str]], readings: di
     if shown:
         summary.append(("single-node busbw", ", ".join(shown)))
     # the run's medians the fabric checks judged stragglers against, under "fleet." + the reading's key
-    for name, entry in _dict(fabric.get("fleet")).items():
-        median_value = number(_dict(entry).get("median"))
+    for name, entry in mapping(fabric.get("fleet")).items():
+        median_value = number(mapping(entry).get("median"))
         if name.startswith("single."):
             collective = name.removeprefix("single.")
             key = f"nccl.single.{collective}"
@@ -236,30 +212,30 @@ def _fabric(fabric: dict[str, Any], summary: list[tuple[str, str]], readings: di
         else:
             key = name
         _put(readings, f"fleet.{key}", median_value)
-    testcases = _dict(_dict(fabric.get("nvbandwidth")).get("testcases"))
+    testcases = mapping(mapping(fabric.get("nvbandwidth")).get("testcases"))
     for testcase, key in (("device_to_device_memcpy_read_ce", "nvl.d2d_read_min"),
                           ("host_to_device_memcpy_ce", "nvl.h2d_min"), ("device_to_host_memcpy_ce", "nvl.d2h_min")):
-        cells = [v for row in _list(testcases.get(testcase)) for cell in _list(row) if (v := number(cell)) is not None]
+        cells = [v for row in items(testcases.get(testcase)) for cell in items(row) if (v := number(cell)) is not None]
         _put(readings, key, min(cells, default=None))
-    gdr = [number(_dict(m).get("bw_average_gbps"))
-           for kinds in _dict(fabric.get("ib_write_bw")).values() for m in _dict(kinds).values()]
+    gdr = [number(mapping(m).get("bw_average_gbps"))
+           for kinds in mapping(fabric.get("ib_write_bw")).values() for m in mapping(kinds).values()]
     _put(readings, "ib.write_bw_min", min((v for v in gdr if v is not None), default=None))
-    _multi(_dict(fabric.get("multi")), readings)
+    _multi(mapping(fabric.get("multi")), readings)
 
 
 def _multi(multi: dict[str, Any], readings: dict[str, float]) -> None:
-    localization = _dict(multi.get("localization"))
-    pairs = [number(_dict(t.get("measurement")).get("busbw_gbps"))
-             for t in _list(localization.get("tests")) if isinstance(t, dict)]
+    localization = mapping(multi.get("localization"))
+    pairs = [number(mapping(t.get("measurement")).get("busbw_gbps"))
+             for t in items(localization.get("tests")) if isinstance(t, dict)]
     _put(readings, "nccl.pair_best", max((v for v in pairs if v is not None), default=None))
-    rails = [number(_dict(m).get("busbw_gbps")) for m in _dict(localization.get("rails")).values()]
+    rails = [number(mapping(m).get("busbw_gbps")) for m in mapping(localization.get("rails")).values()]
     _put(readings, "nccl.rail_min", min((v for v in rails if v is not None), default=None))
 
 
 def _curve(value: object) -> Curve:
     """``[[size_bytes, busbw_gbps], ...]`` (or ``{"size_bytes":, "busbw_gbps":}`` rows) as finite points."""
     points: list[tuple[float, float]] = []
-    for row in _list(value):
+    for row in items(value):
         if isinstance(row, dict):
             pair = (number(row.get("size_bytes")), number(row.get("busbw_gbps")))
         elif isinstance(row, list) and len(row) >= 2:
@@ -286,20 +262,19 @@ def _megatron(megatron: dict[str, Any], summary: list[tuple[str, str]], readings
     _put(readings, "megatron.single_tflops", number(tflops))
     if "megatron.single_tflops" in readings:
         summary.append(("Megatron", f"{tflops:.4g} TFLOP/s per GPU (single node)"))
-    fleet = number(_dict(_dict(megatron.get("fleet")).get("single.tflops_per_gpu")).get("median"))
+    fleet = number(mapping(mapping(megatron.get("fleet")).get("single.tflops_per_gpu")).get("median"))
     _put(readings, "fleet.megatron.single_tflops", fleet)
 
 
 def _storage_traffic(traffic: dict[str, Any], readings: dict[str, float]) -> None:
     """The most bytes one compute HCA moved while the storage suite wrote and read its mounts (STO-03)."""
-    moved = [sum(v for key in ("xmit", "rcv") if (v := number(_dict(counts).get(key))) is not None)
-             for counts in _dict(traffic.get("compute")).values()]
+    moved = [sum(v for key in ("xmit", "rcv") if (v := number(mapping(counts).get(key))) is not None)
+             for counts in mapping(traffic.get("compute")).values()]
     _put(readings, "storage.compute_hca_bytes_max", max(moved, default=None))
 
 
-def _sources(sources: dict[str, Any], summary: list[tuple[str, str]]) -> None:
-    failed = [f"{name}: {_dict(s).get('error') or 'failed'}" for name, s in sorted(sources.items())
-              if isinstance(s, dict) and s.get("ok") is False]
+def _sources(facts: Facts, summary: list[tuple[str, str]]) -> None:
+    failed = [f"{name}: {why}" for name, why in sorted(facts.failed_sources().items())]
     if failed:
         summary.append(("not collected", "; ".join(failed)))
 
@@ -309,18 +284,19 @@ def summarize(node: str, facts: Mapping[str, Any]) -> NodeFacts:
     summary: list[tuple[str, str]] = []
     readings: dict[str, float] = {}
     curves: dict[str, Curve] = {}
-    hostname = facts.get("hostname")
+    document = Facts.of(node, facts)
+    hostname = document.section("hostname")
     if hostname is not None and str(hostname) != node:
         summary.append(("hostname", str(hostname)))
-    if facts.get("collected_at"):
-        summary.append(("collected", str(facts["collected_at"])))
-    _gpus(_dict(facts.get("nvml")), summary, readings)
-    _hcas(_dict(facts.get("infiniband")), summary, readings)
-    _kernel(_dict(facts.get("kernel")), summary)
-    _fabric(_dict(facts.get("fabric")), summary, readings, curves)
-    _megatron(_dict(facts.get("megatron")), summary, readings)
-    _storage_traffic(_dict(facts.get("storage_traffic")), readings)
-    _sources(_dict(facts.get("sources")), summary)
+    if document.section("collected_at"):
+        summary.append(("collected", str(document.section("collected_at"))))
+    _gpus(document, summary, readings)
+    _hcas(document, summary, readings)
+    _kernel(mapping(document.section("kernel")), summary)
+    _fabric(mapping(document.section("fabric")), summary, readings, curves)
+    _megatron(mapping(document.section("megatron")), summary, readings)
+    _storage_traffic(mapping(document.section("storage_traffic")), readings)
+    _sources(document, summary)
     return NodeFacts(node, tuple(summary), readings, curves)
 
 

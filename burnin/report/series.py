@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from burnin.report.node_facts import NodeFacts, number
+from burnin.facts.values import number
+from burnin.report.node_facts import NodeFacts
 
 if TYPE_CHECKING:
     from burnin.topology.model import Topology

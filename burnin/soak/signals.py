@@ -15,7 +15,17 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from burnin.facts import Facts
+from burnin.facts import Facts, GpuFacts
+from burnin.facts.gpu import (
+    CLOCK_EVENT_REASONS,
+    ECC_VOLATILE_CORRECTED,
+    ECC_VOLATILE_UNCORRECTED,
+    REMAP_FAILURE,
+    REMAP_PENDING,
+    SRAM_UNCORRECTED,
+    TEMPERATURE,
+)
+from burnin.facts.values import count, items, mapping, number, text
 from burnin.parsers.dmesg import parse_xid_events
 
 _STAMP = re.compile(r"^\s*\[\s*(\d{1,10}\.\d{1,9})\]")
@@ -106,94 +116,69 @@ _GPU_FIELDS = tuple(f.name for f in fields(GpuReading))
 _EVENT_FIELDS = tuple(f.name for f in fields(KernelEvent))
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _num(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _flag(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-def _total(links: object, counter: str) -> int | None:
-    if not isinstance(links, list):
-        return None
-    values = [_int(link.get(counter)) if isinstance(link, dict) else None for link in links]
-    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
-
-
-def _dmon(data: dict[str, Any]) -> dict[int, dict[str, float | None]]:
-    record = (data.get("commands") or {}).get("dmon") or {}
-    text = record.get("stdout") if isinstance(record, dict) else None
-    if not text or record.get("exit_status") != 0:
+def _dmon(facts: Facts) -> dict[int, dict[str, float | None]]:
+    """``nvidia-smi dmon``'s latest power and temperatures by GPU, where NVML gave none."""
+    record = facts.command_record("dmon") or {}
+    output = text(record.get("stdout"))
+    if not output or record.get("exit_status") != 0:
         return {}
     from burnin.errors import ParseError
     from burnin.parsers.dmon import parse_dmon
 
     try:
-        return {gpu: sample.values for gpu, sample in parse_dmon(text).latest().items()}
+        return {gpu: sample.values for gpu, sample in parse_dmon(output).latest().items()}
     except ParseError:
         return {}
 
 
-def _gpus(data: dict[str, Any]) -> tuple[GpuReading, ...]:
-    nvml_gpus = (data.get("nvml") or {}).get("gpus") or []
-    extra = {g.get("index"): g for g in (data.get("gpu_telemetry") or {}).get("gpus") or [] if isinstance(g, dict)}
-    dmon = _dmon(data)
+def _gpus(facts: Facts) -> tuple[GpuReading, ...]:
+    listed = facts.gpus_reported()
+    # what only a soak gathers (collector source gpu-telemetry), by NVML index
+    extra = {g.get("index"): g for g in items(mapping(facts.section("gpu_telemetry")).get("gpus"))
+             if isinstance(g, dict)}
+    dmon = _dmon(facts)
+    by_index = {gpu.index: gpu for gpu in listed if gpu.index is not None}
     readings: list[GpuReading] = []
-    indexes = [g.get("index") for g in nvml_gpus if isinstance(g, dict)] or sorted(dmon)
-    by_index = {g.get("index"): g for g in nvml_gpus if isinstance(g, dict)}
-    for index in indexes:
-        if not isinstance(index, int):
+    for index in [gpu.index for gpu in listed] if listed else sorted(dmon):
+        if index is None:
             continue
-        gpu = by_index.get(index, {})
+        gpu = by_index.get(index, GpuFacts({}))
         more = extra.get(index, {})
         backup = dmon.get(index, {})
-        ecc, rows = _dict(gpu.get("ecc_errors")), _dict(gpu.get("remapped_rows"))
-        limits = _dict(gpu.get("temperature_thresholds"))
-        power_mw = _num(more.get("power_mw"))
+        temperature = gpu.read(TEMPERATURE)
+        memory_temperature = number(more.get("memory_temperature_c"))
+        power_mw = number(more.get("power_mw"))
         readings.append(GpuReading(
             index=index,
-            bus_id=gpu.get("bus_id") if isinstance(gpu.get("bus_id"), str) else None,
-            lost=gpu.get("lost") is True,
-            temperature_c=_num(gpu.get("temperature_c")) if gpu.get("temperature_c") is not None
-            else backup.get("gtemp"),
-            gpu_max_c=_num(limits.get("gpu_max")) if limits.get("gpu_max") is not None
-            else _num(limits.get("slowdown")),
-            memory_temperature_c=_num(more.get("memory_temperature_c")) if more.get("memory_temperature_c")
-            is not None else backup.get("mtemp"),
-            memory_max_c=_num(more.get("memory_max_c")),
+            bus_id=gpu.bus_id,
+            lost=gpu.lost,
+            temperature_c=temperature if gpu.get(*TEMPERATURE.path) is not None else backup.get("gtemp"),
+            gpu_max_c=gpu.temperature_limit(),
+            memory_temperature_c=memory_temperature if more.get("memory_temperature_c") is not None
+            else backup.get("mtemp"),
+            memory_max_c=number(more.get("memory_max_c")),
             power_w=power_mw / 1000 if power_mw is not None else backup.get("pwr"),
-            clock_reasons=_int(gpu.get("clock_event_reasons")),
-            ecc_corrected=_int(ecc.get("volatile_corrected")),
-            ecc_uncorrected=_int(ecc.get("volatile_uncorrected")),
-            sram_uncorrected=_int(ecc.get("sram_aggregate_uncorrected")),
-            remap_pending=_flag(rows.get("pending")),
-            remap_failure=_flag(rows.get("failure")),
-            pcie_replay=_int(more.get("pcie_replay")),
-            nvlink_replay=_total(gpu.get("nvlink"), "replay"),
-            nvlink_recovery=_total(gpu.get("nvlink"), "recovery"),
-            nvlink_crc=_total(gpu.get("nvlink"), "crc_flit"),
+            clock_reasons=gpu.read(CLOCK_EVENT_REASONS),
+            ecc_corrected=gpu.read(ECC_VOLATILE_CORRECTED),
+            ecc_uncorrected=gpu.read(ECC_VOLATILE_UNCORRECTED),
+            sram_uncorrected=gpu.read(SRAM_UNCORRECTED),
+            remap_pending=gpu.read(REMAP_PENDING),
+            remap_failure=gpu.read(REMAP_FAILURE),
+            pcie_replay=count(more.get("pcie_replay")),
+            nvlink_replay=gpu.nvlink_total("replay"),
+            nvlink_recovery=gpu.nvlink_total("recovery"),
+            nvlink_crc=gpu.nvlink_total("crc_flit"),
         ))
     return tuple(readings)
 
 
-def _ib(data: dict[str, Any]) -> dict[str, dict[str, int]]:
+def _ib(facts: Facts) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
-    for name, hca in ((data.get("infiniband") or {}).get("hcas") or {}).items():
-        port = ((hca or {}).get("ports") or {}).get("1") if isinstance(hca, dict) else None
-        counters = port.get("counters") if isinstance(port, dict) else None
-        if isinstance(counters, dict):
-            out[name] = {k: v for k, v in counters.items() if _int(v) is not None}
+    for hca in facts.hcas_reported():
+        port = hca.port("1")
+        counters = port.counters if port is not None else None
+        if counters is not None:
+            out[hca.name] = {k: v for k, v in counters.items() if count(v) is not None}
     return out
 
 
@@ -228,7 +213,7 @@ def _edac(host: dict[str, Any], key: str) -> int | None:
     controllers = host.get("edac")
     if not host.get("edac_present") or not isinstance(controllers, dict) or not controllers:
         return None
-    values = [_int(c.get(key)) if isinstance(c, dict) else None for c in controllers.values()]
+    values = [count(c.get(key)) if isinstance(c, dict) else None for c in controllers.values()]
     return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
@@ -236,18 +221,15 @@ def read_sample(facts: Facts, *, t: float, stage: str, attempt: int) -> NodeSamp
     """The monitoring sample in one node's collector output."""
     if facts.unreachable:
         return NodeSample(facts.node, t, stage, attempt, error=facts.unreachable)
-    data = facts.data
-    missing = tuple(f"{name}: {info.get('error')}" for name, info in (data.get("sources") or {}).items()
-                    if isinstance(info, dict) and not info.get("ok"))
-    host = _dict(data.get("host_health"))
-    record = (data.get("commands") or {}).get("kernel-events") or {}
-    text = record.get("stdout") if isinstance(record, dict) and not record.get("error") else None
-    kernel = kernel_events(text) if isinstance(text, str) else ()
-    if text is None:
+    missing = tuple(f"{name}: {why}" for name, why in facts.failed_sources().items())
+    host = mapping(facts.section("host_health"))
+    record = facts.command_record("kernel-events") or {}
+    log = text(record.get("stdout")) if not record.get("error") else None
+    if log is None:
         missing += ("kernel-events: no kernel log",)
     return NodeSample(
         node=facts.node, t=t, stage=stage, attempt=attempt, missing=missing,
-        uptime_s=_num(host.get("uptime_s")), boot_id=host.get("boot_id") if isinstance(host.get("boot_id"), str)
-        else None, gpus=_gpus(data), ib=_ib(data), edac_ce=_edac(host, "ce_count"), edac_ue=_edac(host, "ue_count"),
-        kernel=kernel,
+        uptime_s=number(host.get("uptime_s")), boot_id=text(host.get("boot_id")), gpus=_gpus(facts), ib=_ib(facts),
+        edac_ce=_edac(host, "ce_count"), edac_ue=_edac(host, "ue_count"),
+        kernel=kernel_events(log) if log is not None else (),
     )

@@ -13,7 +13,8 @@ from checks_support import FAIL, INCOMPLETE, PASS, TOPOLOGY, gpu, judge, port
 from burnin import counters
 from burnin.checks import load_all
 from burnin.facts import Facts, NonFiniteNumber, loads_facts
-from burnin.runner import facts_from_result
+from burnin.facts.gpu import TEMPERATURE
+from burnin.launch.gather import facts_from_result
 from burnin.transport.base import CommandResult
 
 FactsDoc = dict[str, Any]
@@ -38,7 +39,7 @@ def test_collector_output_with_a_non_finite_number_is_refused(healthy_facts: Fac
 def test_collector_output_without_non_finite_numbers_is_accepted(healthy_facts: FactsDoc) -> None:
     facts = facts_from_result(_result("noise before the document\n" + json.dumps(healthy_facts)))
     assert facts.unreachable is None
-    assert facts.gpus()[0]["temperature_c"] == healthy_facts["nvml"]["gpus"][0]["temperature_c"]
+    assert facts.gpus()[0].read(TEMPERATURE) == healthy_facts["nvml"]["gpus"][0]["temperature_c"]
 
 
 def test_facts_file_with_nan_loads_as_an_unmeasured_node(tmp_path: Path, healthy_facts: FactsDoc) -> None:
