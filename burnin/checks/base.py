@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from burnin.checks.references import missing_reason, missing_references
-from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, incomplete
+from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, incomplete
+from burnin.evaluate.verdict import bad as bad  # the checks' finding constructors, re-exported
+from burnin.evaluate.verdict import judge as judge
+from burnin.evaluate.verdict import ok as ok
+from burnin.evaluate.verdict import unknown as unknown
 from burnin.facts import Facts, GpuFacts, HcaFacts
 from burnin.facts.values import CLOCK_EVENT_MASK as CLOCK_EVENT_MASK  # what a measurement is: re-exported
 from burnin.facts.values import COUNTER_MAX as COUNTER_MAX
@@ -115,22 +119,6 @@ def evaluate(check_id: str, facts: Facts, topology: Topology) -> Verdict:
     from burnin.checks import load_all
 
     return load_all()[check_id].func(facts, topology)
-
-
-def ok(subject: str, measured: str, expected: str) -> Finding:
-    return Finding(subject, Status.PASS, measured, expected)
-
-
-def bad(subject: str, measured: str, expected: str) -> Finding:
-    return Finding(subject, Status.FAIL, measured, expected)
-
-
-def unknown(subject: str, note: str, expected: str = "") -> Finding:
-    return Finding(subject, Status.INCOMPLETE, "not measured", expected, note)
-
-
-def judge(subject: str, measured: bool, text: str, expected: str) -> Finding:
-    return ok(subject, text, expected) if measured else bad(subject, text, expected)
 
 
 def _without_subject(subject: str, reason: str) -> str:

@@ -8,7 +8,7 @@ gathered against the topology's ``storage`` section:
   when the topology names one;
 - STO-02 NCCL's static configuration (``/etc/nccl.conf``, ``$NCCL_CONF_FILE``, the environment) selects exactly
   the compute HCAs in ``NCCL_IB_HCA`` and no storage netdev in ``NCCL_SOCKET_IFNAME``; after the fabric suite's
-  multi-node runs, also the devices NCCL said it opened (:mod:`burnin.checks.storage_nccl_runtime`);
+  multi-node runs, also the devices NCCL said it opened (:mod:`burnin.storage.nccl_runtime`);
 - STO-04 each BlueField netdev's MTU; STO-05 its RoCE QoS (trust, PFC, ECN); STO-06 its operating mode;
 - STO-07 rp_filter/arp_ignore/arp_announce on every fabric netdev, and no address of one fabric inside the
   other's subnets.
@@ -33,11 +33,11 @@ from burnin.checks.base import (
     ok,
     unknown,
 )
-from burnin.checks.storage_nccl_runtime import EXPECTED as RUNTIME_EXPECTED
-from burnin.checks.storage_nccl_runtime import runtime_findings
 from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
+from burnin.storage.nccl_runtime import EXPECTED as RUNTIME_EXPECTED
+from burnin.storage.nccl_runtime import runtime_findings
 from burnin.topology.model import StorageFabric, StorageNetdev, Topology
 
 STO_CHECKS = ("STO-01", "STO-02", "STO-04", "STO-05", "STO-06", "STO-07")
@@ -347,7 +347,7 @@ def nccl_config(facts: Facts, topology: Topology) -> Verdict:
 @check("STO-04", "BlueField netdev MTU; path MTU to every storage target (storage suite)", sources=("storage",))
 def storage_mtu(facts: Facts, topology: Topology) -> Verdict:
     """The BlueField netdevs' MTU; where the storage suite's phase pinged the targets, the path MTU too."""
-    from burnin.checks.storage_pathmtu import expected_text, path_mtu_findings, path_mtu_section
+    from burnin.storage.pathmtu_judge import expected_text, path_mtu_findings, path_mtu_section
 
     fabric = _fabric(topology)
     mtus = sorted({n.mtu for n in fabric.netdevs})

@@ -13,21 +13,16 @@ from typing import Any
 
 from burnin.checks.base import check
 from burnin.checks.references import reference
-from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, roll_up
+from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
-from burnin.megatron import judge, pinning
+from burnin.megatron import alone, judge, pinning
 from burnin.topology.model import Topology
-
-SINGLE_NODE_CHECKS = ("MEG-01", "MEG-02", "MEG-03", "MEG-04")
-"""The checks a node must pass on its own run before it joins a multi-node run (judged without it)."""
 
 MegFindings = Callable[..., list[Finding]]
 
 
 def _megatron(facts: Facts) -> dict[str, Any]:
-    if facts.unreachable:
-        raise Unmeasurable(facts.unreachable)
-    return judge.section(facts.data.get("megatron"))
+    return alone.section(facts)
 
 
 def _placement(facts: Facts) -> dict[str, Any]:
@@ -79,28 +74,6 @@ def megatron_health(facts: Facts, topology: Topology) -> Verdict:
                 f"multi-node within {multi:.0%} of its members' median single-node")
 
     return _meg("MEG-04", facts, topology, judge.meg04, expected)
-
-
-def single_node_verdicts(facts: Facts, topology: Topology) -> list[Verdict]:
-    """MEG-01..04 on the node's single-node run alone: the phase lets a node join the multi-node run only
-    when every one passed (a node that fails alone would make the group's result unattributable)."""
-    verdicts = []
-    for check_id, findings in (("MEG-01", judge.meg01), ("MEG-02", judge.meg02), ("MEG-03", judge.meg03),
-                               ("MEG-04", judge.meg04)):
-        try:
-            found = findings(_megatron(facts), topology, include_multi=False)
-        except Unmeasurable as exc:
-            found = [judge.unknown("node", exc.reason)]
-        verdicts.append(roll_up(check_id, facts.node, found, expected="passes on its own"))
-    return verdicts
-
-
-def passed_alone(facts: Facts, topology: Topology) -> tuple[bool, str]:
-    """(True, "") when the node passed MEG-01..04 on its own; else False and the first reason."""
-    for verdict in single_node_verdicts(facts, topology):
-        if verdict.status is not Status.PASS:
-            return False, verdict.reason
-    return True, ""
 
 
 def _pin(check_id: str, facts: Facts, topology: Topology, findings: Callable[[dict[str, Any], Topology],

@@ -261,8 +261,7 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
                 if not command["dry_run"] and not _accept(state, dispatcher, command["topology"], out_dir):
                     return EXIT_INTERNAL
             _soak(state, store, dispatcher, advance, settings, topology, out_dir,
-                  on_fatal=_drainer(gate, bool(command["dry_run"])),
-                  fanout=int(getattr(options, "fanout", None) or DEFAULT_FANOUT))
+                  on_fatal=_drainer(gate, bool(command["dry_run"])))
         finally:
             dispatcher.close()
     decisions = _judge(state, store, settings, topology, out_dir, command)
@@ -317,22 +316,35 @@ def _accept(state: SoakState, dispatcher: Dispatcher, topology_ref: str, out_dir
 
 def _soak(state: SoakState, store: Any, dispatcher: Dispatcher, advance: Callable[[float], None] | None,
           settings: SoakSettings, topology: Topology, out_dir: Path, *,
-          on_fatal: Callable[[str, list[Event]], None] | None, fanout: int) -> None:
+          on_fatal: Callable[[str, list[Event]], None] | None) -> None:
+    from burnin.errors import UsageError
     from burnin.soak.clock import RealClock, SimClock
     from burnin.soak.nodes import open_nodes
     from burnin.soak.progress import progress_for
-    from burnin.soak.scheduler import DEADLINE_FACTOR, Soak, restart
+    from burnin.soak.scheduler import DEADLINE_FACTOR, Soak, plan_items, restart
     from burnin.soak.state import HELD, RUNNING, NodeProgress
 
     if state.nodes and all(p.status == HELD for p in state.nodes.values()):
         state.finished = True  # acceptance held every node back: nothing to soak, no allocation to take
         store.save(state)
         return
+    if not state.nodes:
+        state.nodes = {name: NodeProgress(name) for name in dispatcher.nodes}
+    context = _context(settings, topology, float(state.command["sample_timeout"]))
+    launcher = dispatcher.launcher({})
+    if state.command["dry_run"]:  # a launcher that prints the plan below and holds (and runs) nothing
+        from burnin.launch.dryrun import DryRunLauncher
+        from burnin.soak.plan import DRY_RUN_REASON
+
+        launcher = DryRunLauncher(launcher, print, DRY_RUN_REASON)
     hold_s = max(0.0, DEADLINE_FACTOR * state.duration_s - state.now) + HOLD_SLACK_S
-    nodes = open_nodes(dispatcher, fanout=fanout, hold_s=hold_s, log_file=out_dir / "slurm-commands.log")
+    plan = plan_items(context, list(state.nodes), duration_s=state.duration_s, interval_s=state.interval_s)
+    nodes, failure = open_nodes(launcher, list(dispatcher.nodes), hold_s=hold_s, plan=plan)
+    if failure is not None:
+        if state.command["dry_run"]:
+            return  # every check is then incomplete, saying the commands were printed (burnin.soak.verdicts)
+        raise UsageError(failure)
     try:
-        if not state.nodes:
-            state.nodes = {name: NodeProgress(name) for name in nodes.nodes}
         samples, results = store.samples(state), store.results(state)
         if advance is not None:
             clock: Any = SimClock(state.now, advance)
@@ -345,8 +357,8 @@ def _soak(state: SoakState, store: Any, dispatcher: Dispatcher, advance: Callabl
                     if progress.status == RUNNING:
                         restart(progress, state.now, f"the soak was not monitored for {_hms(gap)} "
                                                      "(controller down)")
-        soak = Soak(nodes, state, store, clock, _context(settings, topology, float(state.command["sample_timeout"])),
-                    sink=progress_for(), on_fatal=on_fatal, samples=samples, results=results)
+        soak = Soak(nodes, state, store, clock, context, sink=progress_for(), on_fatal=on_fatal, samples=samples,
+                    results=results)
         soak.run()
     finally:
         nodes.close()

@@ -9,49 +9,17 @@ launcher, never the dispatcher.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from burnin.facts import Facts
 
 if TYPE_CHECKING:
-    from burnin.launch.base import Launcher
+    from burnin.launch.base import Launcher, Preset
     from burnin.launch.log import CommandLog
     from burnin.topology.model import Topology
-    from burnin.transport.base import Transport
-    from burnin.transport.slurm_jobs import SlurmJobs
-
-JobForm = Literal["srun", "mpirun", "local"]
-"""How a multi-node job starts: ``srun`` steps from where burnin runs; a launcher (mpirun, torchrun)
-on the nodes themselves through the transport; ``local``: as ``mpirun``, and a job may also run as
-one process on its first node that models the group (:attr:`JobLauncher.job_env` names the members)."""
-
-Preset = Literal["simulated", "production"]
-"""Which built-in settings a phase starts from: the real tools, or the simulated nodes' stand-ins."""
-
-
-def _no_env(nodes: Sequence[str]) -> Mapping[str, str]:
-    return {}
-
-
-@dataclass(frozen=True)
-class JobLauncher:
-    """How phases launch jobs on a dispatcher's nodes (supplied by the dispatcher).
-
-    ``transport`` runs a command on one node (forms ``mpirun`` and ``local``);
-    ``slurm`` reaches the nodes through Slurm (form ``srun``): allocations and
-    steps; ``job_env(nodes)`` is the environment a command needs to run as a job
-    over ``nodes`` (empty but on simulated racks).
-    """
-
-    name: str
-    form: JobForm
-    preset: Preset = "production"
-    transport: Transport | None = None
-    slurm: SlurmJobs | None = None
-    job_env: Callable[[Sequence[str]], Mapping[str, str]] = field(default=_no_env)
 
 
 class Dispatcher(Protocol):
@@ -107,14 +75,3 @@ def simulated_time_of(dispatcher: object, duration_s: float) -> Callable[[float]
         return None
     hook: Callable[[float], None] = offer(duration_s)
     return hook
-
-
-def launcher_of(dispatcher: object, facts: Mapping[str, Facts]) -> JobLauncher:
-    """The dispatcher's job launcher; for an object that offers only a ``transport``, launches through it."""
-    offer = getattr(dispatcher, "job_launcher", None)
-    if callable(offer):
-        launcher: JobLauncher = offer(facts)
-        return launcher
-    transport = getattr(dispatcher, "transport", None)
-    return JobLauncher(str(getattr(transport, "name", "none")), "mpirun", preset_from_facts(facts),
-                       transport=transport)

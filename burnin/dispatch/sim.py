@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.dispatch.base import DispatchContext, JobLauncher
+from burnin.dispatch.base import DispatchContext
 from burnin.errors import UsageError
 from burnin.facts import Facts
 from burnin.launch.local import LocalLauncher
@@ -190,9 +190,6 @@ class SimDispatcher:
         del facts  # simulated whatever the nodes reported
         return LocalLauncher(self._transport, sim_job_env, log=log or NO_LOG)
 
-    def job_launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
-        del facts
-        return JobLauncher("sim", "local", "simulated", transport=self._transport, job_env=sim_job_env)
 
     @property
     def transport(self) -> LocalTransport:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.dispatch.base import DispatchContext, JobLauncher, preset_from_facts
+from burnin.dispatch.base import DispatchContext, preset_from_facts
 from burnin.errors import UsageError
 from burnin.facts import Facts
 from burnin.launch.log import CommandLog
@@ -158,7 +158,7 @@ class SlurmDispatcher:
 
         nodes = [*group.usable, *group.recheck]
         launcher = SlurmLauncher(self._jobs(), log=self._log, stage_dir=self.stage_dir)
-        how = Hold("recheck" if group.recheck else "collector", "the collector", time_limit_s=2 * timeout + 4 * SLACK_S,
+        how = Hold("recheck" if group.recheck else "collector", "", time_limit_s=2 * timeout + 4 * SLACK_S,
                    wait_s=min(timeout, RECHECK_WAIT) if group.recheck else timeout, exclusive=False,
                    tasks_per_node=1)
         try:
@@ -181,8 +181,6 @@ class SlurmDispatcher:
         return SlurmLauncher(self._jobs(), preset=preset_from_facts(facts), log=log or self._log,
                              stage_dir=self.stage_dir)
 
-    def job_launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
-        return JobLauncher("slurm", "srun", preset_from_facts(facts), slurm=self._jobs())
 
     def close(self) -> None:
         self.client.close()

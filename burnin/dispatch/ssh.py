@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.dispatch.base import DispatchContext, JobLauncher, preset_from_facts
+from burnin.dispatch.base import DispatchContext, preset_from_facts
 from burnin.errors import UsageError
 from burnin.facts import Facts
 
@@ -129,8 +129,6 @@ class SshDispatcher:
         return SshLauncher(self._transport, preset=preset_from_facts(facts), fanout=self.fanout,
                            python=self._python, log=log or NO_LOG)
 
-    def job_launcher(self, facts: Mapping[str, Facts]) -> JobLauncher:
-        return JobLauncher("ssh", "mpirun", preset_from_facts(facts), transport=self._transport)
 
     @property
     def transport(self) -> SshTransport:

@@ -66,6 +66,26 @@ class Verdict:
         }
 
 
+def ok(subject: str, measured: str, expected: str) -> Finding:
+    """A subject measured and within what is expected."""
+    return Finding(subject, Status.PASS, measured, expected)
+
+
+def bad(subject: str, measured: str, expected: str) -> Finding:
+    """A subject measured and outside what is expected."""
+    return Finding(subject, Status.FAIL, measured, expected)
+
+
+def unknown(subject: str, note: str, expected: str = "") -> Finding:
+    """A subject not measured, and why (``note``)."""
+    return Finding(subject, Status.INCOMPLETE, "not measured", expected, note)
+
+
+def judge(subject: str, measured: bool, text: str, expected: str) -> Finding:
+    """:func:`ok` when ``measured`` holds, else :func:`bad`."""
+    return ok(subject, text, expected) if measured else bad(subject, text, expected)
+
+
 def _join(items: Iterable[str], limit: int = 4) -> str:
     items = list(items)
     shown = "; ".join(items[:limit])

@@ -138,7 +138,8 @@ class JobSpec:
 @dataclass(frozen=True, slots=True)
 class Hold:
     """How a caller holds its nodes: the allocation's name (``burnin-<label>-<token>``), what for (said when it
-    fails), for how long, how long to wait for it, and whether it takes whole nodes."""
+    fails: ``no Slurm allocation for <purpose>``; empty: said without), for how long, how long to wait for it,
+    and whether it takes whole nodes."""
 
     label: str
     purpose: str
@@ -286,21 +287,26 @@ directory`` (GNU quotes with U+2018/U+2019), ``sh: 1: timeout: not found``, ``ba
 docker's ``exec: "torchrun": executable file not found``; 126 is ``Permission denied``."""
 
 
-def missing_program(result: CommandResult, chain: Iterable[str], *, lines: Iterable[str] | None = None) -> str | None:
-    """``mpirun not found: mpirun on n1's PATH`` when ``result`` exited 127 (126: not executable) and its
-    output names one of ``chain`` (the launcher and the wrappers before it) as the program it could not
-    start; None otherwise. ``lines``: the output to read (default: the result's stdout and stderr)."""
-    if result.exit_status not in (NOT_FOUND_EXIT, NOT_EXECUTABLE_EXIT):
+def missing_program(exit_status: int | None, lines: Iterable[str], chain: Iterable[str], node: str) -> str | None:
+    """``mpirun not found: mpirun on n1's PATH`` when a command on ``node`` exited 127 (126: not executable) and
+    its output ``lines`` name one of ``chain`` (the launcher and the wrappers before it) as the program it could
+    not start; None otherwise: a program that started and failed is that program's failure, not this."""
+    if exit_status not in (NOT_FOUND_EXIT, NOT_EXECUTABLE_EXIT):
         return None
-    text = lines if lines is not None else (result.stdout + "\n" + result.stderr).splitlines()
-    said = {m.group(1) for line in text for m in _MISSING.finditer(line)}
+    said = {m.group(1) for line in lines for m in _MISSING.finditer(line)}
     program = next((p for p in chain if p in said), None)
     if program is None:
         return None
     name = program.rstrip("/").rsplit("/", 1)[-1] or program
-    what = "not found" if result.exit_status == NOT_FOUND_EXIT else "not executable"
-    where = program if "/" in program else f"{program} on {result.node}'s PATH"
+    what = "not found" if exit_status == NOT_FOUND_EXIT else "not executable"
+    where = program if "/" in program else f"{program} on {node}'s PATH"
     return f"{name} {what}: {where}"
+
+
+def missing_launcher(result: CommandResult, argv: Sequence[str]) -> str | None:
+    """:func:`missing_program` for a command whose launch chain is ``argv``'s (:func:`launch_chain`)."""
+    lines = (result.stdout + "\n" + result.stderr).splitlines()
+    return missing_program(result.exit_status, lines, launch_chain(argv), result.node)
 
 
 def launch_chain(argv: Sequence[str]) -> list[str]:

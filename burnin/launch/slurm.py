@@ -8,7 +8,8 @@
 - :meth:`~SlurmLauncher.everywhere`: one step over the nodes, one labelled task each, split back per node;
   :meth:`~SlurmLauncher.per_node`: a step per node, every node at once (one node's failure or hang stays its
   own); :meth:`~SlurmLauncher.job`: one step of every rank; :meth:`~SlurmLauncher.collect`: the collector,
-  shipped once with ``sbcast`` (unless ``--collector`` names one on the nodes), in one step.
+  shipped once with ``sbcast`` (unless ``--collector`` names one on the nodes), in one step (a step per node
+  when that step reaches none: one node's slurmd gone can fail a whole step).
 - Input a command reads on stdin is shipped once per content and redirected from that file; on
   :meth:`~SlurmLauncher.release` what was shipped is removed in a step of its own, then the allocation is
   released (``scancel`` still runs after an interrupt) and rechecked nodes are drained again.
@@ -182,7 +183,8 @@ class SlurmLauncher:
 
     @property
     def job_name(self) -> str:
-        return self._allocation.name if self._allocation is not None else f"burnin-{self._label}"
+        """What each step is called: ``burnin-<label>`` of the hold (the allocation adds a token of its own)."""
+        return f"burnin-{self._label}"
 
     # -- holding --------------------------------------------------------------------------
 
@@ -324,16 +326,25 @@ class SlurmLauncher:
             if failure is not None or path is None:
                 results.update({node: not_started(node, ("sbcast",), failure or "") for node in running})
             else:
-                step = self._client_run(srun_argv(self.job_id, running, collect_command(path, args, timeout_s),
-                                                  time_limit_s=timeout_s + 2 * SLACK_S, job_name=self.job_name),
-                                        timeout_s + SLACK_S)
-                results.update(split_step(step, running, node_timeout_s=timeout_s,
-                                          node_argv=["python3", path, *args]))
+                collected = self._collect_step(running, path, args, timeout_s)
+                if len(running) > 1 and not any(r.ok for r in collected.values()):
+                    # one node's slurmd gone can fail a whole step: each node in a step of its own
+                    alone = fan_out(running, lambda node: self._collect_step([node], path, args, timeout_s)[node],
+                                    workers=len(running))
+                    collected = dict(zip(running, alone, strict=True))
+                results.update(collected)
         ordered = {node: results[node] for node in nodes}
         if on_done is not None:
             for node, result in ordered.items():
                 on_done(node, result)
         return ordered
+
+    def _collect_step(self, nodes: list[str], path: str, args: Sequence[str],
+                      timeout_s: float) -> dict[str, CommandResult]:
+        step = self._client_run(srun_argv(self.job_id, nodes, collect_command(path, args, timeout_s),
+                                          time_limit_s=timeout_s + 2 * SLACK_S, job_name=self.job_name),
+                                timeout_s + SLACK_S)
+        return split_step(step, nodes, node_timeout_s=timeout_s, node_argv=["python3", path, *args])
 
     # -- shipping -------------------------------------------------------------------------
 
@@ -374,6 +385,8 @@ class SlurmLauncher:
         return []
 
     def describe_hold(self, nodes: Sequence[str], how: Hold) -> str | None:
+        if self._allocation is None:
+            self._label = how.label  # the steps shown below carry the hold's name
         whole = "an exclusive" if how.exclusive else "a"
         return (f"{whole} Slurm allocation of {fold(list(nodes))} (or the one burnin runs in); "
                 "every step below runs in it")

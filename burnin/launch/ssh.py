@@ -27,8 +27,7 @@ from burnin.launch.base import (
     Shown,
     SrunOptions,
     fan_out,
-    launch_chain,
-    missing_program,
+    missing_launcher,
     not_started,
     run_guarded,
     with_timeout,
@@ -119,7 +118,7 @@ class TransportLauncher:
         first = spec.nodes[0]
         argv = self.job_argv(spec)
         result = self._run(NodeCommand(first, tuple(argv), spec.timeout_s + spec.slack_s))
-        missing = missing_program(result, launch_chain(argv))
+        missing = missing_launcher(result, argv)
         if missing is not None:  # the launcher is not there: say so, never blame the program it was to start
             return replace(result, error=missing)
         return result

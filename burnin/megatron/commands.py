@@ -2,11 +2,11 @@
 
 Two launch forms, as production launches training (check-catalog MEG-01, PIN-01):
 
-- **srun** (Slurm dispatch): one step per run, ``--ntasks-per-node`` = GPUs per node, ``--label`` so each
-  rank's lines can be told apart, ``--cpu-bind=verbose,<policy>`` and ``--gpu-bind`` for the binding; a
-  small ``sh -c`` wrapper turns ``SLURM_PROCID``/``SLURM_LOCALID``/``SLURM_NTASKS`` into the
-  ``RANK``/``LOCAL_RANK``/``WORLD_SIZE`` that torch.distributed reads; a pyxis container is
-  ``--container-image``.
+- **srun** (Slurm dispatch): one job per run (a :class:`~burnin.launch.base.JobSpec` the Slurm launcher turns
+  into one step), GPUs per node ranks on each node, ``--label`` so each rank's lines can be told apart,
+  ``--cpu-bind=verbose,<policy>`` and ``--gpu-bind`` for the binding; a small ``sh -c`` wrapper turns
+  ``SLURM_PROCID``/``SLURM_LOCALID``/``SLURM_NTASKS`` into the ``RANK``/``LOCAL_RANK``/``WORLD_SIZE`` that
+  torch.distributed reads; a pyxis container is ``--container-image``.
 - **torchrun** (SSH or local dispatch): one command per node with its ``--node_rank``, ``--tee 3`` so each
   line carries ``[defaultN]:``; binding is a ``numactl --cpunodebind=N --membind=N`` wrapper per local rank
   (N = the NUMA node of GPU ``LOCAL_RANK`` in the topology); docker or apptainer wrap the whole command.
@@ -20,21 +20,19 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
+from burnin.launch.base import Container, JobSpec, NodeCommand, Note, PlanItem, SrunOptions, slack, with_timeout
 from burnin.megatron.config import MegatronSettings, Parallelism
 from burnin.topology.model import Topology
-from burnin.transport.slurm import minutes
 
 Form = Literal["srun", "torchrun"]
 BindingKind = Literal["slurm", "numactl", "none"]
 RunKind = Literal["single", "multi", "probe"]
 
-SLACK_S = 30.0
-"""At most this beyond a run's own timeout: srun start-up and output transfer (see :func:`slack`)."""
 RANK_WRAPPER = "burnin-rank"
 BIND_WRAPPER = "burnin-bind"
 PROBE_SHOWN = "<burnin placement probe>"
@@ -42,16 +40,26 @@ PROBE_SHOWN = "<burnin placement probe>"
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """One run: the argv per node that starts it (srun: one argv, run where burnin runs, under the first node)."""
+    """One run: a command per node (torchrun on each node), or one job of every rank (srun)."""
 
     kind: RunKind
     form: Form
     binding: BindingKind
     nodes: tuple[str, ...]
-    argv_by_node: Mapping[str, tuple[str, ...]]
+    commands: tuple[NodeCommand, ...]
+    """torchrun: each node's command, started together; srun: none (see :attr:`job`)."""
+    job: JobSpec | None
+    """srun: the job the Slurm launcher starts as one step where burnin runs (its output under the first node)."""
     ranks_per_node: int
     timeout_s: float
     parallel: Parallelism | None = None
+
+    @property
+    def argv_by_node(self) -> Mapping[str, tuple[str, ...]]:
+        """What runs on each node (srun: every rank's command, under the first node)."""
+        if self.job is not None:
+            return {self.nodes[0]: self.job.program}
+        return {command.node: command.argv for command in self.commands}
 
     @property
     def world_size(self) -> int:
@@ -62,15 +70,16 @@ class Launch:
         what = {"single": "single-node run", "multi": "multi-node run", "probe": "placement probe"}[self.kind]
         return f"{what} on {','.join(self.nodes)}"
 
-    def display(self) -> str:
-        """The commands as a shell would take them (``--dry-run``, docs/megatron.md); the probe's source,
+    def plan(self) -> list[PlanItem]:
+        """What this run starts, as a launcher shows it (``--dry-run``, docs/megatron.md); the probe's source,
         passed to ``python3 -c`` whole, is shown as ``<burnin placement probe>``."""
-        def shown(argv: tuple[str, ...]) -> str:
-            return shlex.join(PROBE_SHOWN if arg == probe_source() else arg for arg in argv)
+        def shown(argv: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(PROBE_SHOWN if arg == probe_source() else arg for arg in argv)
 
-        if self.form == "srun":
-            return shown(next(iter(self.argv_by_node.values())))
-        return "\n".join(f"[{node}] {shown(argv)}" for node, argv in self.argv_by_node.items())
+        items: list[PlanItem] = [Note(self.label)]
+        if self.job is not None:
+            return [*items, replace(self.job, program=shown(self.job.program))]
+        return [*items, *(replace(c, argv=shown(c.argv)) for c in self.commands)]
 
 
 # ------------------------------------------------------------------ pieces
@@ -193,11 +202,6 @@ def numactl_wrapper(settings: MegatronSettings, topology: Topology) -> list[str]
     return ["sh", "-c", _numa_case(topology, "$LOCAL_RANK") + "; " + _numactl(settings), BIND_WRAPPER]
 
 
-def slack(timeout_s: float) -> float:
-    """Seconds a launch may run past its timeout before it is killed: 10% of it, 5 s to :data:`SLACK_S`."""
-    return min(SLACK_S, max(5.0, 0.1 * timeout_s))
-
-
 KILL_AFTER_S = 10
 TIMED_OUT_EXITS = (124, 137)
 """What ``timeout`` exits with when it stopped the command (137: it had to SIGKILL)."""
@@ -205,43 +209,30 @@ TIMED_OUT_EXITS = (124, 137)
 
 def time_limit(timeout_s: float) -> list[str]:
     """``timeout -k 10 T``: the limit travels inside the command, so a run is stopped on the node itself even
-    when the transport's connection (ssh) is what burnin kills."""
-    return ["timeout", "-k", str(KILL_AFTER_S), f"{timeout_s:g}"]
-
-
-def _srun_time(seconds: float) -> str:
-    return str(minutes(seconds))
+    when the transport's connection (ssh) is what burnin kills; torch gets 10 s to tear its ranks down."""
+    return with_timeout([], timeout_s, kill_after_s=KILL_AFTER_S)
 
 
 # ------------------------------------------------------------------ launches
 
 
-def _srun(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], payload: list[str], *,
-          binding: BindingKind, env: Mapping[str, str], timeout_s: float, job_id: str | None,
-          job_name: str) -> list[str]:
-    gpus = topology.gpus.count
-    argv = ["srun"]
-    if job_id is not None:
-        argv.append(f"--jobid={job_id}")
-    argv += [f"--job-name={job_name}", f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}",
-             f"--ntasks-per-node={gpus}", "--label", "--kill-on-bad-exit=1",
-             f"--time={_srun_time(timeout_s + slack(timeout_s))}",
-             f"--cpu-bind=verbose,{settings.srun_cpu_bind if binding == 'slurm' else 'none'}"]
-    if binding == "slurm" and settings.srun_distribution:
-        argv.append(f"--distribution={settings.srun_distribution}")
-    if settings.srun_gpu_bind is not None:
-        argv += ["--gpus-per-task=1", f"--gpu-bind={settings.srun_gpu_bind}"]
+def srun_job(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], payload: list[str], *,
+             binding: BindingKind, env: Mapping[str, str], timeout_s: float) -> JobSpec:
+    """Every rank of a run as one srun job: the rank wrapper (torch's variables, numactl binding) around
+    ``timeout`` and the payload; Slurm's binding, GPUs and a pyxis container as srun options."""
     container = settings.container
+    pyxis = None
     if container is not None and container.runner == "pyxis":
-        argv.append(f"--container-image={container.image}")
-        if container.mounts:
-            argv.append(f"--container-mounts={','.join(container.mounts)}")
-        if container.workdir:
-            argv.append(f"--container-workdir={container.workdir}")
-        argv += list(container.runner_args)
-    argv += list(settings.srun_args)
+        pyxis = Container(container.image, tuple(container.mounts), container.workdir, tuple(container.runner_args))
+    options = SrunOptions(
+        cpu_bind=f"verbose,{settings.srun_cpu_bind if binding == 'slurm' else 'none'}",
+        distribution=settings.srun_distribution if binding == "slurm" and settings.srun_distribution else None,
+        gpus_per_task=1 if settings.srun_gpu_bind is not None else None, gpu_bind=settings.srun_gpu_bind,
+        container=pyxis, extra=tuple(settings.srun_args))
     full_env = {"MASTER_ADDR": nodes[0], "MASTER_PORT": str(settings.master_port), **env}
-    return argv + srun_rank_wrapper(settings, topology, full_env, binding) + time_limit(timeout_s) + payload
+    program = srun_rank_wrapper(settings, topology, full_env, binding) + time_limit(timeout_s) + payload
+    return JobSpec(tuple(nodes), tuple(program), timeout_s, ranks_per_node=topology.gpus.count, time_limit=False,
+                   slack_s=slack(timeout_s), label=True, srun=options)
 
 
 def _container_prefix(settings: MegatronSettings) -> list[str]:
@@ -278,47 +269,45 @@ def _torchrun(settings: MegatronSettings, topology: Topology, nodes: Sequence[st
 
 
 def _launch(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], payload: list[str], *,
-            kind: RunKind, form: Form, timeout_s: float, job_id: str | None, job_name: str,
-            parallel: Parallelism | None) -> Launch:
+            kind: RunKind, form: Form, timeout_s: float, parallel: Parallelism | None) -> Launch:
     if not nodes:
         raise ValueError("a launch needs at least one node")
     binding = settings.binding_for(form)
     env = rank_environment(settings, topology)
     if form == "srun":
-        argvs = {nodes[0]: tuple(_srun(settings, topology, nodes, payload, binding=binding, env=env,
-                                       timeout_s=timeout_s, job_id=job_id, job_name=job_name))}
-    else:
-        argvs = {node: tuple(_torchrun(settings, topology, nodes, rank, payload, binding=binding, env=env,
-                                       timeout_s=timeout_s))
-                 for rank, node in enumerate(nodes)}
-    return Launch(kind, form, binding, tuple(nodes), argvs, topology.gpus.count, timeout_s, parallel)
+        job = srun_job(settings, topology, nodes, payload, binding=binding, env=env, timeout_s=timeout_s)
+        return Launch(kind, form, binding, tuple(nodes), (), job, topology.gpus.count, timeout_s, parallel)
+    commands = tuple(NodeCommand(node, tuple(_torchrun(settings, topology, nodes, rank, payload, binding=binding,
+                                                       env=env, timeout_s=timeout_s)),
+                                 timeout_s + slack(timeout_s))
+                     for rank, node in enumerate(nodes))
+    return Launch(kind, form, binding, tuple(nodes), commands, None, topology.gpus.count, timeout_s, parallel)
 
 
-def training_launch(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], *, form: Form,
-                    job_id: str | None = None, job_name: str = "burnin-megatron") -> Launch:
+def training_launch(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], *,
+                    form: Form) -> Launch:
     """The training run on ``nodes``: single-node (one node) or multi-node (TP within a node, DP across)."""
     kind: RunKind = "single" if len(nodes) == 1 else "multi"
     parallel = settings.single_node if kind == "single" else settings.multi_node
     payload = training_payload(settings, parallel, topology.gpus.count * len(nodes))
     return _launch(settings, topology, nodes, payload, kind=kind, form=form, timeout_s=settings.timeout_s,
-                   job_id=job_id, job_name=job_name, parallel=parallel)
+                   parallel=parallel)
 
 
-def probe_launch(settings: MegatronSettings, topology: Topology, node: str, *, form: Form,
-                 job_id: str | None = None, job_name: str = "burnin-placement") -> Launch:
+def probe_launch(settings: MegatronSettings, topology: Topology, node: str, *, form: Form) -> Launch:
     """The placement probe on one node, with the binding options training uses (PIN-01..04)."""
     return _launch(settings, topology, [node], probe_payload(settings), kind="probe", form=form,
-                   timeout_s=settings.probe_timeout_s, job_id=job_id, job_name=job_name, parallel=None)
+                   timeout_s=settings.probe_timeout_s, parallel=None)
 
 
 def plan(settings: MegatronSettings, topology: Topology, nodes: Sequence[str],
-         groups: Sequence[Sequence[str]] | None = None, *, form: Form, job_id: str | None = None) -> list[Launch]:
+         groups: Sequence[Sequence[str]] | None = None, *, form: Form) -> list[Launch]:
     """Every launch of the phase in order: the probe and the single-node run per node, then one
     multi-node run per group of two or more nodes (``groups`` default: all nodes)."""
-    launches = [probe_launch(settings, topology, node, form=form, job_id=job_id) for node in nodes]
-    launches += [training_launch(settings, topology, [node], form=form, job_id=job_id) for node in nodes]
+    launches = [probe_launch(settings, topology, node, form=form) for node in nodes]
+    launches += [training_launch(settings, topology, [node], form=form) for node in nodes]
     if settings.multi_node_run:
         for group in groups if groups is not None else [list(nodes)]:
             if len(group) >= 2:
-                launches.append(training_launch(settings, topology, list(group), form=form, job_id=job_id))
+                launches.append(training_launch(settings, topology, list(group), form=form))
     return launches

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from burnin.evaluate.verdict import Finding, Status, Unmeasurable
+from burnin.evaluate.verdict import Finding, Status, Unmeasurable, bad, ok, unknown
 from burnin.megatron.record import FLEET_KEY, MEMBERS_KEY, MIN_FLEET
 from burnin.topology.model import Reference, Topology
 
@@ -43,18 +43,6 @@ AGREEMENT_REF = "megatron_tflops_agreement"
 LOSS_WINDOW = 10
 UNATTRIBUTABLE = "not attributable to one node: each passed its single-node run (burnin run --suite fabric localises)"
 UNIT = "TFLOP/s/GPU"
-
-
-def ok(subject: str, measured: str, expected: str) -> Finding:
-    return Finding(subject, Status.PASS, measured, expected)
-
-
-def bad(subject: str, measured: str, expected: str) -> Finding:
-    return Finding(subject, Status.FAIL, measured, expected)
-
-
-def unknown(subject: str, note: str, expected: str = "") -> Finding:
-    return Finding(subject, Status.INCOMPLETE, "not measured", expected, note)
 
 
 def share(ref: Reference) -> str:

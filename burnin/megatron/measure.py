@@ -2,9 +2,9 @@
 
 Nothing here starts a process: :func:`measure` hands each batch of launches
 (burnin.megatron.commands) to ``run_all``, which runs them at the same time and
-returns what every node printed. :func:`transport_runner` builds ``run_all`` over a
-:class:`~burnin.transport.base.Transport` (every node's command at once; local,
-simulated or SSH); a Slurm launcher runs each srun argv where burnin runs.
+returns what every node printed. :func:`launcher_runner` builds ``run_all`` over
+the phase's :class:`~burnin.launch.base.Launcher`: a torchrun run is a command per
+node started together, an srun run one job.
 
 Order (check-catalog MEG-01, PIN-01): the placement probe on every node, the
 single-node run on every node, the run's median, then one multi-node run per group
@@ -15,19 +15,19 @@ the group's result unattributable; it is recorded as left out).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from burnin.facts import Facts
+from burnin.launch.base import Launcher, fan_out
 from burnin.megatron import judge
-from burnin.megatron.commands import Form, Launch, plan, probe_launch, slack, training_launch
+from burnin.megatron.alone import PassedAlone
+from burnin.megatron.commands import Form, Launch, plan, probe_launch, training_launch
 from burnin.megatron.config import MegatronSettings
 from burnin.megatron.record import Outcome, multi_section, placement_record, rank_log_files, run_record
 from burnin.topology.model import Topology
-from burnin.transport.base import CommandResult, Transport
 
 RunAll = Callable[[Sequence[Launch]], list[Mapping[str, Outcome]]]
-ExtraEnv = Callable[[Launch], Mapping[str, str]]
 
 
 @dataclass
@@ -55,17 +55,15 @@ def _keep_logs(out: Measurement, launch: Launch, results: Mapping[str, Outcome])
 
 
 def measure(settings: MegatronSettings, topology: Topology, nodes: Sequence[str], run_all: RunAll, *,
-            form: Form, groups: Sequence[Sequence[str]] | None = None, job_id: str | None = None) -> Measurement:
-    """Run everything and return each node's sections (docs/megatron.md shows their shape)."""
-    from burnin.checks.workload import passed_alone
-    from burnin.facts import Facts
-
+            form: Form, passed_alone: PassedAlone, groups: Sequence[Sequence[str]] | None = None) -> Measurement:
+    """Run everything and return each node's sections (docs/megatron.md shows their shape); a node joins a
+    multi-node run only when ``passed_alone`` says it passed on its own run."""
     out = Measurement({node: {} for node in nodes})
-    probes = [probe_launch(settings, topology, node, form=form, job_id=job_id) for node in nodes]
+    probes = [probe_launch(settings, topology, node, form=form) for node in nodes]
     for launch, results in zip(probes, run_all(probes), strict=True):
         _keep_logs(out, launch, results)
         out.sections[launch.nodes[0]]["placement"] = placement_record(launch, results)
-    singles = [training_launch(settings, topology, [node], form=form, job_id=job_id) for node in nodes]
+    singles = [training_launch(settings, topology, [node], form=form) for node in nodes]
     megatron: dict[str, dict[str, Any]] = {}
     for launch, results in zip(singles, run_all(singles), strict=True):
         where = _keep_logs(out, launch, results)
@@ -87,7 +85,7 @@ def measure(settings: MegatronSettings, topology: Topology, nodes: Sequence[str]
             for node in passed:
                 megatron[node]["multi"] = multi_section(group, None, applicable=False, reason=reason)
             continue
-        multis.append(training_launch(settings, topology, passed, form=form, job_id=job_id))
+        multis.append(training_launch(settings, topology, passed, form=form))
     for launch, results in zip(multis, run_all(multis) if multis else [], strict=True):
         where = _keep_logs(out, launch, results)
         record = run_record(launch, results, settings, log_dir=where)
@@ -116,34 +114,19 @@ def unavailable(nodes: Sequence[str], reason: str) -> Measurement:
                         for node in nodes})
 
 
-def transport_runner(transport: Transport, *, fanout: int = 32, extra_env: ExtraEnv | None = None) -> RunAll:
-    """``run_all`` over a transport: every node's command of every launch at once (a multi-node torchrun
-    run needs all its nodes started together), each bounded by its launch's timeout."""
+def launcher_runner(launcher: Launcher) -> RunAll:
+    """``run_all`` over ``launcher``: every launch of a batch at once (a multi-node torchrun run needs all its
+    nodes started together), each bounded by its launch's timeout and slack."""
+
+    def one(launch: Launch) -> Mapping[str, Outcome]:
+        if launch.job is not None:
+            return {launch.nodes[0]: launcher.job(launch.job)}
+        return launcher.per_node(launch.commands, job=True)
 
     def run_all(launches: Sequence[Launch]) -> list[Mapping[str, Outcome]]:
-        jobs = [(i, node, argv, launch) for i, launch in enumerate(launches)
-                for node, argv in launch.argv_by_node.items()]
-        if not jobs:
-            return []
-        results: list[dict[str, Outcome]] = [{} for _ in launches]
-        with ThreadPoolExecutor(max_workers=max(1, min(max(fanout, len(jobs)), 256))) as pool:
-            futures = [(i, node, argv, pool.submit(_run, transport, node, argv,
-                                                   launch.timeout_s + slack(launch.timeout_s),
-                                                   dict(extra_env(launch)) if extra_env else None))
-                       for i, node, argv, launch in jobs]
-        for i, node, _argv, future in futures:
-            results[i][node] = future.result()
-        return list(results)
+        return fan_out(list(launches), one, workers=len(launches))
 
     return run_all
 
 
-def _run(transport: Transport, node: str, argv: Sequence[str], timeout: float,
-         env: dict[str, str] | None) -> CommandResult:
-    try:
-        return transport.run(node, list(argv), timeout=timeout, env=env)
-    except Exception as exc:  # noqa: BLE001 - one node's transport failure must not stop the others
-        return CommandResult(node, tuple(argv), None, "", "", 0.0, error=f"{type(exc).__name__}: {exc}")
-
-
-__all__ = ["Measurement", "RunAll", "log_dir", "measure", "plan", "transport_runner", "unavailable"]
+__all__ = ["Measurement", "RunAll", "launcher_runner", "log_dir", "measure", "plan", "unavailable"]

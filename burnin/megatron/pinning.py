@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from burnin.errors import ParseError
-from burnin.evaluate.verdict import Finding, Unmeasurable
-from burnin.megatron.judge import bad, ok, reference, share, unknown
+from burnin.evaluate.verdict import Finding, Unmeasurable, bad, ok, unknown
+from burnin.megatron.judge import reference, share
 from burnin.parsers._common import compress_cpu_list, expand_cpu_list
 from burnin.topology.model import GpuDevice, Topology
 

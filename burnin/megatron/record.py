@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from burnin.errors import ParseError
+from burnin.launch.base import NOT_EXECUTABLE_EXIT, NOT_FOUND_EXIT, missing_program
 from burnin.megatron import logs
 from burnin.megatron.commands import TIMED_OUT_EXITS, Launch
 from burnin.megatron.config import MegatronSettings
@@ -26,20 +26,13 @@ FLEET_KEY = "single.tflops_per_gpu"
 MEMBERS_KEY = "members_single"
 """In a ``multi`` entry: the median single-node TFLOP/s/GPU of the run's members (``{"median", "count"}``)."""
 MIN_FLEET = 3  # a median of fewer nodes says nothing about who is slow
-NOT_FOUND_EXIT = 127
-NOT_EXECUTABLE_EXIT = 126
-"""What the shell, ``env``, ``timeout`` and container runners exit with when the command they were to start is
-missing (127) or cannot be executed (126)."""
-_MISSING = re.compile(r"([^\s'\"`:\u2018\u2019]+)['\"`\u2019]?:?\s+(?:No such file or directory|"
-                      r"(?:command |executable file )?not found|Permission denied)")
-"""The program an error line says is missing, just before the words: ``env: '/x/torchrun': No such file or
-directory`` (GNU quotes with U+2018/U+2019), ``sh: 1: timeout: not found``, ``bash: docker: command not found``,
-docker's ``exec: "torchrun": executable file not found``; 126 is ``Permission denied``."""
 
 
 class Outcome(Protocol):
     """What a launch returned on one node (burnin.transport.base.CommandResult fits)."""
 
+    @property
+    def argv(self) -> tuple[str, ...]: ...
     @property
     def exit_status(self) -> int | None: ...
     @property
@@ -106,8 +99,10 @@ def _outcome(launch: Launch, results: Mapping[str, Outcome]) -> dict[str, Any]:
 def _chain(launch: Launch, argv: Sequence[str]) -> list[str]:
     """The programs that start the ranks: the wrappers (container runner, ``timeout``, ``env``) and the
     launcher; what comes after torchrun's first option runs as the ranks. Under srun, srun alone."""
+    if launch.form == "srun":
+        return ["srun"]  # the step starts where burnin runs; what its tasks miss is a rank's line
     end = next((i for i, arg in enumerate(argv) if arg.startswith("--nproc_per_node")), None)
-    if launch.form == "srun" or end is None:
+    if end is None:
         return list(argv[:1])
     return [arg for arg in argv[:end] if not arg.startswith("-") and "=" not in arg and not arg.isdigit()]
 
@@ -115,7 +110,8 @@ def _chain(launch: Launch, argv: Sequence[str]) -> list[str]:
 def missing_launcher(launch: Launch, results: Mapping[str, Outcome]) -> str | None:
     """``torchrun not found: /nonexistent/torchrun`` when a node could not start the launcher (or a wrapper
     before it): it exited 127 (126: not executable), no rank printed a line, and the launcher's own output
-    names the program. None otherwise: a rank that ran and failed is the training's failure, not this."""
+    names the program (:func:`burnin.launch.base.missing_program`). None otherwise: a rank that ran and failed
+    is the training's failure, not this."""
     for node_rank, (node, argv) in enumerate(launch.argv_by_node.items()):
         result = results.get(node)
         if result is None or result.exit_status not in (NOT_FOUND_EXIT, NOT_EXECUTABLE_EXIT):
@@ -125,15 +121,16 @@ def missing_launcher(launch: Launch, results: Mapping[str, Outcome]) -> str | No
                            for text in (result.stdout, result.stderr))
         if set(ranks) - {logs.LAUNCHER}:
             continue
-        said = {m.group(1) for line in ranks.get(logs.LAUNCHER, []) for m in _MISSING.finditer(line)}
-        program = next((p for p in _chain(launch, argv) if p in said), None)
-        if program is None:
-            continue
-        name = program.rstrip("/").rsplit("/", 1)[-1] or program
-        what = "not found" if result.exit_status == NOT_FOUND_EXIT else "not executable"
-        where = program if "/" in program else f"{program} on {node}'s PATH"
-        return f"{name} {what}: {where}"
+        missing = missing_program(result.exit_status, ranks.get(logs.LAUNCHER, []), _chain(launch, argv), node)
+        if missing is not None:
+            return missing
     return None
+
+
+def _command(launch: Launch, results: Mapping[str, Outcome]) -> dict[str, list[str]]:
+    """What started the run on each node (srun: the step where burnin runs, under the first node)."""
+    return {node: list(results[node].argv) if node in results else list(argv)
+            for node, argv in launch.argv_by_node.items()}
 
 
 def _iterations(text: str) -> tuple[list[dict[str, Any]], str | None]:
@@ -168,7 +165,7 @@ def run_record(launch: Launch, results: Mapping[str, Outcome], settings: Megatro
         "model": settings.model.model_dump(),
         "flops_per_iteration": flops_per_iteration(settings.model, parallel.batch_for(launch.world_size),
                                                    tensor_parallel=parallel.tensor),
-        "command": {node: list(argv) for node, argv in launch.argv_by_node.items()},
+        "command": _command(launch, results),
         **_outcome(launch, results),
         "iterations": iterations,
         "parse_error": parse_error,
@@ -223,7 +220,7 @@ def placement_record(launch: Launch, results: Mapping[str, Outcome]) -> dict[str
     return {"unavailable": missing_launcher(launch, results),
             "form": launch.form, "binding": launch.binding, "nodes": list(launch.nodes),
             "ranks_per_node": launch.ranks_per_node,
-            "command": {node: list(argv) for node, argv in launch.argv_by_node.items()},
+            "command": _command(launch, results),
             **_outcome(launch, results), "ranks": records, "cpu_bind": cpu_bind, "problems": problems,
             "tails": {str(rank): lines for rank, lines in logs.tails(ranks).items()}}
 

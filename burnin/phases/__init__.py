@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from burnin.dispatch.base import JobLauncher
     from burnin.facts import Facts
     from burnin.launch.base import Launcher
     from burnin.topology.model import Topology
@@ -73,12 +72,6 @@ class PhaseContext:
         from burnin.launch.dryrun import DryRunLauncher
 
         return DryRunLauncher(launcher, self.say, DRY_RUN_REASON)
-
-    def job_launcher(self) -> JobLauncher:
-        """The dispatcher's job launcher for these nodes."""
-        from burnin.dispatch.base import launcher_of
-
-        return launcher_of(self.dispatcher, self.facts)
 
 
 class Phase:

@@ -37,10 +37,11 @@ class MegatronPhase(Phase):
         return MegatronOptions(config)
 
     def run(self, context: PhaseContext, options: Any) -> None:
-        from burnin.megatron.phase import run_megatron_phase
+        from burnin.megatron.alone import passed_alone
+        from burnin.megatron.phase import LOG_FILE, run_megatron_phase
 
-        run_megatron_phase(context.dispatcher, context.facts, topology=context.topology, out_dir=context.out_dir,
-                           options=options, dry_run=context.dry_run, say=context.say)
+        run_megatron_phase(context.launcher(LOG_FILE), context.facts, topology=context.topology,
+                           out_dir=context.out_dir, options=options, passed_alone=passed_alone)
 
 
 PHASE = MegatronPhase()

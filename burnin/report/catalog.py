@@ -6,7 +6,8 @@ topology references each check reads come from the check registry
 (:mod:`burnin.checks`); what a check catches, from the simulator's faults,
 each of which names the check that must catch it (:data:`burnin.sim.FAULTS`);
 the suites, from the ``@pytest.mark.check`` marks of the shipped suites; the
-probe's set, from :func:`burnin.probe.fast_check_ids`; the thresholds, from
+probe's set, from :func:`burnin.checks.probe_check_ids` of the collector's fast
+sources (what :func:`burnin.probe.fast_check_ids` runs); the thresholds, from
 the topology files. ``burnin checks`` prints it, and ``docs/checks.md`` is
 its Markdown (a test regenerates and compares it).
 
@@ -124,13 +125,13 @@ def _catches() -> dict[str, list[str]]:
 
 def build(topologies: Sequence[Topology]) -> list[CheckEntry]:
     """Every check, in id order, with the thresholds and applicability of each of ``topologies``."""
-    from burnin.checks import load_all
+    from burnin.checks import load_all, probe_check_ids
     from burnin.checks.base import not_applicable_reason
-    from burnin.probe import fast_check_ids
+    from burnin.collector.core import FAST_SOURCES
     from burnin.resources import suites_dir
 
     registry = load_all()
-    probe = set(fast_check_ids())
+    probe = set(probe_check_ids(FAST_SOURCES))  # burnin.probe.fast_check_ids, read below the probe
     marks = suite_marks(suites_dir())
     catches = _catches()
     soak = soak_checks()

@@ -18,20 +18,21 @@ On real nodes a stage runs in a thread while the loop samples; on simulated
 ones (a :class:`~burnin.soak.clock.SimClock`) a stage's commands run when its
 simulated time is up, and the clock jumps from event to event.
 
-With ``--dry-run`` (the checkpointed command's ``dry_run``) there is no loop:
-each stage's commands are printed, nothing runs on any node, no sample is
-taken and no checkpoint written; every check is then incomplete
+The soak declares what it will run when it holds its nodes (:func:`plan_items`:
+one turn of each stage on every node); with ``--dry-run`` the launcher prints
+that and holds nothing, so there is no loop: nothing runs on any node, no sample
+is taken and no checkpoint written; every check is then incomplete
 (:data:`burnin.soak.plan.DRY_RUN_REASON`).
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from burnin.launch.base import Each, Note, PlanItem
 from burnin.soak import plan
 from burnin.soak.clock import Clock
 from burnin.soak.monitor import Event, Limits, judge_sample
@@ -128,17 +129,11 @@ class Soak:
     results: dict[str, list[ChunkRecord]] = field(default_factory=dict)
     running: Running | None = None
     _pool: ThreadPoolExecutor | None = None
-    say: Callable[[str], None] = print
-    """Where ``--dry-run`` prints the commands."""
 
     # -- loop -----------------------------------------------------------------------------
 
     def run(self) -> None:
         state = self.state
-        if state.command.get("dry_run"):  # the one seam: nothing reaches self.nodes
-            self.sink.close()
-            self._show_plan()
-            return
         for name in state.nodes:
             self.samples.setdefault(name, [])
             self.results.setdefault(name, [])
@@ -187,44 +182,11 @@ class Soak:
     def _save(self) -> None:
         self.store.save(self.state)
 
-    def _show_plan(self) -> None:
-        """``--dry-run``: one turn of each stage as the loop would start it on every node, nothing run."""
-        from burnin.nodes import fold
-
-        where = f"[{fold(list(self.state.nodes))}]"
-        duration = self.state.duration_s
-        self.say(f"# soak: every node at once for {hms(duration)}: DCGM diagnostics once, then the stages in turn "
-                 f"until the time is up; a sample of every node every {hms(self.state.interval_s)}")
-        settings = self.ctx.settings
-        chunks = [self._chunk("dcgm", 0.0)] if settings.dcgm.enabled else []
-        chunks += [self._chunk(stage, min(plan.stage_minutes(settings, stage) * 60, duration))
-                   for stage in self._stages() if stage != "disk"]
-        if "disk" in self._stages():
-            devices = settings.disk.devices
-            listing = () if devices is not None else (plan.disk_list_step(),)
-            disk = plan.disk_chunk(devices if devices is not None else ("DEVICE",))
-            chunks.append(plan.Chunk("disk", disk.seconds, (*listing, *disk.steps)))
-        for chunk in chunks:
-            self.say(f"# {chunk.stage} ({plan.STAGE_CHECK[chunk.stage]})")
-            for step in chunk.steps:
-                given = " (with burnin's GPU stress on stdin)" if step.stdin else ""
-                self.say(f"{where} {shlex.join(step.argv)}{given}")
-
-    # -- stages ---------------------------------------------------------------------------
-
     def _stages(self) -> list[str]:
-        return [s for s in plan.STAGES if self.ctx.settings.enabled(s)]
+        return stages(self.ctx)
 
     def _chunk(self, stage: str, seconds: float) -> Chunk:
-        settings = self.ctx.settings
-        gpus = len(self.ctx.gpu_names)
-        if stage == "dcgm":
-            return plan.dcgm_chunk(settings)
-        if stage == "gpu":
-            return plan.gpu_chunk(settings, seconds, gpus)
-        if stage == "nccl":
-            return plan.nccl_chunk(settings, seconds, gpus)
-        return plan.cpu_chunk(settings, seconds, self.ctx.sockets)
+        return chunk_for(self.ctx, stage, seconds)
 
     def _resume_chunk(self) -> None:
         """A simulated stage in progress at the checkpoint ends as it would have; a real one starts again."""
@@ -435,3 +397,43 @@ def restart(progress: NodeProgress, now: float, why: str) -> None:
     progress.start_t = now
     progress.baseline = None
     progress.restarts.append(f"+{hms(now)}: clock restarted, {why}")
+
+
+def stages(ctx: SoakContext) -> list[str]:
+    """The stages the settings enable, in their order."""
+    return [s for s in plan.STAGES if ctx.settings.enabled(s)]
+
+
+def chunk_for(ctx: SoakContext, stage: str, seconds: float) -> Chunk:
+    """One turn of ``stage`` lasting ``seconds``."""
+    settings = ctx.settings
+    gpus = len(ctx.gpu_names)
+    if stage == "dcgm":
+        return plan.dcgm_chunk(settings)
+    if stage == "gpu":
+        return plan.gpu_chunk(settings, seconds, gpus)
+    if stage == "nccl":
+        return plan.nccl_chunk(settings, seconds, gpus)
+    return plan.cpu_chunk(settings, seconds, ctx.sockets)
+
+
+def plan_items(ctx: SoakContext, nodes: Sequence[str], *, duration_s: float, interval_s: float) -> list[PlanItem]:
+    """One turn of each stage as the loop starts it on every node, in order (what a dry run prints)."""
+    settings = ctx.settings
+    items: list[PlanItem] = [Note(f"soak: every node at once for {hms(duration_s)}: DCGM diagnostics once, then "
+                                  f"the stages in turn until the time is up; a sample of every node every "
+                                  f"{hms(interval_s)}")]
+    enabled = stages(ctx)
+    chunks = [chunk_for(ctx, "dcgm", 0.0)] if settings.dcgm.enabled else []
+    chunks += [chunk_for(ctx, stage, min(plan.stage_minutes(settings, stage) * 60, duration_s))
+               for stage in enabled if stage != "disk"]
+    if "disk" in enabled:
+        devices = settings.disk.devices
+        listing = () if devices is not None else (plan.disk_list_step(),)
+        disk = plan.disk_chunk(devices if devices is not None else ("DEVICE",))
+        chunks.append(plan.Chunk("disk", disk.seconds, (*listing, *disk.steps)))
+    for chunk in chunks:
+        items.append(Note(f"{chunk.stage} ({plan.STAGE_CHECK[chunk.stage]})"))
+        items += [Each(tuple(nodes), tuple(step.argv), step.timeout_s,
+                       note="(with burnin's GPU stress on stdin)" if step.stdin else "") for step in chunk.steps]
+    return items

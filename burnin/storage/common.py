@@ -16,7 +16,3 @@ def mark_unavailable(facts: Mapping[str, Facts], nodes: Sequence[str], section: 
 
 def no_fabric(topology: Topology) -> str:
     return f"topology {topology.name} declares no storage fabric"
-
-
-def no_transport(launcher_name: str) -> str:
-    return f"{launcher_name or 'the dispatcher'} offers no transport"

@@ -1,6 +1,6 @@
 """STO-03's measurement: write and read each storage mount while the fabric byte counters look on.
 
-Per node, through the dispatcher's transport: read every compute HCA's port
+Per node, through the phase's launcher: read every compute HCA's port
 counters (``/sys/class/infiniband/<hca>/ports/1/counters/port_{xmit,rcv}_data``,
 4-byte units) and its IPoIB netdev's byte counters, and every BlueField netdev's byte counters
 (``/sys/class/net/<dev>/statistics/{tx,rx}_bytes``), write then read the
@@ -14,20 +14,17 @@ the node's collector reported (``/`` on a real node).
 from __future__ import annotations
 
 import posixpath
-import shlex
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from burnin.errors import ParseError, UsageError
 from burnin.facts import Facts
-from burnin.nodes import fold
+from burnin.launch.base import Each, Launcher, NodeCommand, Note, PlanItem, fan_out
 from burnin.parsers.storage_io import parse_dd_bytes, parse_fio_bytes
-from burnin.storage.common import mark_unavailable, no_fabric, no_transport
-from burnin.topology.model import Topology
-from burnin.transport.base import CommandResult, Transport
+from burnin.topology.model import StorageFabric, Topology
+from burnin.transport.base import CommandResult
 
 SECTION = "storage_traffic"
 IB_COUNTER_UNIT = 4
@@ -138,16 +135,13 @@ class MeasureError(Exception):
     """Why a node's measurement stopped (recorded as the section's ``error``)."""
 
 
-def _run(transport: Transport, node: str, argv: Sequence[str], timeout: float) -> CommandResult:
-    try:
-        return transport.run(node, list(argv), timeout=timeout)
-    except Exception as exc:  # noqa: BLE001 - one node's transport failure is that node's measurement error
-        return CommandResult(node, tuple(argv), None, "", "", 0.0, error=f"{type(exc).__name__}: {exc}")
+def _run(launcher: Launcher, node: str, argv: Sequence[str], timeout: float) -> CommandResult:
+    return launcher.per_node([NodeCommand(node, tuple(argv), timeout)])[node]
 
 
-def read_counters(transport: Transport, node: str, items: Sequence[Counter]) -> list[int]:
+def read_counters(launcher: Launcher, node: str, items: Sequence[Counter]) -> list[int]:
     """Each counter's value in bytes (one ``cat`` of every file)."""
-    result = _run(transport, node, ["cat", *(c.path for c in items)], 30)
+    result = _run(launcher, node, ["cat", *(c.path for c in items)], 30)
     if not result.ok:
         raise MeasureError(f"reading the byte counters: {result.describe_failure()}")
     lines = result.stdout.split()
@@ -164,15 +158,15 @@ def read_counters(transport: Transport, node: str, items: Sequence[Counter]) -> 
 # ------------------------------------------------------------------ one node
 
 
-def _tool(transport: Transport, node: str, settings: StorageSettings) -> str:
+def _tool(launcher: Launcher, node: str, settings: StorageSettings) -> str:
     if settings.tool != "auto":
         return settings.tool
-    return "fio" if _run(transport, node, ["fio", "--version"], 30).ok else "dd"
+    return "fio" if _run(launcher, node, ["fio", "--version"], 30).ok else "dd"
 
 
-def _io(transport: Transport, node: str, tool: str, argv: Sequence[str], timeout: float,
+def _io(launcher: Launcher, node: str, tool: str, argv: Sequence[str], timeout: float,
         direction: Literal["read", "write"]) -> int:
-    result = _run(transport, node, argv, timeout)
+    result = _run(launcher, node, argv, timeout)
     if not result.ok:
         raise MeasureError(f"{direction} with {' '.join(argv)}: {result.describe_failure()}")
     try:
@@ -181,7 +175,7 @@ def _io(transport: Transport, node: str, tool: str, argv: Sequence[str], timeout
         raise MeasureError(f"{direction} with {tool}: {exc}") from None
 
 
-def measure_node(transport: Transport, node: str, *, root: str, mounts: Sequence[str],
+def measure_node(launcher: Launcher, node: str, *, root: str, mounts: Sequence[str],
                  compute_hcas: Sequence[str], storage_netdevs: Sequence[str],
                  settings: StorageSettings, ipoib: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The node's ``storage_traffic`` section: bytes written/read and each counter's delta in bytes."""
@@ -191,20 +185,20 @@ def measure_node(transport: Transport, node: str, *, root: str, mounts: Sequence
         return section
     items = counters(root, compute_hcas, storage_netdevs, ipoib)
     try:
-        tool = _tool(transport, node, settings)
+        tool = _tool(launcher, node, settings)
         section["tool"] = tool
-        before = read_counters(transport, node, items)
+        before = read_counters(launcher, node, items)
         written = read = 0
         for mount in mounts:
             path = test_file(mount, node)
             try:
-                written += _io(transport, node, tool, write_argv(tool, path, settings.size_mib), settings.timeout_s,
+                written += _io(launcher, node, tool, write_argv(tool, path, settings.size_mib), settings.timeout_s,
                                "write")
-                read += _io(transport, node, tool, read_argv(tool, path, settings.size_mib), settings.timeout_s,
+                read += _io(launcher, node, tool, read_argv(tool, path, settings.size_mib), settings.timeout_s,
                             "read")
             finally:
-                _run(transport, node, ["rm", "-f", path], 60)
-        after = read_counters(transport, node, items)
+                _run(launcher, node, ["rm", "-f", path], 60)
+        after = read_counters(launcher, node, items)
     except MeasureError as exc:
         section["error"] = str(exc)
         return section
@@ -218,29 +212,32 @@ def measure_node(transport: Transport, node: str, *, root: str, mounts: Sequence
     return section
 
 
-def show_commands(say: Callable[[str], None], nodes: Sequence[str], *, mounts: Sequence[str],
-                  compute_hcas: Sequence[str], storage_netdevs: Sequence[str], settings: StorageSettings,
-                  ipoib: Mapping[str, str] | None = None) -> None:
-    """``--dry-run``: what :func:`measure_node` runs on each node, in order (``NODE``: the node's name,
-    ``ROOT``: the root its collector reported, ``/`` on a real node)."""
+def plan(nodes: Sequence[str], *, mounts: Sequence[str], compute_hcas: Sequence[str], storage_netdevs: Sequence[str],
+         settings: StorageSettings, ipoib: Mapping[str, str] | None = None) -> list[PlanItem]:
+    """What :func:`measure_node` runs on each node, in order (``NODE``: the node's name, ``ROOT``: the root its
+    collector reported, ``/`` on a real node)."""
     if not nodes or not mounts:
-        return
-    where = f"[{fold(nodes)}]"
-    read = shlex.join(["cat", *(c.path for c in counters("ROOT", compute_hcas, storage_netdevs, ipoib))])
-    say("# storage STO-03 on each node (NODE: its name; ROOT: the root its collector reported, / on a real node)")
+        return []
+    each = tuple(nodes)
+
+    def on_each(argv: Sequence[str], timeout: float) -> Each:
+        return Each(each, tuple(argv), timeout)
+
+    read = on_each(["cat", *(c.path for c in counters("ROOT", compute_hcas, storage_netdevs, ipoib))], 30)
+    items: list[PlanItem] = [
+        Note("storage STO-03 on each node (NODE: its name; ROOT: the root its collector reported, / on a real node)")]
     tools = [settings.tool]
     if settings.tool == "auto":
-        say(f"{where} fio --version")
-        say("# with fio when it answers, else with dd:")
+        items += [on_each(["fio", "--version"], 30), Note("with fio when it answers, else with dd:")]
         tools = ["fio", "dd"]
-    say(f"{where} {read}")
+    items.append(read)
     for mount in mounts:
         path = test_file(mount, "NODE")
         for tool in tools:
-            say(f"{where} {shlex.join(write_argv(tool, path, settings.size_mib))}")
-            say(f"{where} {shlex.join(read_argv(tool, path, settings.size_mib))}")
-        say(f"{where} rm -f {shlex.quote(path)}")
-    say(f"{where} {read}")
+            items += [on_each(write_argv(tool, path, settings.size_mib), settings.timeout_s),
+                      on_each(read_argv(tool, path, settings.size_mib), settings.timeout_s)]
+        items.append(on_each(["rm", "-f", path], 60))
+    return [*items, read]
 
 
 # ------------------------------------------------------------------ the phase
@@ -265,34 +262,24 @@ def ipoib_netdevs(topology: Topology) -> dict[str, str]:
     return {h.name: h.netdev for h in topology.hcas if h.netdev and h.name in compute_hca_names(topology)}
 
 
-def run_storage_phase(transport: Transport | None, facts: Mapping[str, Facts], nodes: Sequence[str], *,
-                      topology: Topology, settings: StorageSettings, launcher_name: str = "",
-                      say: Callable[[str], None] | None = None, dry_run: bool = False) -> None:
+def traffic_plan(nodes: Sequence[str], topology: Topology, fabric: StorageFabric,
+                 settings: StorageSettings) -> list[PlanItem]:
+    """:func:`plan` for the topology's storage fabric."""
+    return plan(nodes, mounts=[t.mount for t in fabric.targets if t.mount], compute_hcas=compute_hca_names(topology),
+                storage_netdevs=[n.name for n in fabric.netdevs], settings=settings, ipoib=ipoib_netdevs(topology))
+
+
+def measure_traffic(launcher: Launcher, facts: Mapping[str, Facts], nodes: Sequence[str], *, topology: Topology,
+                    fabric: StorageFabric, settings: StorageSettings) -> None:
     """Measure every node and record its ``storage_traffic`` section into its facts."""
-    fabric = topology.storage
-    if fabric is None:
-        mark_unavailable(facts, nodes, SECTION, no_fabric(topology))
-        return
     mounts = [t.mount for t in fabric.targets if t.mount]
     netdevs = [n.name for n in fabric.netdevs]
     hcas = compute_hca_names(topology)
     ipoib = ipoib_netdevs(topology)
-    if dry_run:  # the one seam: the commands of measure_node, printed instead of run
-        from burnin.phases import DRY_RUN_REASON
-
-        show_commands(say or print, nodes, mounts=mounts, compute_hcas=hcas, storage_netdevs=netdevs,
-                      settings=settings, ipoib=ipoib)
-        mark_unavailable(facts, nodes, SECTION, DRY_RUN_REASON)
-        return
-    if transport is None:
-        mark_unavailable(facts, nodes, SECTION, no_transport(launcher_name))
-        return
 
     def one(node: str) -> dict[str, Any]:
-        return measure_node(transport, node, root=str(facts[node].data.get("root") or "/"), mounts=mounts,
+        return measure_node(launcher, node, root=str(facts[node].data.get("root") or "/"), mounts=mounts,
                             compute_hcas=hcas, storage_netdevs=netdevs, settings=settings, ipoib=ipoib)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), 32))) as pool:
-        sections = list(pool.map(one, nodes))
-    for node, section in zip(nodes, sections, strict=True):
+    for node, section in zip(nodes, fan_out(list(nodes), one, workers=32), strict=True):
         facts[node].data[SECTION] = section

@@ -1,6 +1,6 @@
 """STO-04's path-MTU measurement: a don't-fragment ping that fills the storage MTU to every storage target.
 
-Per node, through the dispatcher's transport, for each storage target (its
+Per node, through the phase's launcher, for each storage target (its
 ``address``, or a subnet's ``probe``):
 
     ping -n -M do -s <MTU-28> -c 3 -i 0.2 -W 1 <address>        (IPv4; 9000 -> 8972)
@@ -19,29 +19,25 @@ target that does not answer at all.
 
 What ping printed goes into the node's ``storage_pathmtu`` facts section (per
 target: argv, exit status, stdout, stderr, the parsed report or the parse
-error with an excerpt); STO-04 judges it (burnin.checks.storage_pathmtu).
+error with an excerpt); STO-04 judges it (burnin.storage.pathmtu_judge).
 """
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from burnin.checks.storage_pathmtu import SECTION, expected_path_mtu, is_ipv6
 from burnin.errors import ParseError
 from burnin.facts import Facts
-from burnin.nodes import fold
+from burnin.launch.base import Each, Launcher, NodeCommand, Note, PlanItem
 from burnin.parsers import to_jsonable
 from burnin.parsers.ping import df_payload, parse_ping
-from burnin.storage.common import mark_unavailable, no_fabric, no_transport
-from burnin.topology.model import StorageFabric, Topology
-from burnin.transport.base import CommandResult, Transport
+from burnin.storage.pathmtu_judge import SECTION, expected_path_mtu, is_ipv6
+from burnin.topology.model import StorageFabric
+from burnin.transport.base import CommandResult
 
 PING_TIMEOUT_S = 20.0
 """Three requests 0.2 s apart, each waited for 1 s; unanswered ARP can hold ping 3 s. Generous on purpose."""
-MAX_NODES_AT_ONCE = 32
 KEEP_CHARS = 4000
 """Output kept per stream in the facts (ping prints a few hundred characters)."""
 
@@ -54,13 +50,6 @@ def ping_argv(address: str, mtu: int, *, vrf: str | None = None, small: bool = F
     if vrf:
         argv += ["-I", vrf]
     return [*argv, address]
-
-
-def _run(transport: Transport, node: str, argv: Sequence[str]) -> CommandResult:
-    try:
-        return transport.run(node, list(argv), timeout=PING_TIMEOUT_S)
-    except Exception as exc:  # noqa: BLE001 - one node's transport failure is that target's measurement error
-        return CommandResult(node, tuple(argv), None, "", "", 0.0, error=f"{type(exc).__name__}: {exc}")
 
 
 def record(result: CommandResult) -> dict[str, Any]:
@@ -90,49 +79,40 @@ def _needs_small_ping(result: CommandResult) -> bool:
     return report.received == 0 and not report.too_long and not report.unreachable and not report.messages
 
 
-def measure_node(transport: Transport, node: str, fabric: StorageFabric) -> dict[str, Any]:
+def _ping(launcher: Launcher, node: str, argv: Sequence[str]) -> CommandResult:
+    return launcher.per_node([NodeCommand(node, tuple(argv), PING_TIMEOUT_S)])[node]
+
+
+def measure_node(launcher: Launcher, node: str, fabric: StorageFabric) -> dict[str, Any]:
     """The node's ``storage_pathmtu`` section."""
     mtu = expected_path_mtu(fabric)
     vrf = fabric.routing.vrf if fabric.routing is not None else None
     targets: dict[str, Any] = {}
     for target in fabric.targets:
         address = target.destination
-        result = _run(transport, node, ping_argv(address, mtu, vrf=vrf))
+        result = _ping(launcher, node, ping_argv(address, mtu, vrf=vrf))
         entry = record(result)
         if _needs_small_ping(result):
-            entry["small"] = record(_run(transport, node, ping_argv(address, mtu, vrf=vrf, small=True)))
+            entry["small"] = record(_ping(launcher, node, ping_argv(address, mtu, vrf=vrf, small=True)))
         targets[address] = entry
     return {"mtu": mtu, "targets": targets}
 
 
-def run_pathmtu_phase(transport: Transport | None, facts: Mapping[str, Facts], nodes: Sequence[str], *,
-                      topology: Topology, launcher_name: str = "", say: Callable[[str], None] | None = None,
-                      dry_run: bool = False) -> None:
-    """Ping every storage target from every node and record the ``storage_pathmtu`` section into its facts."""
-    fabric = topology.storage
-    if fabric is None:
-        mark_unavailable(facts, nodes, SECTION, no_fabric(topology))
-        return
-    if dry_run:  # the one seam: the pings of measure_node, printed instead of run
-        from burnin.phases import DRY_RUN_REASON
+def plan(nodes: Sequence[str], fabric: StorageFabric) -> list[PlanItem]:
+    """What :func:`measure_node` runs on every node, in order."""
+    mtu = expected_path_mtu(fabric)
+    vrf = fabric.routing.vrf if fabric.routing is not None else None
+    items: list[PlanItem] = [Note(f"storage STO-04 on each node: path MTU {mtu} to every storage target (a target "
+                                  "that answers no full-size ping and shows no MTU is pinged again with 56 bytes)")]
+    return items + [Each(tuple(nodes), tuple(ping_argv(t.destination, mtu, vrf=vrf)), PING_TIMEOUT_S)
+                    for t in fabric.targets]
 
-        show = say or print
-        mtu = expected_path_mtu(fabric)
-        vrf = fabric.routing.vrf if fabric.routing is not None else None
-        where = f"[{fold(nodes)}]"
-        if nodes:
-            show(f"# storage STO-04 on each node: path MTU {mtu} to every storage target (a target that answers "
-                 "no full-size ping and shows no MTU is pinged again with 56 bytes)")
-        for target in fabric.targets:
-            show(f"{where} {shlex.join(ping_argv(target.destination, mtu, vrf=vrf))}")
-        mark_unavailable(facts, nodes, SECTION, DRY_RUN_REASON)
-        return
-    if transport is None:
-        mark_unavailable(facts, nodes, SECTION, no_transport(launcher_name))
-        return
-    if not nodes:
-        return
-    with ThreadPoolExecutor(max_workers=max(1, min(len(nodes), MAX_NODES_AT_ONCE))) as pool:
-        sections = list(pool.map(lambda node: measure_node(transport, node, fabric), nodes))
+
+def measure_pathmtu(launcher: Launcher, facts: Mapping[str, Facts], nodes: Sequence[str],
+                    fabric: StorageFabric) -> None:
+    """Ping every storage target from every node and record the ``storage_pathmtu`` section into its facts."""
+    from burnin.launch.base import fan_out
+
+    sections = fan_out(list(nodes), lambda node: measure_node(launcher, node, fabric), workers=32)
     for node, section in zip(nodes, sections, strict=True):
         facts[node].data[SECTION] = section

@@ -5,8 +5,9 @@ runs them through :class:`~burnin.transport.local.LocalTransport`, so every
 call is bounded: ``scontrol`` can hang while slurmd is not registered, and
 ``salloc`` waits for resources.
 
-A per-node step (the collector, a phase's tool on every node) is one ``srun``
-over all nodes with ``--label``, split back into one result per node by
+A per-node step (the collector, a phase's tool on every node; its argv is the
+launch layer's, :func:`burnin.launch.slurm.srun_argv`) is one ``srun`` over all
+nodes with ``--label``, split back into one result per node by
 :func:`split_step`. srun cuts long output lines into labelled chunks, so the
 collector's stdout is rebuilt by joining its chunks, and the node a task ran on
 is taken from a marker line the task prints itself (``@burnin-node NAME@``)
@@ -99,27 +100,6 @@ def sbcast_argv(job_id: str, source: str, dest: str, *, timeout_s: float) -> lis
     """Copy ``source`` to ``dest`` on every node of the job (replacing it)."""
     return ["sbcast", f"--jobid={job_id}", "--force", f"--timeout={max(1, math.ceil(timeout_s))}",
             source, dest]
-
-
-def srun_argv(
-    job_id: str,
-    nodes: Sequence[str],
-    command: Sequence[str],
-    *,
-    time_limit_s: float,
-    job_name: str,
-    label: bool = True,
-) -> list[str]:
-    """One job step, one task per node, that keeps going when a task fails."""
-    argv = [
-        "srun", f"--jobid={job_id}",
-        f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}", "--ntasks-per-node=1",
-        f"--nodelist={fold(nodes)}", "--kill-on-bad-exit=0", "--overlap",
-        f"--time={minutes(time_limit_s)}", f"--job-name={job_name}",
-    ]
-    if label:
-        argv.append("--label")
-    return [*argv, *command]
 
 
 def collect_command(collector_path: str, collector_args: Sequence[str], timeout_s: float) -> list[str]:
@@ -283,39 +263,3 @@ class SlurmClient:
 
     def close(self) -> None:
         self._transport.close()
-
-
-STEP_SLACK_S = 60.0
-"""How much longer than its command's own timeout an srun step may take (scheduling, staging)."""
-
-
-class SlurmStepTransport:
-    """The Transport protocol over Slurm: each command is one srun step on one node of allocation ``job_id``.
-
-    For phases that run a command per node (the storage suite's writes and
-    pings) where the dispatcher reaches nodes only through Slurm. ``env`` is
-    passed with ``env K=V``; ``stdin`` is not supported (srun would hand it to
-    every task) and reads as that command's error.
-    """
-
-    name = "slurm"
-
-    def __init__(self, client: SlurmRunner, job_id: str, *, job_name: str) -> None:
-        self.client = client
-        self.job_id = job_id
-        self.job_name = job_name
-
-    def run(self, node: str, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
-            env: Mapping[str, str] | None = None) -> CommandResult:
-        if stdin is not None:
-            return CommandResult(node, tuple(argv), None, "", "", 0.0,
-                                 error="a Slurm step takes no input: this command needs another transport")
-        command = [*(["env", *(f"{k}={v}" for k, v in env.items())] if env else []), *argv]
-        step = srun_argv(self.job_id, [node], command, time_limit_s=timeout + STEP_SLACK_S,
-                         job_name=self.job_name, label=False)
-        result = self.client.run(step, timeout=timeout + STEP_SLACK_S)
-        return CommandResult(node, tuple(argv), result.exit_status, result.stdout, result.stderr, result.duration_s,
-                             timed_out=result.timed_out, error=result.error)
-
-    def close(self) -> None:
-        """Nothing of its own: the allocation belongs to whoever opened it."""

@@ -1,9 +1,8 @@
 """Slurm's job layer: node states, one allocation, and measuring nodes burnin drained.
 
-Everything that reaches nodes through Slurm goes through here: the collector
-step (:mod:`burnin.dispatch.slurm`), the fabric phase's steps
-(:mod:`burnin.fabric.launch`), the Megatron phase's runs and the soak's
-allocation (:mod:`burnin.soak.slurm_nodes`). Nothing here
+Everything that reaches nodes through Slurm holds them through here: the Slurm
+launcher (:mod:`burnin.launch.slurm`, which the collector step, every phase and
+the soak run through) and the Slurm gate. Nothing here
 starts a process itself: every command goes to a
 :class:`~burnin.transport.slurm.SlurmRunner` (normally
 :class:`~burnin.transport.slurm.SlurmClient`), bounded by a timeout.
@@ -30,7 +29,6 @@ from __future__ import annotations
 import os
 import pwd
 import re
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -235,11 +233,6 @@ class Recheck:
             run(delete_reservation_argv(self.name), QUICK_TIMEOUT)
 
 
-def drained_to_recheck(nodes: Sequence[str], current: Mapping[str, SlurmNode]) -> dict[str, str]:
-    """The nodes among ``nodes`` that burnin drained and that can be rechecked, with their reasons."""
-    return {n: current[n].reason for n in nodes if n in current and recheckable(current[n])}
-
-
 # ---------------------------------------------------------------- allocation
 
 
@@ -328,20 +321,3 @@ class SlurmJobs:
     reservation: str | None = None
     recheck_drained: bool = False
     collector: str | None = None
-
-    def allocation(self, nodes: Sequence[str], *, label: str, exclusive: bool = True,
-                   tasks_per_node: int | None = None, purpose: str = "",
-                   run: RunCommand | None = None) -> Allocation:
-        """An :class:`Allocation` of ``nodes`` named ``burnin-<label>-<token>`` (not opened yet).
-
-        With ``recheck_drained`` the nodes' states are read first, and the burnin-drained
-        ones among them are rechecked inside a reservation over all of them.
-        """
-        name = f"burnin-{label}-{secrets.token_hex(4)}"
-        drained: dict[str, str] = {}
-        if self.recheck_drained and self.job_id is None and nodes:
-            current, _ = read_nodes(list(nodes), timeout=QUICK_TIMEOUT, client=self.client)
-            drained = drained_to_recheck(nodes, current)
-        return Allocation(self.client, nodes, name=name, job_id=self.job_id, partition=self.partition,
-                          reservation=self.reservation, exclusive=exclusive, tasks_per_node=tasks_per_node,
-                          drained=drained, purpose=purpose, run=run)

@@ -7,7 +7,7 @@ The node suite judges the same check from the interfaces alone (no pings); here 
 import pytest
 
 from burnin.checks.base import not_applicable_reason
-from burnin.checks.storage_pathmtu import SECTION
+from burnin.storage.pathmtu_judge import SECTION
 from burnin.evaluate.verdict import Verdict
 from burnin.facts import Facts
 from burnin.suite import CheckIncomplete, assert_passed, not_applicable

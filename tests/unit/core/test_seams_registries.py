@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from burnin.dispatch import registry as dispatchers
-from burnin.dispatch.base import DispatchContext, JobLauncher, launcher_of, preset_from_facts
+from burnin.dispatch.base import DispatchContext, preset_from_facts
 from burnin.errors import UsageError
 from burnin.facts import Facts
 from burnin.gate.decide import NodeDecision
@@ -22,7 +22,7 @@ from burnin.launch.ssh import TransportLauncher
 from burnin.phases import DRY_RUN_REASON, PHASES, Phase, PhaseContext, phases_for, suite_name
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import split_step
-from burnin.transport.slurm_jobs import Allocation, SlurmJobs
+from burnin.transport.slurm_jobs import Allocation
 
 
 def _args(**values: Any) -> argparse.Namespace:
@@ -95,23 +95,6 @@ class _Transport:
 
     def close(self) -> None:
         pass
-
-
-def test_launcher_of_asks_the_dispatcher_or_falls_back_to_its_transport() -> None:
-    offered = JobLauncher("x", "srun", "production")
-
-    class WithLauncher:
-        def job_launcher(self, facts: Any) -> JobLauncher:
-            return offered
-
-    class WithTransport:
-        transport = _Transport()
-
-    assert launcher_of(WithLauncher(), {}) is offered
-    fallback = launcher_of(WithTransport(), _facts(a="/sim/a"))
-    assert (fallback.name, fallback.form, fallback.preset) == ("fake", "mpirun", "simulated")
-    assert fallback.job_env(["a", "b"]) == {}
-    assert launcher_of(object(), {}).transport is None
 
 
 def test_the_simulated_dispatcher_names_a_jobs_members() -> None:
@@ -229,8 +212,8 @@ class _Salloc:
 
 def test_an_allocation_is_held_and_released() -> None:
     client = _Salloc(granted=True)
-    allocation = SlurmJobs(client, partition="gpu").allocation(["n1", "n2"], label="megatron", purpose="the test")
-    assert allocation.name.startswith("burnin-megatron-")
+    allocation = Allocation(client, ["n1", "n2"], name="burnin-megatron-1", partition="gpu", exclusive=True,
+                            tasks_per_node=None, purpose="the test")
     assert allocation.open(time_limit_s=600, wait_s=30, slack_s=10) is None and allocation.job_id == "42"
     salloc = client.calls[0]
     assert {"--exclusive", "--nodelist=n[1-2]", "--partition=gpu", "--time=10"} <= set(salloc)
@@ -248,7 +231,7 @@ def test_a_refused_allocation_says_for_what_and_why() -> None:
 
 def test_inside_an_allocation_nothing_is_allocated_or_cancelled() -> None:
     client = _Salloc(granted=True)
-    allocation = SlurmJobs(client, job_id="7", recheck_drained=True).allocation(["n1"], label="fabric")
+    allocation = Allocation(client, ["n1"], name="burnin-fabric-1", job_id="7")
     assert allocation.open(time_limit_s=60, wait_s=5, slack_s=5) is None and allocation.job_id == "7"
     allocation.close()
     assert client.calls == []

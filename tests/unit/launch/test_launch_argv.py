@@ -9,6 +9,7 @@ from burnin.launch.base import (
     Container,
     SrunOptions,
     launch_chain,
+    missing_launcher,
     missing_program,
     slack,
     with_env,
@@ -75,5 +76,7 @@ def test_the_launch_chain_is_the_programs_before_the_launched_ones_options(argv:
 ])
 def test_a_missing_launcher_is_named_and_the_program_it_was_to_start_is_not_blamed(
         status: int, stderr: str, expected: str | None) -> None:
+    mpirun = "mpirun" if "/opt" not in stderr else "/opt/x/mpirun"
     result = CommandResult("n1", ("timeout", "mpirun"), status, "", stderr, 0.1)
-    assert missing_program(result, ["timeout", "mpirun" if "/opt" not in stderr else "/opt/x/mpirun"]) == expected
+    assert missing_launcher(result, ["timeout", "-k", "5", "60", mpirun, "-np", "2", "x"]) == expected
+    assert missing_program(status, [stderr], ["timeout", mpirun], "n1") == expected

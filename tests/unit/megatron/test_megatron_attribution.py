@@ -9,10 +9,10 @@ import pytest
 from megatron_support import FLOPS_TP8, iterations, run, section
 
 from burnin.checks import load_all
-from burnin.checks.workload import passed_alone
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
 from burnin.megatron import judge
+from burnin.megatron.alone import passed_alone
 from burnin.megatron.record import MEMBERS_KEY, multi_section
 from burnin.topology.model import Topology
 

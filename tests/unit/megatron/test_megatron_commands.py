@@ -8,9 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from burnin.launch.base import Hold
+from burnin.launch.dryrun import DryRunLauncher
+from burnin.launch.slurm import SlurmLauncher
+from burnin.launch.ssh import TransportLauncher
 from burnin.megatron.commands import (
     BIND_WRAPPER,
     RANK_WRAPPER,
+    Launch,
     numa_of_local_rank,
     plan,
     probe_launch,
@@ -20,8 +25,29 @@ from burnin.megatron.commands import (
 )
 from burnin.megatron.config import ContainerSpec, MegatronSettings, load_megatron_settings
 from burnin.topology.model import Topology
+from burnin.transport.local import LocalTransport
+from burnin.transport.slurm import SlurmClient
+from burnin.transport.slurm_jobs import SlurmJobs
 
 HCAS = "=" + ",".join(f"mlx5_{i}:1" for i in range(8))
+
+
+def srun_argv(launch: Launch, job_id: str = "77") -> list[str]:
+    """The srun step the Slurm launcher starts for an srun launch, in allocation ``job_id``."""
+    assert launch.job is not None
+    launcher = SlurmLauncher(SlurmJobs(SlurmClient(), job_id=job_id))
+    launcher.describe_hold(launch.nodes, Hold("megatron", "the megatron phase", 600))
+    return launcher.job_argv(launch.job)
+
+
+def shown(launch: Launch, job_id: str | None = None) -> list[str]:
+    """What a dry run prints for ``launch`` (through Slurm in allocation ``job_id``, else over a transport)."""
+    said: list[str] = []
+    inner = (SlurmLauncher(SlurmJobs(SlurmClient(), job_id=job_id)) if job_id is not None
+             else TransportLauncher(LocalTransport(), name="ssh"))
+    DryRunLauncher(inner, said.append, "dry").hold(launch.nodes, Hold("megatron", "the megatron phase", 600),
+                                                    launch.plan())
+    return [line for line in said if not line.startswith("# an exclusive")]
 
 
 def _value(argv: list[str] | tuple[str, ...], flag: str) -> str:
@@ -80,16 +106,16 @@ def test_torchrun_multi_node_gives_each_node_its_rank(h100_topology: Topology) -
 
 
 def test_srun_form(h100_topology: Topology) -> None:
-    launch = training_launch(MegatronSettings(), h100_topology, ["gpu01", "gpu02"], form="srun", job_id="77")
-    assert list(launch.argv_by_node) == ["gpu01"] and launch.binding == "slurm"
-    argv = launch.argv_by_node["gpu01"]
-    for item in ("srun", "--jobid=77", "--nodes=2", "--nodelist=gpu01,gpu02", "--ntasks-per-node=8", "--label",
-                 "--kill-on-bad-exit=1", "--cpu-bind=verbose,ldoms", "--distribution=block:block",
-                 "--gpus-per-task=1", "--gpu-bind=closest", "--time=16"):
+    launch = training_launch(MegatronSettings(), h100_topology, ["gpu01", "gpu02"], form="srun")
+    assert list(launch.argv_by_node) == ["gpu01"] and launch.binding == "slurm" and launch.commands == ()
+    argv = srun_argv(launch)
+    for item in ("srun", "--jobid=77", "--nodes=2", "--nodelist=gpu[01-02]", "--ntasks=16", "--ntasks-per-node=8",
+                 "--label", "--kill-on-bad-exit=1", "--cpu-bind=verbose,ldoms", "--distribution=block:block",
+                 "--gpus-per-task=1", "--gpu-bind=closest", "--time=16", "--job-name=burnin-megatron"):
         assert item in argv, item
     sh = argv.index("sh")
     assert argv[sh + 1] == "-c" and argv[sh + 3] == RANK_WRAPPER
-    assert argv[sh + 4:sh + 10] == ("timeout", "-k", "10", "900", "python3", "pretrain_gpt.py")
+    assert argv[sh + 4:sh + 10] == ["timeout", "-k", "10", "900", "python3", "pretrain_gpt.py"]
 
 
 def test_srun_rank_wrapper_exports_what_torch_reads(h100_topology: Topology) -> None:
@@ -138,7 +164,8 @@ def test_numa_of_local_rank(h100_topology: Topology) -> None:
 def test_other_bindings(h100_topology: Topology, binding: str, form: str, cpu_bind: str | None,
                         wrapper: bool) -> None:
     settings = MegatronSettings.model_validate({"binding": binding})
-    argv = training_launch(settings, h100_topology, ["gpu01"], form=form).argv_by_node["gpu01"]  # type: ignore[arg-type]
+    launch = training_launch(settings, h100_topology, ["gpu01"], form=form)  # type: ignore[arg-type]
+    argv = srun_argv(launch) if form == "srun" else list(launch.argv_by_node["gpu01"])
     if cpu_bind:
         assert cpu_bind in argv and not any(a.startswith("--distribution") for a in argv)
     assert any("--cpunodebind" in a for a in argv) is wrapper
@@ -147,7 +174,7 @@ def test_other_bindings(h100_topology: Topology, binding: str, form: str, cpu_bi
 def test_pyxis_container_is_srun_options(h100_topology: Topology) -> None:
     settings = MegatronSettings(container=ContainerSpec(image="nvcr.io/nvidia/pytorch:24.07-py3",
                                                         mounts=("/opt/megatron-lm",), workdir="/opt/megatron-lm"))
-    argv = training_launch(settings, h100_topology, ["gpu01"], form="srun").argv_by_node["gpu01"]
+    argv = srun_argv(training_launch(settings, h100_topology, ["gpu01"], form="srun"))
     assert "--container-image=nvcr.io/nvidia/pytorch:24.07-py3" in argv
     assert "--container-mounts=/opt/megatron-lm" in argv and "--container-workdir=/opt/megatron-lm" in argv
     assert argv.index("--container-image=nvcr.io/nvidia/pytorch:24.07-py3") < argv.index("sh")
@@ -178,8 +205,8 @@ def test_probe_launch_uses_the_same_binding(h100_topology: Topology) -> None:
     argv = launch.argv_by_node["gpu01"]
     assert launch.kind == "probe" and any("--cpunodebind" in a for a in argv)
     assert argv[-3:] == ("python3", "-c", probe_source())
-    assert "BURNIN-PLACEMENT" in probe_source() and "<burnin placement probe>" in launch.display()
-    srun = probe_launch(MegatronSettings(), h100_topology, "gpu01", form="srun").argv_by_node["gpu01"]
+    assert "BURNIN-PLACEMENT" in probe_source() and "<burnin placement probe>" in shown(launch)[1]
+    srun = srun_argv(probe_launch(MegatronSettings(), h100_topology, "gpu01", form="srun"))
     assert "--cpu-bind=verbose,ldoms" in srun and "--ntasks-per-node=8" in srun
 
 
@@ -192,11 +219,11 @@ def test_plan_orders_probes_singles_then_groups(h100_topology: Topology) -> None
     assert all(x.kind != "multi" for x in plan(off, h100_topology, ["a", "b"], form="srun"))
 
 
-def test_display_is_a_shell_line(h100_topology: Topology) -> None:
+def test_a_dry_run_shows_each_nodes_command_as_a_shell_line(h100_topology: Topology) -> None:
     launch = training_launch(MegatronSettings(), h100_topology, ["gpu01", "gpu02"], form="torchrun")
-    lines = launch.display().splitlines()
-    assert [line.split()[0] for line in lines] == ["[gpu01]", "[gpu02]"]
-    assert "'case \"$LOCAL_RANK\" in" in lines[0]
+    lines = shown(launch)
+    assert [line.split()[0] for line in lines] == ["#", "[gpu01]", "[gpu02]"]
+    assert lines[0] == "# multi-node run on gpu01,gpu02" and "'case \"$LOCAL_RANK\" in" in lines[1]
 
 
 def test_the_documented_site_command_is_what_burnin_builds(h100_topology: Topology, tmp_path: Path) -> None:
@@ -204,7 +231,7 @@ def test_the_documented_site_command_is_what_burnin_builds(h100_topology: Topolo
     config = doc.split("A real site, Slurm with pyxis", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "megatron.yaml").write_text(config)
     settings = load_megatron_settings(tmp_path / "megatron.yaml")
-    shown = doc.split("with the site config above:\n\n```sh\n", 1)[1].split("```", 1)[0]
-    documented = " ".join(part.strip() for part in shown.replace("\\\n", " ").split())
-    built = training_launch(settings, h100_topology, ["gpu001", "gpu002"], form="srun", job_id="4242").display()
+    block = doc.split("with the site config above:\n\n```sh\n", 1)[1].split("```", 1)[0]
+    documented = " ".join(part.strip() for part in block.replace("\\\n", " ").split())
+    (built,) = shown(training_launch(settings, h100_topology, ["gpu001", "gpu002"], form="srun"), "4242")[1:]
     assert documented == built

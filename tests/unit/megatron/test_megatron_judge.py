@@ -175,7 +175,7 @@ def test_attach_fleet_counts_the_nodes_that_have_a_throughput() -> None:
 
 
 def test_single_node_verdicts_ignore_the_multi_node_run(h100_topology: Topology) -> None:
-    from burnin.checks.workload import passed_alone
+    from burnin.megatron.alone import passed_alone
 
     data = section(multi=None)
     assert passed_alone(Facts("n1", {"megatron": data}), h100_topology) == (True, "")

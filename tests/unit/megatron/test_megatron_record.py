@@ -230,10 +230,12 @@ def test_only_a_program_of_the_launch_chain_is_a_missing_launcher(h100_topology:
 
 
 def test_without_torchrun_options_only_the_first_program_is_the_launcher() -> None:
+    from burnin.launch.base import NodeCommand
     from burnin.megatron.commands import Launch
     from burnin.megatron.record import missing_launcher
 
-    launch = Launch("single", "torchrun", "none", ("gpu01",), {"gpu01": ("site-launcher", "helper")}, 8, 60.0)
+    command = NodeCommand("gpu01", ("site-launcher", "helper"), 60.0)
+    launch = Launch("single", "torchrun", "none", ("gpu01",), (command,), None, 8, 60.0)
     for missing, expected in (("helper", None), ("site-launcher", "site-launcher not found: site-launcher on "
                                                                  "gpu01's PATH")):
         results = {"gpu01": _result("gpu01", "", f"sh: 1: {missing}: not found\n", status=127)}

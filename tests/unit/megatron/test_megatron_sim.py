@@ -21,9 +21,11 @@ import pytest
 from burnin.checks import load_all
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
+from burnin.launch.local import LocalLauncher
+from burnin.megatron.alone import passed_alone
 from burnin.megatron.commands import probe_launch, training_launch
 from burnin.megatron.config import SIMULATED
-from burnin.megatron.measure import Measurement, measure, transport_runner
+from burnin.megatron.measure import Measurement, launcher_runner, measure
 from burnin.parsers.megatron import parse_megatron_log
 from burnin.sim import SimNode, build_rack
 from burnin.topology.model import Topology
@@ -60,9 +62,9 @@ def _transport(rack: dict[str, SimNode]) -> LocalTransport:
 @pytest.fixture(scope="module")
 def measured(rack: dict[str, SimNode], h100_topology: Topology) -> Measurement:
     settings = SIMULATED.model_copy(update={"timeout_s": 2.0})  # the hung run costs 2 s + 5 s slack
-    run_all = transport_runner(_transport(rack), extra_env=lambda launch: {"BURNIN_SIM_JOB_NODES": ",".join(
-        launch.nodes)})
-    return measure(settings, h100_topology, sorted(rack), run_all, form="torchrun")
+    launcher = LocalLauncher(_transport(rack), lambda nodes: {"BURNIN_SIM_JOB_NODES": ",".join(nodes)})
+    return measure(settings, h100_topology, sorted(rack), launcher_runner(launcher), form="torchrun",
+                   passed_alone=passed_alone)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from burnin.gate.slurm import BURNIN_PREFIX, burnin_reason, drain_argv, resume_argv
+from burnin.launch.slurm import srun_argv
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import (
     collect_command,
@@ -22,7 +23,6 @@ from burnin.transport.slurm import (
     scancel_argv,
     show_node_argv,
     split_step,
-    srun_argv,
 )
 
 NODES = ["sim01", "sim02", "sim03", "sim04"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from burnin.runner import facts_from_result
+from burnin.launch.gather import facts_from_result
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import split_step
 

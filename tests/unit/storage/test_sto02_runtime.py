@@ -18,12 +18,12 @@ import pytest
 from test_sto_checks import FAIL, INCOMPLETE, PASS, expect, judge
 from test_sto_parsers import one
 
-from burnin.checks.storage_nccl_runtime import quote_line
 from burnin.fabric import commands
 from burnin.fabric.nccl_evidence import SECTION, nccl_host, node_records, outcome
 from burnin.fabric.settings import PRODUCTION
 from burnin.parsers.nccl_info import parse_nccl_info
 from burnin.sim import SimNode, build_rack
+from burnin.storage.nccl_runtime import quote_line
 from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult
 

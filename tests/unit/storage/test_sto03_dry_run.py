@@ -1,21 +1,47 @@
-"""STO-03 under ``--dry-run``: measure_node's commands printed in order, none run, every node incomplete."""
+"""The storage suite under ``--dry-run``: measure_node's commands printed in order, none run, every node incomplete."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 import pytest
 
 from burnin.facts import Facts
+from burnin.launch.base import Hold
+from burnin.launch.dryrun import DryRunLauncher
+from burnin.launch.ssh import TransportLauncher
 from burnin.phases import DRY_RUN_REASON
-from burnin.storage.measure import SECTION, StorageSettings, run_storage_phase, show_commands
+from burnin.storage.measure import SECTION, StorageSettings, plan
+from burnin.storage.pathmtu_judge import SECTION as PATHMTU
+from burnin.storage.phase import run_storage_phase
 from burnin.topology import Topology
+from burnin.transport.base import CommandResult
 
 HOME = "/mnt/home/.burnin-sto03-NODE"
 
 
+class Refusing:
+    """A transport that must not be used: a dry run that runs anything fails loudly."""
+
+    name = "refusing"
+
+    def run(self, node: str, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
+            env: Mapping[str, str] | None = None) -> CommandResult:
+        raise AssertionError(f"{node}: {argv} ran in a dry run")
+
+    def close(self) -> None:
+        pass
+
+
+def dry(said: list[str]) -> DryRunLauncher:
+    return DryRunLauncher(TransportLauncher(Refusing(), name="ssh"), said.append, DRY_RUN_REASON)
+
+
 def shown(nodes: list[str], mounts: list[str], tool: str) -> list[str]:
     said: list[str] = []
-    show_commands(said.append, nodes, mounts=mounts, compute_hcas=["mlx5_0"], storage_netdevs=["bf0"],
-                  settings=StorageSettings(tool, 8), ipoib={"mlx5_0": "ib0"})  # type: ignore[arg-type]
+    items = plan(nodes, mounts=mounts, compute_hcas=["mlx5_0"], storage_netdevs=["bf0"],
+                 settings=StorageSettings(tool, 8), ipoib={"mlx5_0": "ib0"})  # type: ignore[arg-type]
+    dry(said).hold(nodes, Hold("storage", "the storage suite", 60), items)
     return said
 
 
@@ -50,7 +76,7 @@ def test_nothing_to_write_shows_nothing(nodes: list[str], mounts: list[str]) -> 
 def test_the_phase_under_dry_run_runs_nothing_and_says_why(sto_topology: Topology) -> None:
     facts = {"n1": Facts("n1", {}), "n2": Facts("n2", {})}
     said: list[str] = []
-    run_storage_phase(None, facts, ["n1", "n2"], topology=sto_topology, settings=StorageSettings(),
-                      say=said.append, dry_run=True)  # no transport: anything run would fail loudly
-    assert any(" fio --name=burnin-sto03 " in line for line in said)
-    assert all(f.data[SECTION] == {"unavailable": DRY_RUN_REASON} for f in facts.values())
+    run_storage_phase(dry(said), facts, ["n1", "n2"], topology=sto_topology, settings=StorageSettings())
+    assert said[0].startswith("# storage STO-04 on each node") and any(" fio --name=burnin-sto03 " in line
+                                                                        for line in said)
+    assert all(f.data[SECTION] == f.data[PATHMTU] == {"unavailable": DRY_RUN_REASON} for f in facts.values())

@@ -14,6 +14,7 @@ from burnin.checks.storage_traffic import judge_traffic, storage_traffic
 from burnin.errors import ParseError, UsageError
 from burnin.evaluate.verdict import Status, Unmeasurable
 from burnin.facts import Facts
+from burnin.launch.ssh import TransportLauncher
 from burnin.parsers.storage_io import parse_dd_bytes, parse_fio_bytes
 from burnin.resources import topologies_dir
 from burnin.storage.measure import StorageSettings, load_storage_settings, measure_node
@@ -165,8 +166,8 @@ class FakeNode:
 @pytest.mark.parametrize("on_ib", [False, True])
 def test_measure_node_records_the_deltas_in_bytes(on_ib: bool) -> None:
     node = FakeNode(on_ib)
-    got = measure_node(node, "n1", root="/", mounts=["/mnt/home"], compute_hcas=["mlx5_2"],  # type: ignore[arg-type]
-                       storage_netdevs=["bf0"], settings=StorageSettings("dd", 1024))
+    got = measure_node(TransportLauncher(node, name="fake"), "n1", root="/", mounts=["/mnt/home"],
+                       compute_hcas=["mlx5_2"], storage_netdevs=["bf0"], settings=StorageSettings("dd", 1024))
     assert got["bytes_written"] == GIB and got["bytes_read"] == GIB and got["tool"] == "dd"
     expected_ib = GIB if on_ib else 0
     assert got["compute"] == {"mlx5_2": {"xmit": expected_ib, "rcv": expected_ib}}
@@ -183,7 +184,7 @@ def test_a_failed_write_is_an_error_not_a_measurement() -> None:
                 return CommandResult(node, tuple(argv), 1, "", "dd: failed to open: Read-only file system\n", 0.0)
             return super().run(node, argv, **kw)
 
-    got = measure_node(Failing(False), "n1", root="/", mounts=["/mnt/home"],  # type: ignore[arg-type]
+    got = measure_node(TransportLauncher(Failing(False), name="fake"), "n1", root="/", mounts=["/mnt/home"],
                        compute_hcas=["mlx5_2"], storage_netdevs=["bf0"], settings=StorageSettings("dd", 1))
     assert "write with dd" in got["error"] and "bytes_written" not in got
     assert storage_traffic(Facts("n1", {"storage_traffic": got}), topology()).status is Status.INCOMPLETE

@@ -19,13 +19,16 @@ import pytest
 from storage_support import with_routing
 
 from burnin.checks import load_all
-from burnin.checks.storage_pathmtu import SECTION, judge_target, path_mtu_findings
 from burnin.evaluate.verdict import Finding, Status
 from burnin.facts import Facts
+from burnin.launch.base import Hold
+from burnin.launch.dryrun import DryRunLauncher
+from burnin.launch.ssh import TransportLauncher
 from burnin.parsers.ping import parse_ping
 from burnin.phases import DRY_RUN_REASON
 from burnin.sim import SimNode, build_rack
-from burnin.storage.pathmtu import PING_TIMEOUT_S, measure_node, ping_argv, run_pathmtu_phase
+from burnin.storage.pathmtu import PING_TIMEOUT_S, measure_node, measure_pathmtu, ping_argv, plan
+from burnin.storage.pathmtu_judge import SECTION, judge_target, path_mtu_findings
 from burnin.topology.model import StorageRouting, StorageTarget, Topology
 from burnin.transport.base import CommandResult
 from burnin.transport.local import LocalTransport
@@ -254,7 +257,7 @@ def test_measure_records_each_target_and_pings_small_only_when_nothing_was_learn
         (NEAR, True): result(SMALL_REPLIES, status=0),
         (FAR, False): result(TOTAL_LOSS.format(errors="+3 errors, "), LOCAL_ERROR, status=1),
     })
-    found = measure_node(transport, "n1", sto_topology.storage)
+    found = measure_node(TransportLauncher(transport, name="fake"), "n1", sto_topology.storage)
     assert [(argv[-1], argv[5]) for _, argv, _ in transport.calls] == [(NEAR, "8972"), (NEAR, "56"), (FAR, "8972")]
     assert {timeout for *_, timeout in transport.calls} == {PING_TIMEOUT_S}
     near, far = found["targets"][NEAR], found["targets"][FAR]
@@ -266,7 +269,7 @@ def test_measure_records_garbage_with_an_excerpt_and_transport_errors(sto_topolo
     assert sto_topology.storage is not None
     transport = FakeTransport({(NEAR, False): result("<html>proxy error</html>\n", status=0),
                                (FAR, False): OSError("connection reset")})
-    found = measure_node(transport, "n1", sto_topology.storage)["targets"]
+    found = measure_node(TransportLauncher(transport, name="fake"), "n1", sto_topology.storage)["targets"]
     assert found[NEAR]["parse_error"].startswith("ping: no ping header") and "proxy error" in found[NEAR]["excerpt"]
     assert found[FAR]["error"] == "OSError: connection reset" and found[FAR]["exit_status"] is None
 
@@ -275,26 +278,40 @@ def test_measure_pings_inside_the_vrf(sto_topology: Topology) -> None:
     topology = with_routing(sto_topology, StorageRouting(vrf="vrf-storage"), "vrf")
     assert topology.storage is not None
     transport = FakeTransport({(a, False): result(REPLIES, status=0) for a in (NEAR, FAR)})
-    measure_node(transport, "n1", topology.storage)
+    measure_node(TransportLauncher(transport, name="fake"), "n1", topology.storage)
     assert all(argv[-3:-1] == ["-I", "vrf-storage"] for _, argv, _ in transport.calls)
 
 
-def test_phase_dry_run_prints_and_pings_nothing(sto_topology: Topology) -> None:
-    facts = {"n1": Facts("n1", {}), "n2": Facts("n2", {})}
+def test_the_plan_shows_each_full_size_ping_on_every_node(sto_topology: Topology) -> None:
+    assert sto_topology.storage is not None
     said: list[str] = []
-    run_pathmtu_phase(None, facts, ["n1", "n2"], topology=sto_topology, say=said.append, dry_run=True)
+    transport = FakeTransport({})
+    dry = DryRunLauncher(TransportLauncher(transport, name="fake"), said.append, DRY_RUN_REASON)
+    assert dry.hold(["n1", "n2"], Hold("storage", "the storage suite", 60),
+                    plan(["n1", "n2"], sto_topology.storage)) == DRY_RUN_REASON
     assert said[0].startswith("# storage STO-04 on each node: path MTU 9000")
     assert said[1:] == [f"[n[1-2]] ping -n -M do -s 8972 -c 3 -i 0.2 -W 1 {a}" for a in (NEAR, FAR)]
-    assert all(f.data[SECTION] == {"unavailable": DRY_RUN_REASON} for f in facts.values())
+    assert transport.calls == []
 
 
-def test_phase_without_transport_or_fabric_records_why(sto_topology: Topology) -> None:
+def test_the_phase_without_a_storage_fabric_or_its_nodes_records_why(sto_topology: Topology) -> None:
+    from burnin.storage.measure import StorageSettings
+    from burnin.storage.phase import run_storage_phase
+
     facts = {"n1": Facts("n1", {})}
-    run_pathmtu_phase(None, facts, ["n1"], topology=sto_topology, launcher_name="slurm")
-    assert facts["n1"].data[SECTION] == {"unavailable": "slurm offers no transport"}
     bare = dataclasses.replace(sto_topology, name="bare", storage=None)
-    run_pathmtu_phase(None, facts, ["n1"], topology=bare)
+    run_storage_phase(TransportLauncher(FakeTransport({}), name="fake"), facts, ["n1"], topology=bare,
+                      settings=StorageSettings())
     assert facts["n1"].data[SECTION] == {"unavailable": "topology bare declares no storage fabric"}
+
+    class Unheld(TransportLauncher):
+        def hold(self, nodes: Any, how: Any, plan: Any = ()) -> str | None:
+            return "no Slurm allocation for the storage suite: Requested nodes are busy"
+
+    run_storage_phase(Unheld(FakeTransport({}), name="fake"), facts, ["n1"], topology=sto_topology,
+                      settings=StorageSettings())
+    assert facts["n1"].data[SECTION] == {"unavailable": "no Slurm allocation for the storage suite: Requested "
+                                                        "nodes are busy"}
 
 
 # ------------------------------------------------------------------ simulated nodes, end to end below the CLI
@@ -311,7 +328,8 @@ def test_simulated_nodes_through_the_local_transport(rack: list[SimNode], sto_to
     by_name = {n.name: n for n in rack}
     transport = LocalTransport(lambda node: {**by_name[node].environment(), "LC_ALL": "C"})
     facts = {n: Facts(n, copy.deepcopy(healthy_storage_facts)) for n in by_name}
-    run_pathmtu_phase(transport, facts, list(by_name), topology=sto_topology)
+    assert sto_topology.storage is not None
+    measure_pathmtu(TransportLauncher(transport, name="local"), facts, list(by_name), sto_topology.storage)
     verdicts = {n: load_all()["STO-04"].func(f, sto_topology) for n, f in facts.items()}
     assert verdicts["sim01"].status is PASS, verdicts["sim01"].reason
     assert verdicts["sim02"].status is FAIL and verdicts["sim02"].reason.startswith(

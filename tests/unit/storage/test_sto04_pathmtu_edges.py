@@ -1,5 +1,5 @@
 """Edges of STO-04's path judge that planted bugs slipped through (bench/mutants on
-burnin/checks/storage_pathmtu.py).
+burnin/storage/pathmtu_judge.py).
 
 Each test pins one decision: which exit statuses are ping's own answers (0, 1, 2:
 what it printed is judged) and which mean it did not run, which line of a failing

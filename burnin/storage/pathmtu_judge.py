@@ -24,9 +24,8 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING, Any
 
-from burnin.checks.base import bad, ok, unknown
 from burnin.errors import ParseError
-from burnin.evaluate.verdict import Finding, Unmeasurable
+from burnin.evaluate.verdict import Finding, Unmeasurable, bad, ok, unknown
 from burnin.facts import Facts
 from burnin.text import printable
 from burnin.topology.model import StorageFabric, StorageTarget

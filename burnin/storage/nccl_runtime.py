@@ -23,8 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from burnin.checks.base import bad, ok, unknown
-from burnin.evaluate.verdict import Finding
+from burnin.evaluate.verdict import Finding, bad, ok, unknown
 from burnin.facts import Facts
 from burnin.text import printable
 from burnin.topology.model import Topology
