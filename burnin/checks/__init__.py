@@ -2,50 +2,18 @@
 
 Each check is a pure function ``(facts, topology) -> Verdict`` that declares
 what it needs: its fact sources and the topology references it reads. The
-registry is explicit: every module that defines checks is listed below.
+registry is explicit: every module that defines checks is listed in
+:mod:`burnin.checks.registry`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from burnin.checks.base import CHECKS, CheckSpec, evaluate
+from burnin.checks.base import evaluate
 from burnin.checks.references import missing_reason, missing_references
+from burnin.checks.registry import CHECKS, CheckSpec, load_all
 from burnin.topology.model import Topology
-
-# Modules whose checks read only what the collector gathers (the probe picks from these: probe_check_ids)...
-_NODE_MODULES = (
-    "burnin.checks.inventory",
-    "burnin.checks.firmware",
-    "burnin.checks.gpu",
-    "burnin.checks.host",
-    "burnin.checks.host_config",
-    "burnin.checks.pci_census",
-    "burnin.checks.infiniband",
-    "burnin.checks.ib_subnet",
-    "burnin.checks.hca",
-    "burnin.checks.software",
-    "burnin.checks.storage",
-    "burnin.checks.dcgm",
-)
-# ...and those that judge what a suite's phase recorded (workloads it ran, the fleet's inventory counts).
-_WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.fabric_nvlink",
-                     "burnin.checks.workload",
-                     "burnin.checks.storage_traffic", "burnin.checks.fleet")
-
-
-def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:
-    """Import the check modules (idempotent) and return the registry.
-
-    ``node_only`` does not import the workload check modules, so the health
-    probe does not import the fabric machinery it never uses; the registry it
-    returns still holds every check imported so far (select by ``sources``).
-    """
-    for module in _NODE_MODULES if node_only else (*_NODE_MODULES, *_WORKLOAD_MODULES):
-        # An import statement's own path (not importlib.import_module): `python -X importtime` sees it.
-        __import__(module)
-    return CHECKS
-
 
 PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic", "fleet")
 """Fact sources that are a measurement phase's records, not something the collector reads."""

@@ -10,10 +10,14 @@ physically show, makes the subject ``incomplete`` with the value quoted, never
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from burnin.checks.references import missing_reason, missing_references
+from burnin.checks.registry import APPLICABILITY as APPLICABILITY  # the registry, re-exported
+from burnin.checks.registry import CHECKS as CHECKS
+from burnin.checks.registry import CheckFunction as CheckFunction
+from burnin.checks.registry import CheckSpec as CheckSpec
+from burnin.checks.registry import load_all
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, incomplete
 from burnin.evaluate.verdict import bad as bad  # the checks' finding constructors, re-exported
 from burnin.evaluate.verdict import judge as judge
@@ -41,26 +45,6 @@ from burnin.facts.values import measured_number as measured_number
 from burnin.facts.values import quote as _quote
 from burnin.topology.model import Hca, Topology
 
-CheckFunction = Callable[[Facts, Topology], Verdict]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckSpec:
-    check_id: str
-    title: str
-    fast: bool
-    func: CheckFunction
-    references: tuple[str, ...] = ()
-    """Names in ``topology.references`` the check reads (burnin.checks.references)."""
-    sources: tuple[str, ...] = ()
-    """Where its facts come from: collector sources (``nvml``, ``pci``, ``dmesg``...) or a phase (``fabric``)."""
-
-
-CHECKS: dict[str, CheckSpec] = {}
-
-#: check id -> the node type's own reason the check does not apply to it (None: it applies).
-APPLICABILITY: dict[str, Callable[[Topology], str | None]] = {}
-
 
 def declare_applicability(check_ids: tuple[str, ...], rule: Callable[[Topology], str | None]) -> None:
     """Let the topology say when these checks do not apply (a node type without a storage fabric)."""
@@ -75,8 +59,6 @@ def not_applicable_reason(check_id: str, topology: Topology) -> str | None:
     yet has its modules imported first: the first test of a suite may ask before anything imported them.
     """
     if check_id not in CHECKS:
-        from burnin.checks import load_all
-
         load_all()
     rule = APPLICABILITY.get(check_id)
     return rule(topology) if rule is not None else None
@@ -116,8 +98,6 @@ def check(check_id: str, title: str, *, sources: tuple[str, ...], references: tu
 
 def evaluate(check_id: str, facts: Facts, topology: Topology) -> Verdict:
     """Run one registered check."""
-    from burnin.checks import load_all
-
     return load_all()[check_id].func(facts, topology)
 
 
