@@ -14,6 +14,14 @@ reported is ``incomplete`` for that node, and is reported to JUnit as a
 failure or error carrying the one-line cause. A run that deselected tests
 (``-k``, ``-m``), was interrupted, or judged the facts of ``burnin run --dry-run``
 (``--burnin-dry-run``) admits nobody and says so in gate.json.
+
+It judges node by node: the node tests are run in node-major order (every
+check of one node, then the next node), so that each node's facts document is
+read and parsed once and dropped when its node is done, whatever the size of
+the fleet; verdicts.json keeps the order in which the tests were collected.
+The fixtures ask pytest for no ``request`` (pytest builds one per fixture per
+test, which costs more than judging a check): the plugin knows the test being
+set up and the session's state itself.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ import contextlib
 import dataclasses
 import json
 import time
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -41,12 +50,19 @@ from burnin.outcomes import (
     suite_name,
     test_name,
 )
-from burnin.suite import CheckIncomplete
+from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
 from burnin.topology.model import Topology
 
+if TYPE_CHECKING:
+    from burnin.checks.base import CheckSpec
+
 _STATE = pytest.StashKey["_PluginState"]()
 _ITEM_RESULT = pytest.StashKey["ItemResult"]()
+_ITEM_CHECK = pytest.StashKey[str]()
+_ITEM_NODE = pytest.StashKey["str | None"]()
+FACTS_KEPT = 2
+"""Parsed facts documents kept at once: the node being judged and the one before (node-major order)."""
 RUN_FILE = "_run.json"
 GATE_FILE = "gate.json"
 VERDICTS_FILE = "verdicts.json"
@@ -67,8 +83,13 @@ class _PluginState:
         self.deselected = 0
         self.collect_skips: list[str] = []
         self.stopped: str | None = None
-        self._facts: dict[str, Facts] = {}
+        self.current: pytest.Item | None = None  # the test being set up
+        self.order: dict[str, int] = {}  # selected test id -> its place in collection order
+        self._facts: OrderedDict[str, Facts] = OrderedDict()
         self._topologies: dict[str, Topology] = {}
+        self._suites: dict[str, str] = {}  # test file -> suite name
+        self._checks: dict[str, CheckSpec] | None = None
+        self._hook: Any = None  # config.hook, to announce each facts document read
         if facts_dir is not None:
             run_file = facts_dir / RUN_FILE
             if run_file.exists():
@@ -91,6 +112,10 @@ class _PluginState:
             if node is not None:
                 self.expected[item.nodeid] = (node, _check_id(item))
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.current = item
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.skipped:
             self.collect_skips.append(f"{report.nodeid or 'a test module'} skipped at collection: "
@@ -106,41 +131,63 @@ class _PluginState:
             return
         outcome = outcome_from_properties(report.user_properties)
         if outcome is not None:
-            self.outcomes[report.nodeid] = dataclasses.replace(outcome, test=test_name(report.nodeid),
-                                                               suite=suite_name(report.fspath),
-                                                               duration_s=self.durations.pop(report.nodeid, 0.0))
+            suite = self._suites.get(report.fspath)
+            if suite is None:
+                suite = self._suites[report.fspath] = suite_name(report.fspath)
+            self.outcomes[report.nodeid] = CheckOutcome(
+                outcome.node, outcome.check, outcome.status, outcome.reason, outcome.measured, outcome.expected,
+                test=test_name(report.nodeid), suite=suite, duration_s=self.durations.pop(report.nodeid, 0.0))
 
     # -- facts and topologies --------------------------------------------------------------------
 
     def facts(self, node: str) -> Facts:
-        if node not in self._facts:
-            assert self.facts_dir is not None
-            path = self.facts_dir / f"{node}.json"
-            if path.exists():
-                self._facts[node] = Facts.load(path)
-            else:
-                self._facts[node] = Facts.unreachable_node(node, "no facts were gathered")
-        return self._facts[node]
+        """The node's facts, read once while its tests run (the last :data:`FACTS_KEPT` nodes are kept)."""
+        found = self._facts.get(node)
+        if found is not None:
+            self._facts.move_to_end(node)
+            return found
+        assert self.facts_dir is not None
+        path = self.facts_dir / f"{node}.json"
+        if path.exists():
+            if self._hook is not None:
+                self._hook.pytest_burnin_facts_read(node=node, path=path)
+            found = Facts.load(path)
+        else:
+            found = Facts.unreachable_node(node, "no facts were gathered")
+        self._facts[node] = found
+        while len(self._facts) > FACTS_KEPT:
+            self._facts.popitem(last=False)
+        return found
 
     def topology(self, node: str) -> Topology:
-        from burnin.topology.load import find_topology
-
         name = self.node_topology.get(node, self.default_topology)
-        if name not in self._topologies:
-            self._topologies[name] = find_topology(name)
-        return self._topologies[name]
+        found = self._topologies.get(name)
+        if found is None:
+            from burnin.topology.load import find_topology
+
+            found = self._topologies[name] = find_topology(name)
+        return found
+
+    def check(self, check_id: str) -> CheckSpec | None:
+        """The registered check ``check_id`` (None: no such check)."""
+        if self._checks is None:
+            from burnin.checks import load_all
+
+            self._checks = load_all()
+        return self._checks.get(check_id)
 
     # -- the end of the run ----------------------------------------------------------------------
 
     def final_outcomes(self) -> list[CheckOutcome]:
         """Every reported outcome, plus ``incomplete`` for each selected test that never finished."""
-        outcomes = list(self.outcomes.values())
+        outcomes = dict(self.outcomes)
         for test_id, (node, check) in self.expected.items():
-            if test_id not in self.outcomes:
-                outcomes.append(CheckOutcome(node, check, INCOMPLETE,
-                                             f"{check} has no outcome: the test did not run to the end",
-                                             test=test_name(test_id), suite=suite_name(test_id.split("::")[0])))
-        return outcomes
+            if test_id not in outcomes:
+                outcomes[test_id] = CheckOutcome(node, check, INCOMPLETE,
+                                                 f"{check} has no outcome: the test did not run to the end",
+                                                 test=test_name(test_id), suite=suite_name(test_id.split("::")[0]))
+        last = len(self.order)  # in collection order (they ran node by node); any other test after them
+        return [outcome for _, outcome in sorted(outcomes.items(), key=lambda entry: self.order.get(entry[0], last))]
 
     def partial_reasons(self, config: pytest.Config) -> list[str]:
         """Why this run did not judge every check of its suites (empty: it did)."""
@@ -189,16 +236,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the facts come from `burnin run --dry-run`, which launched nothing: the gate admits nobody")
 
 
+_ACTIVE: list[_PluginState] = []
+"""The states of the pytest sessions running in this process, innermost last (pytester runs one inside
+another): the fixtures find theirs here instead of asking pytest for ``request``."""
+
+
+class _Hookspecs:
+    @pytest.hookspec
+    def pytest_burnin_facts_read(self, node: str, path: Path) -> None:
+        """Called each time the plugin reads a node's facts document ``path`` from disk (once per node)."""
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(_Hookspecs)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "check(id): the catalog check id a test judges (e.g. GPU-10)")
     facts_dir = config.getoption("--burnin-facts", None)
     out_dir = config.getoption("--burnin-out", None)
-    config.stash[_STATE] = _PluginState(
+    state = _PluginState(
         Path(facts_dir) if facts_dir else None,
         config.getoption("--burnin-topology", "hgx-h100-8gpu"),
         Path(out_dir) if out_dir else None,
     )
-    config.pluginmanager.register(config.stash[_STATE], "burnin-state")
+    state._hook = config.hook
+    config.stash[_STATE] = state
+    config.pluginmanager.register(state, "burnin-state")
+    _ACTIVE.append(state)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state in _ACTIVE:
+        _ACTIVE.remove(state)
+
+
+def _active() -> _PluginState:
+    return _ACTIVE[-1]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -224,63 +299,114 @@ def node() -> str:
     raise pytest.UsageError("burnin: suites need nodes: pass --burnin-facts DIR (see `burnin run`)")
 
 
+def _check_mark(item: pytest.Item) -> str | None:
+    """The id of the item's ``@pytest.mark.check(ID)`` (None: it has none), looked up once per item."""
+    mark = item.stash.get(_ITEM_CHECK, None)
+    if mark is None:
+        marker = item.get_closest_marker("check")
+        mark = str(marker.args[0]) if marker is not None and marker.args else ""
+        item.stash[_ITEM_CHECK] = mark
+    return mark or None
+
+
 def _check_id(item: pytest.Item) -> str:
-    marker = item.get_closest_marker("check")
-    if marker is not None and marker.args:
-        return str(marker.args[0])
+    mark = _check_mark(item)
+    if mark is not None:
+        return mark
     return f"SITE:{item.originalname if isinstance(item, pytest.Function) else item.name}"
 
 
 def _node_of(item: pytest.Item) -> str | None:
+    if _ITEM_NODE in item.stash:
+        return item.stash[_ITEM_NODE]
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and "node" in callspec.params:
-        return str(callspec.params["node"])
-    return None
+    node = str(callspec.params["node"]) if callspec is not None and "node" in callspec.params else None
+    item.stash[_ITEM_NODE] = node
+    return node
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Label the node tests with their node and check, and run them node by node (each node's facts are
+    read once, then dropped); the collection order is kept for verdicts.json."""
+    state: _PluginState = config.stash[_STATE]
+    for index, item in enumerate(items):
         node = _node_of(item)
         if node is not None:
             item.user_properties.append(("node", node))
             item.user_properties.append(("check", _check_id(item)))
+            state.order[item.nodeid] = index
+    if state.facts_dir is not None:
+        place = {name: index for index, name in enumerate(state.nodes)}
+        items.sort(key=lambda item: -1 if (name := _node_of(item)) is None else place.get(name, len(place)))
 
 
 @pytest.fixture
-def facts(request: pytest.FixtureRequest, node: str) -> Facts:
+def facts(node: str) -> Facts:
     """The node's facts, as the collector gathered them."""
-    state: _PluginState = request.config.stash[_STATE]
-    return state.facts(node)
+    return _active().facts(node)
 
 
 @pytest.fixture
-def topology(request: pytest.FixtureRequest, node: str) -> Topology:
+def topology(node: str) -> Topology:
     """The node type this node is judged against."""
-    state: _PluginState = request.config.stash[_STATE]
+    return _topology_of(node)
+
+
+def _topology_of(node: str) -> Topology:
     try:
-        return state.topology(node)
+        return _active().topology(node)
     except BurninError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _current_check() -> tuple[pytest.Item, str]:
+    """The test being set up and its check id (a UsageError without ``@pytest.mark.check(ID)``)."""
+    item = _active().current
+    mark = _check_mark(item) if item is not None else None
+    if item is None or mark is None:
+        where = item.nodeid if item is not None else "a test"
+        raise pytest.UsageError(f"{where}: the verdict fixture needs @pytest.mark.check(ID)")
+    return item, mark
+
+
 @pytest.fixture
-def verdict(request: pytest.FixtureRequest, node: str, facts: Facts, topology: Topology) -> Verdict:
+def check_id() -> str:
+    """The check id of the test's ``@pytest.mark.check(ID)``."""
+    return _current_check()[1]
+
+
+@pytest.fixture
+def declared_applicable(node: str) -> None:
+    """Stand aside, with the topology's reason, where the node type declares the test's check not applicable.
+
+    Requested before ``verdict``: a RoCE-only node type is never judged on a subnet manager (IB-05), a node
+    type without a software manifest never on one (INV-10), one without a storage fabric never on it (STO),
+    one that runs no DCGM never on DCGM's answers (GPU-12, GPU-13).
+    """
+    from burnin.checks.base import not_applicable_reason
+
+    _, check = _current_check()
+    reason = not_applicable_reason(check, _topology_of(node))
+    if reason is not None:
+        not_applicable(reason)
+
+
+@pytest.fixture
+def verdict(node: str) -> Verdict:
     """The verdict of the test's ``@pytest.mark.check(ID)`` on this node.
 
+    Judges the node's facts (as the ``facts`` fixture gives them) against its node type (``topology``).
     Records measured/expected/verdict as JUnit properties. An incomplete check
     raises here, in setup, so it is reported as an error, not a failure.
     """
-    from burnin.checks import load_all
-
-    marker = request.node.get_closest_marker("check")
-    if marker is None or not marker.args:
-        raise pytest.UsageError(f"{request.node.nodeid}: the verdict fixture needs @pytest.mark.check(ID)")
-    checks = load_all()
-    check_id = str(marker.args[0])
-    if check_id not in checks:
-        raise pytest.UsageError(f"{request.node.nodeid}: unknown check id {check_id!r}")
-    result = checks[check_id].func(facts, topology)
-    props = request.node.user_properties
+    item, check = _current_check()
+    state = _active()
+    spec = state.check(check)
+    if spec is None:
+        raise pytest.UsageError(f"{item.nodeid}: unknown check id {check!r}")
+    result = spec.func(state.facts(node), _topology_of(node))
+    props = item.user_properties
     props.append(("measured", result.measured))
     props.append(("expected", result.expected))
     props.append(("verdict", result.status.value))
@@ -316,6 +442,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+_OUTCOME_FIELDS = tuple(field.name for field in dataclasses.fields(CheckOutcome))
+_PRINTABLE_FIELDS = ("reason", "measured", "expected")
+
+
+def verdicts_document(outcomes: list[CheckOutcome]) -> str:
+    """verdicts.json: a JSON list of the outcomes, one per line (json's C encoder writes each line)."""
+    lines = []
+    for outcome in outcomes:
+        record = {name: getattr(outcome, name) for name in _OUTCOME_FIELDS}
+        for name in _PRINTABLE_FIELDS:
+            record[name] = printable(record[name])
+        lines.append(json.dumps(record))
+    return "[\n" + ",\n".join(lines) + "\n]\n"
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return  # xdist worker: the controller writes the gate
@@ -349,8 +490,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if partial:
         meta["partial_reasons"] = partial
     doc = gate_document(decisions, **meta)
-    verdicts = [{**dataclasses.asdict(o), "reason": printable(o.reason), "measured": printable(o.measured),
-                 "expected": printable(o.expected)} for o in outcomes]
     # verdicts first: whoever sees gate.json sees the verdicts it came from
-    write_text_atomic(state.out_dir / VERDICTS_FILE, json.dumps(verdicts, indent=1))
+    write_text_atomic(state.out_dir / VERDICTS_FILE, verdicts_document(outcomes))
     write_text_atomic(state.out_dir / GATE_FILE, json.dumps(doc, indent=2) + "\n")
