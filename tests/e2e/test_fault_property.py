@@ -12,8 +12,8 @@ GPU or HCA; the run runs the suites those faults need (`burnin run`), or the soa
   majority): then the check is incomplete with a reason that says so (`HEALTHY_INCOMPLETE`).
 
 Every example runs the real CLI on a real simulated rack (seconds each), so the number of examples is
-small and fixed and the draw is derandomized: CI runs the same examples every time. Shrinking is off (each
-step would be another run); a failing example prints its command line, which reproduces it alone.
+small and the seed fixed: CI runs the same examples every time. Shrinking is off (each step would be
+another run); a failing example prints its command line, which reproduces it alone.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from burnin.checks.xid import FATAL_XIDS, NONFATAL_XIDS
@@ -42,8 +42,8 @@ COMPUTE_HCAS = 8  # mlx5_0..mlx5_7
 SOAK_HOURS = 5  # the shortest soak in which every soak fault outgrows its tolerance (thermal-creep: +9 C in 5 h)
 SOAK_INTERVAL_S = 1800  # BRN-07: at least two samples per judging hour
 # A hang costs its launch timeout in wall time (60 s on simulated nodes): an example with one launches with this
-# instead. A healthy simulated launch takes a second or two, so this leaves a loaded machine ample room.
-HANG_TIMEOUT_S = 20
+# instead. A healthy simulated launch takes about a second (1.2 s at most on a 2-core machine at load 18).
+HANG_TIMEOUT_S = 10
 HANGS = {"nccl-hang": "fabric", "train-hang": "megatron"}
 
 
@@ -315,17 +315,22 @@ def _hold(example: Example) -> None:
     assert not problems, "\n  ".join(["the property does not hold:", *problems])
 
 
-PROPERTY = settings(deadline=None, derandomize=True, database=None, phases=(Phase.explicit, Phase.generate),
+# A fixed seed, not derandomize: the examples stay the same when a test's body is edited. No shrinking: each
+# step would be another run. 12 runs and 4 soaks: 3 to 4 minutes on a 2-core machine.
+PROPERTY = settings(deadline=None, database=None, phases=(Phase.explicit, Phase.generate),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SEED = 19
 
 
-@settings(PROPERTY, max_examples=20)
+@seed(SEED)
+@settings(PROPERTY, max_examples=12)
 @given(examples("run"))
 def test_run_never_admits_a_faulted_node_nor_fails_a_healthy_one(example: Example) -> None:
     _hold(example)
 
 
-@settings(PROPERTY, max_examples=6)
+@seed(SEED)
+@settings(PROPERTY, max_examples=4)
 @given(examples("soak"))
 def test_soak_never_admits_a_faulted_node_nor_fails_a_healthy_one(example: Example) -> None:
     _hold(example)
@@ -337,7 +342,48 @@ def test_the_draw_covers_every_suite_and_the_fault_lists_are_the_registry() -> N
                 "xid-at:MIN:N"}
     assert drawable == set(FAULTS)
     assert {spec.suite for spec in FAULTS.values()} == {*RUN_FAULTS, "soak"}
-    assert re.fullmatch(r"sim\d\d", Example("run", 8, ("node",)).nodes[-1])
+
+
+def test_the_draw_spans_its_bounds_and_runs_the_suites_its_faults_need() -> None:
+    runs, soaks = [build("run", n) for n in range(300)], [build("soak", n) for n in range(300)]
+    assert {e.size for e in runs} == set(range(2, 9))
+    assert any(not e.faults for e in runs) and any(len(e.faults) == e.size for e in runs)  # healthy and all faulted
+    assert any(len(specs) == 3 for e in runs for specs in e.faults.values())
+    drawn = {fault_name(spec) for e in (*runs, *soaks) for specs in e.faults.values() for spec in specs}
+    assert drawn == set(FAULTS)
+    for example in runs:
+        needed = {FAULTS[fault_name(spec)].suite for specs in example.faults.values() for spec in specs}
+        assert needed <= set(example.suites) and set(example.suites) <= needed | {"node"}, example
+    for example in soaks:
+        assert {FAULTS[fault_name(spec)].suite for specs in example.faults.values() for spec in specs} <= \
+            {"soak", "node"}, example
+    for example in (*runs, *soaks):  # KNOWN_OPEN's case stays out
+        drifted = sum("storage-fw-drift" in specs for specs in example.faults.values())
+        assert 2 * drifted <= example.size, example
+
+
+def test_the_checker_names_every_breach() -> None:
+    """The property's own judge, on gate.json documents written by hand: each breach is named, nothing else."""
+    example = Example("run", 4, ("node", "fabric"), {"sim01": ("nvlink-down@gpu2",), "sim02": ("xid:63",),
+                                                     "sim03": ("xid:79",)})
+
+    def node(failed: list[str], incomplete: list[str], reasons: list[str]) -> dict[str, Any]:
+        return {"admitted": not failed and not incomplete, "failed": failed, "incomplete": incomplete,
+                "reasons": reasons}
+
+    fine = {"sim01": node(["GPU-10"], [], ["GPU-10 gpu2 17/18"]), "sim02": node([], [], []),
+            "sim03": node([], ["GPU-04"], ["GPU-04 dmesg not read"]),
+            "sim04": node([], ["NCCL-03"], ["NCCL-03 group 1 GB/s; localisation could neither clear nor name sim04"])}
+    assert violations(example, {"nodes": fine}) == []
+    broken = {**fine, "sim01": {**fine["sim01"], "admitted": True},
+              "sim02": node(["INV-11"], [], ["INV-11 kernel x (fleet: y on 3 of 4 nodes)"]),
+              "sim03": node(["GPU-01"], [], ["GPU-01 ..."]),
+              "sim04": node([], ["NVL-01"], ["NVL-01 no matrix"])}
+    found = violations(example, {"nodes": broken, "partial": True, "partial_reasons": ["-k"]})
+    assert [line.split(" ", 2)[:2] for line in found] == [
+        ["the", "run"], ["sim01", "(nvlink-down@gpu2)"], ["healthy", "sim02"], ["sim03:", "xid:79"],
+        ["healthy", "sim04"]], found
+    assert "ADMITTED" in found[1] and "FAILED ['INV-11']" in found[2] and "not caught by GPU-04" in found[3]
 
 
 def _gate_of(tmp_path: Path, *args: str) -> dict[str, Any]:
