@@ -24,8 +24,10 @@ class LocalLauncher(TransportLauncher):
     """Simulated nodes through the local transport; a job runs as one process modelling its group."""
 
     def __init__(self, transport: Transport, job_env: JobEnv, *, name: str = "sim", preset: Preset = "simulated",
-                 fanout: int = 8, log: CommandLog = NO_LOG) -> None:
-        super().__init__(transport, name=name, form="local", preset=preset, fanout=fanout, log=log)
+                 fanout: int = 64, collect_fanout: int = 8, log: CommandLog = NO_LOG) -> None:
+        """A simulated rack shares this machine's cores: at most ``collect_fanout`` collectors at a time."""
+        super().__init__(transport, name=name, form="local", preset=preset, fanout=fanout,
+                         collect_fanout=collect_fanout, log=log)
         self._job_env = job_env
 
     def _as_job(self, commands: Sequence[NodeCommand], command: NodeCommand) -> NodeCommand:

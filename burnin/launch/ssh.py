@@ -59,13 +59,16 @@ class TransportLauncher:
     """Every node through ``transport``; jobs with mpirun from their first node. See the module docstring."""
 
     def __init__(self, transport: Transport, *, name: str, form: JobForm = "mpirun",
-                 preset: Preset = "production", fanout: int = DEFAULT_FANOUT,
+                 preset: Preset = "production", fanout: int = DEFAULT_FANOUT, collect_fanout: int | None = None,
                  log: CommandLog = NO_LOG) -> None:
+        """``fanout``: commands in flight at once (a job's commands all start together whatever it is);
+        ``collect_fanout``: collector runs in flight at once (default: ``fanout``)."""
         self.name = name
         self.form: JobForm = form
         self.preset: Preset = preset
         self.transport = transport
         self._fanout = fanout
+        self._collect_fanout = collect_fanout or fanout
         self._log = log
 
     # -- holding: nothing to hold ---------------------------------------------------------
@@ -131,7 +134,7 @@ class TransportLauncher:
         argv = (sys.executable, "-m", "burnin.collector", *args)
         commands = [NodeCommand(node, argv, timeout_s) for node in nodes]
         done = (lambda command, result: on_done(command.node, result)) if on_done is not None else None
-        results = fan_out(commands, self._collect_one, workers=self._fanout, on_done=done)
+        results = fan_out(commands, self._collect_one, workers=self._collect_fanout, on_done=done)
         return {command.node: result for command, result in zip(commands, results, strict=True)}
 
     def _collect_one(self, command: NodeCommand) -> CommandResult:

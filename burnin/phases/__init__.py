@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from burnin.dispatch.base import Dispatcher
     from burnin.facts import Facts
     from burnin.launch.base import Launcher
     from burnin.topology.model import Topology
@@ -45,7 +46,7 @@ the phase declared when it held its nodes, and held and launched nothing."""
 class PhaseContext:
     """What a phase works with: the dispatcher, the gathered facts (it adds to them), the node type, the output."""
 
-    dispatcher: object
+    dispatcher: Dispatcher
     facts: dict[str, Facts]
     topology: Topology
     out_dir: Path
@@ -65,8 +66,7 @@ class PhaseContext:
         that prints what it would start and starts nothing (the phase runs the same code either way)."""
         from burnin.launch.log import CommandLog
 
-        offer = self.dispatcher.launcher  # type: ignore[attr-defined]
-        launcher: Launcher = offer(self.facts, log=CommandLog(self.out_dir / log) if log else None)
+        launcher = self.dispatcher.launcher(self.facts, log=CommandLog(self.out_dir / log) if log else None)
         if not self.dry_run:
             return launcher
         from burnin.launch.dryrun import DryRunLauncher

@@ -175,11 +175,13 @@ class Chunk:
     steps: tuple[Step, ...]
 
 
-SLACK_S = 120.0  # beyond a step's own length: start-up, tear-down, output transfer
+STEP_GRACE_S = 120.0
+"""Beyond a stress step's own length: the tool's start-up and tear-down (starting the step is the launcher's
+slack, burnin.launch.base.SLACK_S)."""
 
 
 def _with_slack(seconds: float) -> float:
-    return seconds * 1.25 + SLACK_S
+    return seconds * 1.25 + STEP_GRACE_S
 
 
 def dcgm_chunk(settings: SoakSettings) -> Chunk:
@@ -220,7 +222,7 @@ def cpu_chunk(settings: SoakSettings, seconds: float, sockets: dict[int, int]) -
     for socket, cores in sorted(sockets.items()):
         argv = ("env", f"OMP_NUM_THREADS={cores}", "numactl", f"--cpunodebind={socket}", f"--membind={socket}",
                 settings.cpu.stream_binary)
-        steps.append(Step(f"stream{socket}", argv, SLACK_S + 300))
+        steps.append(Step(f"stream{socket}", argv, STEP_GRACE_S + 300))
     return Chunk("cpu", seconds, tuple(steps))
 
 

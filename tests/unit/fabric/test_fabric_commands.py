@@ -140,3 +140,14 @@ def test_settings_are_frozen() -> None:
     with pytest.raises(AttributeError):
         PRODUCTION.nvls = False  # type: ignore[misc]
     assert FabricSettings().gpus_per_node == 8
+
+
+def test_a_missing_mpirun_is_the_reason_and_the_tool_it_was_to_start_is_not_blamed(h100_topology: Topology) -> None:
+    from burnin.fabric.measure import nccl_measurement
+
+    settings = PRODUCTION.replace(mpirun="/nonexistent/bin/mpirun", timeout_s=30.0)
+    run = TransportLauncher(LocalTransport(), name="ssh").job(
+        commands.group_job(["n1", "n2"], h100_topology, settings, "all_reduce"))
+    measured = nccl_measurement(run, "all_reduce", ("n1", "n2"), timeout_s=30.0, judge_min_bytes=1, nvls=False)
+    assert not measured.ok and "mpirun not found: /nonexistent/bin/mpirun" in measured.reason
+    assert "set nccl_tests_dir" not in measured.reason  # the tool was never started: not its fault
