@@ -193,7 +193,7 @@ def _firmware_golden(key: str) -> Callable[[Topology], frozenset[str]]:
 def _hca_golden(key: str) -> Callable[[Topology], frozenset[str]]:
     def golden(topology: Topology) -> frozenset[str]:
         firmware = topology.hca_firmware
-        return frozenset() if firmware is None or not topology.compute_hcas else _named(getattr(firmware, key))
+        return frozenset() if firmware is None else _named(getattr(firmware, key))
 
     return golden
 

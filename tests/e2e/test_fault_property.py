@@ -33,9 +33,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from burnin.checks.fleet import FIELDS, read_inventory
 from burnin.checks.xid import FATAL_XIDS, NONFATAL_XIDS
+from burnin.facts import Facts
 from burnin.megatron.judge import UNATTRIBUTABLE
 from burnin.sim import FAULTS
+from burnin.topology.load import find_topology
 
 GPUS = 8  # hgx-h100-8gpu, the simulator's default node type
 COMPUTE_HCAS = 8  # mlx5_0..mlx5_7
@@ -403,6 +406,13 @@ def test_a_majority_off_the_golden_inventory_never_fails_the_node_on_it(tmp_path
     assert gate["nodes"]["sim03"] == {"admitted": True, "failed": [], "incomplete": [], "reasons": []}
     for node in ("sim01", "sim02"):  # the drifted majority fails each golden check, and is the fleet's mode
         assert set(gate["nodes"][node]["failed"]) == {"INV-10", "INV-02", "INV-03", "INV-09"}, gate["nodes"][node]
+    # the golden values are written as INV-11 reads a healthy node (DCGM with its host engine, ...)
+    topology = find_topology("hgx-h100-8gpu")
+    readings = read_inventory(Facts.load(tmp_path / "out" / "facts" / "sim03.json"), topology)
+    named = {field.key: field.golden(topology) for field in FIELDS if field.golden(topology)}
+    assert set(named) == {"driver", "nvidia_module", "vbios", "inforom", "compute_hca_firmware", "kernel", "ofed",
+                          "nccl", "dcgm"}
+    assert {key: readings[key].value for key in named if readings[key].value not in named[key]} == {}
 
 
 @pytest.mark.xfail(strict=True, reason=f"KNOWN_OPEN: {next(iter(KNOWN_OPEN))}")
