@@ -19,9 +19,9 @@ It judges node by node: the node tests are run in node-major order (every
 check of one node, then the next node), so that each node's facts document is
 read and parsed once and dropped when its node is done, whatever the size of
 the fleet; verdicts.json keeps the order in which the tests were collected.
-The fixtures ask pytest for no ``request`` (pytest builds one per fixture per
-test, which costs more than judging a check): the plugin knows the test being
-set up and the session's state itself.
+The fixtures ask pytest for no ``request`` (pytest builds two fixture
+definitions for each fixture that asks, in every test): the plugin knows the
+test being set up and the session's state itself.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class _PluginState:
         self._topologies: dict[str, Topology] = {}
         self._suites: dict[str, str] = {}  # test file -> suite name
         self._checks: dict[str, CheckSpec] | None = None
-        self._hook: Any = None  # config.hook, to announce each facts document read
+        self.hook: Any = None  # config.hook: pytest_burnin_facts_read announces each facts document read
         if facts_dir is not None:
             run_file = facts_dir / RUN_FILE
             if run_file.exists():
@@ -149,8 +149,8 @@ class _PluginState:
         assert self.facts_dir is not None
         path = self.facts_dir / f"{node}.json"
         if path.exists():
-            if self._hook is not None:
-                self._hook.pytest_burnin_facts_read(node=node, path=path)
+            if self.hook is not None:
+                self.hook.pytest_burnin_facts_read(node=node, path=path)
             found = Facts.load(path)
         else:
             found = Facts.unreachable_node(node, "no facts were gathered")
@@ -260,7 +260,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.getoption("--burnin-topology", "hgx-h100-8gpu"),
         Path(out_dir) if out_dir else None,
     )
-    state._hook = config.hook
+    state.hook = config.hook
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "burnin-state")
     _ACTIVE.append(state)
@@ -371,12 +371,6 @@ def _current_check() -> tuple[pytest.Item, str]:
 
 
 @pytest.fixture
-def check_id() -> str:
-    """The check id of the test's ``@pytest.mark.check(ID)``."""
-    return _current_check()[1]
-
-
-@pytest.fixture
 def declared_applicable(node: str) -> None:
     """Stand aside, with the topology's reason, where the node type declares the test's check not applicable.
 
@@ -396,7 +390,7 @@ def declared_applicable(node: str) -> None:
 def verdict(node: str) -> Verdict:
     """The verdict of the test's ``@pytest.mark.check(ID)`` on this node.
 
-    Judges the node's facts (as the ``facts`` fixture gives them) against its node type (``topology``).
+    Judges the facts the plugin read for the node (the ``facts`` fixture's) against its node type.
     Records measured/expected/verdict as JUnit properties. An incomplete check
     raises here, in setup, so it is reported as an error, not a failure.
     """

@@ -122,7 +122,7 @@ def test_a_node_left_behind_is_read_again_not_kept(facts_dir: Path) -> None:
             reads.append(node)
 
     state = _PluginState(facts_dir, "hgx-h100-8gpu", None)
-    state._hook = Hook()
+    state.hook = Hook()
     order = ["n01", "n01", "n02", "n02", "n03", "n04", "n01", "n04"]
     for node in order:
         assert state.facts(node).node == node
