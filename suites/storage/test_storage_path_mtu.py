@@ -7,9 +7,9 @@ The node suite judges the same check from the interfaces alone (no pings); here 
 import pytest
 
 from burnin.checks.base import not_applicable_reason
-from burnin.storage.pathmtu_judge import SECTION
 from burnin.evaluate.verdict import Verdict
 from burnin.facts import Facts
+from burnin.storage.pathmtu_judge import SECTION
 from burnin.suite import CheckIncomplete, assert_passed, not_applicable
 from burnin.topology.model import Topology
 
