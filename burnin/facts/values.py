@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from burnin.evaluate.verdict import Unmeasurable
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 COUNTER_MAX = 2**64 - 1
 """Hardware error counters are unsigned and at most 64 bits wide."""
@@ -146,16 +146,18 @@ def measured_flag(value: object, subject: str, what: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Reading(Generic[T]):
+class Reading(Generic[T_co]):
     """One value of a record: its path inside the record and what it is (the reasons' words)."""
 
     path: tuple[str, ...]
     what: str
 
-    def read(self, value: object) -> T | None:
+    def read(self, value: object) -> T_co | None:
+        """``value`` as this reading when it is one; None otherwise."""
         raise NotImplementedError
 
-    def measured(self, value: object, subject: str) -> T:
+    def measured(self, value: object, subject: str) -> T_co:
+        """``value`` as this reading inside what the hardware can show; Unmeasurable quoting it otherwise."""
         raise NotImplementedError
 
 

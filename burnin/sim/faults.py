@@ -3,17 +3,27 @@
 A fault spec is written ``NAME[@TARGET]``: ``nvlink-down@gpu3``, ``ib-rate-200@mlx5_6``,
 ``xid:79@gpu2`` (``xid:N`` takes any Xid number), ``fabric-manager-down`` (whole node).
 Names are a contract: ``burnin faults`` lists them and the fault-matrix tests use them.
+
+A fault is its :class:`FaultSpec` and the mutator that applies it to a node's
+state. A new one is declared where its mutator is written, spec and mutator
+together: ``@simulates(gpu_fault(...))`` above the mutator (docs/architecture.md,
+"Recipe: a new fault"). The tables below hold the specs written before that, their
+mutators registered by name in :data:`MUTATORS` (burnin.sim.inject).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from burnin.checks.xid import FATAL_XIDS, NONFATAL_XIDS, is_fatal
 from burnin.errors import UsageError
 from burnin.topology.model import Topology
+
+if TYPE_CHECKING:
+    from burnin.sim.state import NodeState
 
 TargetKind = Literal["gpu", "hca", "node"]
 
@@ -47,16 +57,22 @@ class FaultSpec:
     """What the check says on the faulted node: ``fail``, or ``incomplete`` (a hang is not a measurement)."""
 
 
-def _gpu(name: str, check_id: str, description: str, changes: str) -> FaultSpec:
-    return FaultSpec(name, check_id, description, "gpu", DEFAULT_GPU, changes)
+def gpu_fault(name: str, check_id: str, description: str, changes: str, **options: Any) -> FaultSpec:
+    """A fault of one GPU (``@gpuN``, default gpu3); ``options``: :class:`FaultSpec`'s ``suite``, ``outcome``..."""
+    return FaultSpec(name, check_id, description, "gpu", DEFAULT_GPU, changes, **options)
 
 
-def _hca(name: str, check_id: str, description: str, changes: str) -> FaultSpec:
-    return FaultSpec(name, check_id, description, "hca", DEFAULT_HCA, changes)
+def hca_fault(name: str, check_id: str, description: str, changes: str, **options: Any) -> FaultSpec:
+    """A fault of one HCA (``@mlx5_N``, default mlx5_2)."""
+    return FaultSpec(name, check_id, description, "hca", DEFAULT_HCA, changes, **options)
 
 
-def _node(name: str, check_id: str, description: str, changes: str) -> FaultSpec:
-    return FaultSpec(name, check_id, description, "node", None, changes)
+def node_fault(name: str, check_id: str, description: str, changes: str, **options: Any) -> FaultSpec:
+    """A fault of the whole node (no target)."""
+    return FaultSpec(name, check_id, description, "node", None, changes, **options)
+
+
+_gpu, _hca, _node = gpu_fault, hca_fault, node_fault
 
 
 _SPECS: tuple[FaultSpec, ...] = (
@@ -78,9 +94,6 @@ _SPECS: tuple[FaultSpec, ...] = (
               "an 'NVRM: Xid (PCI:0000:BB:00): N, pid=..., <text>' line in dmesg; fatal when N is in "
               "the catalog's FAIL set (46,48,54,62,64,74,79,95,109,110,119,120,136,140,143,154,"
               "156,157,158,167,169,171,172)"),
-    _gpu("hw-slowdown", "GPU-05", "hardware slowdown clock event active",
-         "nvmlDeviceGetCurrentClocksEventReasons = 0x8 (HwSlowdown); nvidia-smi -q "
-         "'HW Slowdown: Active'"),
     _gpu("thermal", "GPU-06", "GPU temperature above its GPU_MAX operating limit",
          "NVML GPU temperature = GPU_MAX threshold + 1 C (86 C on H100); nvidia-smi -q agrees"),
     _gpu("power-capped", "GPU-07", "the GPU was left power-capped below its default limit",
@@ -301,6 +314,25 @@ _DCGM_SPECS: tuple[FaultSpec, ...] = (
 )
 
 FAULTS: dict[str, FaultSpec] = {spec.name: spec for spec in (*_SPECS, *_STORAGE_SPECS, *_HOST_SPECS, *_DCGM_SPECS)}
+
+Mutator = Callable[["NodeState", "Fault"], None]
+"""Changes a node's state as the fault would (burnin.sim.inject applies it)."""
+MUTATORS: dict[str, Mutator] = {}
+"""Fault name -> its mutator (``xid`` and ``xid-at`` for the Xid faults)."""
+M = TypeVar("M", bound=Mutator)
+
+
+def simulates(spec: FaultSpec) -> Callable[[M], M]:
+    """Declare a fault where its mutator is written: ``spec`` joins :data:`FAULTS`, the mutator :data:`MUTATORS`."""
+
+    def register(mutator: M) -> M:
+        if spec.name in FAULTS or spec.name in MUTATORS:
+            raise RuntimeError(f"fault {spec.name} declared twice")
+        FAULTS[spec.name] = spec
+        MUTATORS[spec.name] = mutator
+        return mutator
+
+    return register
 
 _XID = re.compile(r"^xid:(\d+)$")
 _XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")

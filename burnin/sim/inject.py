@@ -6,11 +6,9 @@ target only, in the single state model, so NVML, sysfs and the shims agree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from burnin.errors import UsageError
 from burnin.sim.dcgm import MUTATORS as DCGM_MUTATORS
-from burnin.sim.faults import Fault
+from burnin.sim.faults import MUTATORS, Fault, gpu_fault, simulates
 from burnin.sim.hca_faults import ALT_FIRMWARE
 from burnin.sim.hca_faults import MUTATORS as HCA_MUTATORS
 from burnin.sim.host import HOST_MUTATORS
@@ -36,8 +34,6 @@ ALT_DRIVER = ("535.161.08", "535.183.01")
 ALT_STORAGE_FIRMWARE = ALT_FIRMWARE["storage"]
 ALT_VBIOS = ("96.00.74.00.0D", "96.00.89.00.01")  # real H100 VBIOS versions (shared/reference/nvidia-smi)
 CAPPED_POWER_MW = 500000
-
-Mutator = Callable[[NodeState, Fault], None]
 
 # Kernel text NVIDIA's driver logs after each Xid (abridged from real logs).
 XID_TEXT: dict[int, str] = {
@@ -142,6 +138,8 @@ def xid(state: NodeState, fault: Fault) -> None:
                                     pid=pid))
 
 
+@simulates(gpu_fault("hw-slowdown", "GPU-05", "hardware slowdown clock event active",
+                     "nvmlDeviceGetCurrentClocksEventReasons = 0x8 (HwSlowdown); nvidia-smi -q 'HW Slowdown: Active'"))
 def hw_slowdown(state: NodeState, fault: Fault) -> None:
     _gpu(state, fault).clock_event_reasons = 0x8
 
@@ -399,14 +397,13 @@ def nccl_hang(state: NodeState, fault: Fault) -> None:
     state.host.nccl_hang = True
 
 
-MUTATORS: dict[str, Mutator] = {
+MUTATORS.update({  # the mutators of the faults in burnin.sim.faults' tables (a new one: @simulates above it)
     "gpu-missing": gpu_missing,
     "gpu-lost": gpu_lost,
     "ecc-uncorrectable": ecc_uncorrectable,
     "row-remap-pending": row_remap_pending,
     "row-remap-failure": row_remap_failure,
     "xid": xid,
-    "hw-slowdown": hw_slowdown,
     "thermal": thermal,
     "power-capped": power_capped,
     "pcie-gen4": pcie_gen4,
@@ -439,7 +436,7 @@ MUTATORS: dict[str, Mutator] = {
     "nvlink-flaky-under-load": nvlink_flaky_under_load,
     "nccl-wrong": nccl_wrong,
     "nccl-hang": nccl_hang,
-}
+})
 MUTATORS.update(HCA_MUTATORS)  # INV-09, IB-05, IB-06, IB-09 (burnin.sim.hca_faults)
 MUTATORS.update(SOFTWARE_MUTATORS)  # INV-10: the host software stack (burnin.sim.software)
 MUTATORS.update(WORKLOAD_MUTATORS)  # suite megatron: recorded for the stand-ins (burnin.sim.megatron)

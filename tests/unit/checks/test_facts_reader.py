@@ -31,13 +31,14 @@ from burnin.soak.signals import read_sample
 Doc = dict[str, Any]
 REPO = Path(__file__).resolve().parents[3]
 
-READINGS = {name: value for name, value in vars(gpu_readings).items() if isinstance(value, Reading)}
+READINGS: dict[str, Reading[object]] = {name: value for name, value in vars(gpu_readings).items()
+                                        if isinstance(value, Reading)}
 # What no reading accepts, whatever its kind; then what a kind refuses besides.
 NO_VALUE: list[object] = [None, "12", math.nan, math.inf, -math.inf, [1], {"value": 1}]
-REFUSED_BY = {Count: [True, 2.5, -1], Number: [True, False], Flag: [1, 0, "true"]}
+REFUSED_BY: dict[type, list[object]] = {Count: [True, 2.5, -1], Number: [True, False], Flag: [1, 0, "true"]}
 
 
-def _gpu_with(reading: Reading[Any], value: object) -> GpuFacts:
+def _gpu_with(reading: Reading[object], value: object) -> GpuFacts:
     entry: dict[str, Any] = {"index": 0, "errors": {}}
     *parents, last = reading.path
     where = entry

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from burnin.cli.main import main
 from burnin.errors import UsageError
-from burnin.sim import FAULTS, Fault, parse_fault_spec, xid_is_fatal
-from burnin.sim.faults import XID_FATAL, XID_NONFATAL, validate_fault
-from burnin.sim.inject import MUTATORS
-from burnin.topology import Topology
+from burnin.sim import FAULTS, Fault, build_rack, faults_doc, parse_fault_spec, xid_is_fatal
+from burnin.sim.faults import MUTATORS, XID_FATAL, XID_NONFATAL, gpu_fault, simulates, validate_fault
+from burnin.sim.state import NodeState
+from burnin.topology import Topology, find_topology
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "faults.md"
 
 CONTRACT = {
     "gpu-missing": "INV-01", "gpu-lost": "INV-01", "ecc-uncorrectable": "GPU-01",
@@ -37,16 +41,56 @@ def test_registry_holds_every_contract_fault_with_its_check() -> None:
         assert mutator in MUTATORS
 
 
-def test_documented_faults_match_the_registry() -> None:
-    from pathlib import Path
-
-    doc = (Path(__file__).resolve().parents[3] / "docs" / "faults.md").read_text(encoding="utf-8")
+def test_docs_faults_md_table_is_what_burnin_faults_writes() -> None:
+    page = DOC.read_text(encoding="utf-8")
+    assert faults_doc.generated(page) == faults_doc.table(FAULTS.values()), (
+        "docs/faults.md's table is stale: refresh it with `burnin faults --markdown --update docs/faults.md`")
+    assert faults_doc.update(page, FAULTS.values()) == page  # what --update writes is the page as it is
     for spec in FAULTS.values():
-        row = next((line for line in doc.splitlines() if line.startswith(f"| `{spec.name}`")), None)
-        assert row is not None, f"{spec.name} missing from docs/faults.md"
-        assert spec.check_id in row
-        assert (spec.default_target or "node") in row
-        assert spec.changes in row and spec.description in row
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{spec.name}` |"))
+        assert spec.check_id in row and spec.suite in row and spec.changes in row and spec.description in row
+
+
+def test_burnin_faults_markdown_prints_and_updates_the_table(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["faults", "--markdown"]) == 0
+    assert capsys.readouterr().out == faults_doc.table(FAULTS.values())
+    page = tmp_path / "faults.md"
+    page.write_text(f"# Faults\n\nprose\n\n{faults_doc.BEGIN}\n| stale |\n{faults_doc.END}\n\nmore prose\n")
+    assert main(["faults", "--markdown", "--update", str(page)]) == 0
+    text = page.read_text()
+    assert "| stale |" not in text and text.startswith("# Faults\n\nprose\n") and text.endswith("more prose\n")
+    assert faults_doc.generated(text) == faults_doc.table(FAULTS.values())
+    (tmp_path / "plain.md").write_text("no markers\n")
+    for args in (["--markdown", "--update", str(tmp_path / "plain.md")], ["--update", str(page)],
+                 ["--markdown", "--update", str(tmp_path / "absent.md")]):
+        assert main(["faults", *args]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("burnin faults: ") and err.count("\n") == 1, err
+    assert (tmp_path / "plain.md").read_text() == "no markers\n"
+
+
+def test_a_fault_declared_beside_its_mutator_is_registered_listed_and_applied(tmp_path: Path) -> None:
+    spec = gpu_fault("test-sw-power-cap", "GPU-05", "a software power cap holds the clocks back (a test's fault)",
+                     "nvmlDeviceGetCurrentClocksEventReasons adds 0x4 (SwPowerCap)")
+
+    def sw_power_cap(state: NodeState, fault: Fault) -> None:
+        assert fault.target is not None
+        state.gpu(fault.target).clock_event_reasons |= 0x4
+
+    try:
+        assert simulates(spec)(sw_power_cap) is sw_power_cap
+        assert FAULTS["test-sw-power-cap"] is spec and MUTATORS["test-sw-power-cap"] is sw_power_cap
+        assert parse_fault_spec("test-sw-power-cap@gpu1") == Fault("test-sw-power-cap", "gpu1")
+        assert "| `test-sw-power-cap` | GPU-05 | node | `gpu3` |" in faults_doc.table(FAULTS.values())
+        with pytest.raises(RuntimeError, match="declared twice"):
+            simulates(spec)(sw_power_cap)
+        node = build_rack(tmp_path, find_topology("hgx-h100-8gpu"), ["t01"],
+                          {"t01": [parse_fault_spec("test-sw-power-cap@gpu1")]})[0]
+        assert [g.clock_event_reasons for g in node.state().gpus][:3] == [0x1, 0x5, 0x1]
+    finally:
+        FAULTS.pop("test-sw-power-cap", None)
+        MUTATORS.pop("test-sw-power-cap", None)
 
 
 @pytest.mark.parametrize(("text", "expected"), [
