@@ -151,6 +151,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     from burnin.cli.interrupt import raise_if_received
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary
+    from burnin.errors import UsageError
     from burnin.session import SuiteError, execute
 
     topology_ref = args.topology
@@ -181,12 +182,23 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     from burnin.report.runinfo import write_run_json
 
     duration = time.monotonic() - started
+    refused: UsageError | None = None
+    if gate is not None:  # act before reporting: a report that cannot be written never leaves a bad node in
+        try:
+            _refuse_partial_gate(args.gate, _partial_reason(result.gate))
+        except UsageError as exc:
+            refused = exc  # said after the reports: a partial run still writes them all
+        else:
+            gate.apply(result.decisions, dry_run=args.dry_run)
     write_run_json(result.out_dir, argv=_command_line(), suites=suites, started=started_at, duration_s=duration)
-    render(result.out_dir)
+    try:
+        render(result.out_dir)
+    except OSError as exc:  # the verdicts, gate.json and the gate's actions stand; only the page is missing
+        print(f"burnin run: report.html not written: {exc.strerror or exc} ({result.out_dir / 'report.html'})",
+              file=sys.stderr)
     print_summary(result, topology.name, duration)
-    if gate is not None:
-        _refuse_partial_gate(args.gate, _partial_reason(result.gate))
-        gate.apply(result.decisions, dry_run=args.dry_run)
+    if refused is not None:
+        raise refused
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED
 
 

@@ -295,7 +295,7 @@ class Phase:
             left_out = "; ".join(f"{n} {result.excluded_by.get(n, 'left out')}" for n in nodes
                                  if n in result.excluded)
             for node in members:
-                result.alone[node] = f"no multi-node partner: every other node was left out ({left_out})"
+                result.alone[node] = f"no partner: every other node was left out ({left_out})"
             return
         result.group = self._group(result, members)
         wanted = self.settings.localize == "always" or (self.settings.localize == "auto" and not result.group_passed)

@@ -93,7 +93,7 @@ class PhaseResult:
     excluded_why: dict[str, list[str]] = field(default_factory=dict)
     """The same nodes: those checks' reasons."""
     alone: dict[str, str] = field(default_factory=dict)
-    """Nodes left without a partner because every other node was left out: multi-node checks do not apply."""
+    """Nodes left without a partner because every other node was left out: their multi-node checks are unmeasured."""
     group: NcclMeasurement | None = None
     group_floor_gbps: float = 0.0
     localization: Localization | None = None
@@ -191,8 +191,8 @@ def _multi(result: PhaseResult, node: str) -> dict[str, Any]:
         return {**multi, "applicable": False, "reason": "a single node: no multi-node run"}
     if node in result.excluded:
         return {**multi, "applicable": True, "excluded": result.excluded[node]}
-    if node in result.alone:
-        return {**multi, "applicable": False, "reason": result.alone[node]}
+    if node in result.alone:  # applicable, but not measured: incomplete, never a pass (issue 19)
+        return {**multi, "applicable": True, "unavailable": result.alone[node]}
     multi["applicable"] = True
     multi["group"] = result.group.to_json() if result.group else None
     multi["group_passed"] = result.group_passed

@@ -163,6 +163,8 @@ def multi_run(data: dict[str, Any]) -> tuple[str, dict[str, Any] | None, str]:
     if multi.get("excluded"):
         # The node failed (or could not be measured) alone, so it is rejected whatever this says.
         return "multi-node", None, f"not applicable: left out of the multi-node run, {multi['excluded']}"
+    if multi.get("unavailable"):
+        return "multi-node", None, f"no multi-node run: {multi['unavailable']}"
     run = multi.get("run")
     return "multi-node", run if isinstance(run, dict) else None, "no multi-node run recorded"
 

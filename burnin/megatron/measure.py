@@ -78,12 +78,17 @@ def measure(settings: MegatronSettings, topology: Topology, nodes: Sequence[str]
                 passed.append(node)
             else:
                 megatron[node]["multi"] = multi_section(group, None, excluded=f"failed on its own: {why}")
-        if not settings.multi_node_run or len(group) < 2 or len(passed) < 2:
-            reason = ("multi_node_run is off in the megatron config" if not settings.multi_node_run
-                      else "a group of one node" if len(group) < 2
-                      else f"fewer than 2 nodes of {','.join(group)} passed on their own")
+        if not settings.multi_node_run or len(group) < 2:
+            reason = "multi_node_run is off in the megatron config" if not settings.multi_node_run \
+                else "a group of one node"
             for node in passed:
                 megatron[node]["multi"] = multi_section(group, None, applicable=False, reason=reason)
+            continue
+        if len(passed) < 2:  # the run applies, but no partner passed alone: unmeasured, never a pass
+            failed = ",".join(n for n in group if n not in passed)
+            for node in passed:
+                megatron[node]["multi"] = multi_section(
+                    group, None, unavailable=f"no partner: every other node of the group failed on its own ({failed})")
             continue
         multis.append(training_launch(settings, topology, passed, form=form))
     for launch, results in zip(multis, run_all(multis) if multis else [], strict=True):

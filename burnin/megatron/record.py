@@ -229,10 +229,13 @@ def placement_record(launch: Launch, results: Mapping[str, Outcome]) -> dict[str
 
 
 def multi_section(group: Sequence[str], record: dict[str, Any] | None, *, applicable: bool = True,
-                  reason: str = "", excluded: str | None = None) -> dict[str, Any]:
-    """A node's ``multi`` entry: its group's run, or why it has none (not applicable, or left out)."""
-    return {"applicable": applicable, "reason": reason, "excluded": excluded, "group": list(group),
-            "run": record}
+                  reason: str = "", excluded: str | None = None, unavailable: str | None = None) -> dict[str, Any]:
+    """A node's ``multi`` entry: its group's run, or why it has none (not applicable, left out, or unmeasured)."""
+    section = {"applicable": applicable, "reason": reason, "excluded": excluded, "group": list(group),
+               "run": record}
+    if unavailable is not None:
+        section["unavailable"] = unavailable
+    return section
 
 
 def dumps(section: Mapping[str, Any]) -> str:

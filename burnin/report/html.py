@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
+from burnin.atomic import write_text_atomic
 from burnin.errors import BurninError
 from burnin.nodes import fold
 from burnin.report.cards import curve_cards, node_order, pair_card, series_card, soak_cards
@@ -343,5 +344,5 @@ def render(out_dir: Path, *, err: TextIO | None = None) -> Path:
         policy=policy, every_check=len(run.verdicts) <= ALL_CHECKS_LIMIT,
     )
     path = out_dir / "report.html"
-    path.write_text(page, encoding="utf-8")
+    write_text_atomic(path, page)  # a reader (or a second render) never sees half a page
     return path

@@ -197,11 +197,11 @@ def test_nvlink_down_fails_nvl_04_as_down_before_and_after(faulted: dict[str, An
 def test_a_link_flaky_under_load_is_clean_at_rest(tmp_path: Path) -> None:
     """The node suite judges NVLink at rest (GPU-10/11 pass); only the fabric suite's second look catches it."""
     out = tmp_path / "run"
-    proc = burnin("run", "--sim", "2", "--suite", "node", "--suite", "fabric", "--fault",
+    proc = burnin("run", "--sim", "3", "--suite", "node", "--suite", "fabric", "--fault",
                   "sim02:nvlink-flaky-under-load", "--out", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     gate = json.loads((out / "gate.json").read_text())
-    assert gate["rejected"] == "sim02" and gate["admitted"] == "sim01", gate
+    assert gate["rejected"] == "sim02" and gate["admitted"] == "sim[01,03]", gate
     assert gate["nodes"]["sim02"]["failed"] == ["NVL-04"]
     cases = properties(out / "junit.xml")
     assert cases["test_nvlink_links[sim02]"]["verdict"] == "pass"
@@ -298,20 +298,36 @@ def test_a_slow_hca_rejects_its_node_only_in_a_small_rack(tmp_path: Path, nodes:
     run = fabric_run(tmp_path, nodes, "sim01:slow-hca")
     gate = run["gate"]
     assert run["proc"].returncode == 1, run["proc"].stdout + run["proc"].stderr
-    assert gate["rejected"] == "sim01", gate
+    assert gate["rejected"] == ("sim[01-02]" if nodes == 2 else "sim01"), gate  # 2 nodes: sim02 unmeasured
     assert verdicts(gate, "sim01") == (["IB-08"], MULTI)
     reason = next(r for r in gate["nodes"]["sim01"]["reasons"] if r.startswith("IB-08"))
     assert "mlx5_2 gpu2 memory" in reason and "mlx5_2 host memory" in reason
     others = [f"sim{i:02d}" for i in range(2, nodes + 1)]
-    assert_admitted(gate, *others)
     assert run["fabric"]["excluded"] == {
         "sim01": "left out of multi-node runs and localisation: IB-08 failed on this node"}
-    if nodes == 2:  # its only partner was left out: the multi-node checks stand aside, with the reason
-        aside = gate["nodes"]["sim02"]["not_applicable"]
-        assert set(aside) >= set(MULTI) and "every other node was left out (sim01 IB-08 failed)" in aside["NCCL-03"]
+    if nodes == 2:  # its only partner was left out: unmeasured multi-node, held incomplete, never failed
+        sim02 = gate["nodes"]["sim02"]
+        assert not sim02["admitted"] and not sim02["failed"] and sorted(sim02["incomplete"]) == sorted(MULTI), sim02
+        assert all("no multi-node run: no partner: every other node was left out (sim01 IB-08 failed)" in r
+                   for r in sim02["reasons"]), sim02
         assert run["fabric"]["group"] is None
     else:
+        assert_admitted(gate, *others)
         assert run["fabric"]["group"]["nodes"] == others and run["fabric"]["group_passed"]
+
+
+def test_a_lone_survivor_is_never_admitted_unmeasured(tmp_path: Path) -> None:
+    """sim02 is left out (NVLS lost); sim01's switch-side rail fault is invisible to every single-node check,
+    and with no partner no multi-node run can see it: sim01 is held incomplete, not admitted (issue 19)."""
+    run = fabric_run(tmp_path, 2, "sim01:rail-degraded", "sim02:nvlink-down")
+    gate = run["gate"]
+    assert run["proc"].returncode == 1, run["proc"].stdout + run["proc"].stderr
+    assert gate["admitted"] == "", gate
+    sim01 = gate["nodes"]["sim01"]
+    assert not sim01["failed"] and sorted(sim01["incomplete"]) == sorted(MULTI), sim01
+    assert any("no partner: every other node was left out (sim02 NCCL-01 failed, NVL-04 failed)" in r
+               for r in sim01["reasons"]), sim01
+    assert verdicts(gate, "sim02")[0] == ["NCCL-01", "NVL-04"]
 
 
 def test_two_slow_hcas_in_four_nodes_reject_exactly_those_two(tmp_path: Path) -> None:
@@ -325,14 +341,14 @@ def test_two_slow_hcas_in_four_nodes_reject_exactly_those_two(tmp_path: Path) ->
 
 
 def test_nvlink_down_and_wrong_values_in_three_nodes(tmp_path: Path) -> None:
-    run = fabric_run(tmp_path, 3, "sim01:nvlink-down", "sim03:nccl-wrong")
+    run = fabric_run(tmp_path, 4, "sim01:nvlink-down", "sim03:nccl-wrong")
     gate = run["gate"]
     assert run["proc"].returncode == 1
-    assert gate["rejected"] == "sim[01,03]" and gate["admitted"] == "sim02", gate
+    assert gate["rejected"] == "sim[01,03]" and gate["admitted"] == "sim[02,04]", gate
     assert verdicts(gate, "sim01") == (["NCCL-01", "NVL-04"], MULTI)
     assert verdicts(gate, "sim03") == (["NCCL-05"], MULTI)
-    assert_admitted(gate, "sim02")
-    assert set(gate["nodes"]["sim02"]["not_applicable"]) >= set(MULTI)
+    assert_admitted(gate, "sim02", "sim04")
+    assert run["fabric"]["group"]["nodes"] == ["sim02", "sim04"] and run["fabric"]["group_passed"]
 
 
 @pytest.mark.parametrize("nodes", [2, 3, 4])

@@ -30,7 +30,9 @@ def gate(out: Path) -> dict[str, Any]:
                               "healthy-8"])
 def test_the_slow_nodes_are_held_and_the_healthy_admitted(tmp_path: Path, nodes: int, slow: int) -> None:
     """The slow nodes' median (344 TFLOP/s/GPU) is no norm: the topology's reference (400) is, so they fail
-    MEG-04 on their own runs; the healthy nodes are admitted (a healthy rack whole)."""
+    MEG-04 on their own runs; the healthy nodes are never blamed. Two or more healthy nodes are admitted
+    (a healthy rack whole); a lone healthy node, whose every partner failed alone, has no multi-node run:
+    held incomplete with that reason, never failed and never admitted unmeasured."""
     out = tmp_path / "run"
     faults = [arg for i in range(1, slow + 1) for arg in ("--fault", f"sim{i:02d}:train-slow")]
     proc = burnin("run", "--sim", str(nodes), "--suite", "megatron", *faults, "--out", str(out))
@@ -42,6 +44,11 @@ def test_the_slow_nodes_are_held_and_the_healthy_admitted(tmp_path: Path, nodes:
             assert not node["admitted"] and node["failed"] == ["MEG-04"] and not node["incomplete"], node
             reason = next(r for r in node["reasons"] if r.startswith("MEG-04"))
             assert "straggler: 34" in reason and "below the topology's reference 400" in reason, reason  # 344 +- noise
+        elif nodes - slow == 1:
+            assert not node["admitted"] and not node["failed"] and node["incomplete"] == ["MEG-01", "MEG-02",
+                                                                                           "MEG-04"], node
+            assert all("no multi-node run: no partner: every other node of the group failed on its own"
+                       in r for r in node["reasons"]), node
         else:
             assert node["admitted"] and not node["failed"] and not node["incomplete"], node
 

@@ -132,9 +132,12 @@ def test_a_slow_hca_is_left_out_before_any_multi_node_run(h100_topology: Topolog
         assert verdict(res, "sim01", check_id, h100_topology) is Status.INCOMPLETE
     if size == 2:
         assert res.group is None and res.alone == {
-            "sim02": "no multi-node partner: every other node was left out (sim01 IB-08 failed)"}
-        assert node_documents(res)["sim02"]["multi"] == {"floor_gbps": 300.0, "applicable": False,
-                                                         "reason": res.alone["sim02"]}
+            "sim02": "no partner: every other node was left out (sim01 IB-08 failed)"}
+        # applicable but unmeasured: the lone survivor's multi-node checks are incomplete, never passed
+        assert node_documents(res)["sim02"]["multi"] == {"floor_gbps": 300.0, "applicable": True,
+                                                         "unavailable": res.alone["sim02"]}
+        for check_id in ("NCCL-03", "NCCL-04"):
+            assert verdict(res, "sim02", check_id, h100_topology) is Status.INCOMPLETE
     else:
         assert res.group_passed and res.localization is None and res.alone == {}
         for node in res.group.nodes if res.group else ():

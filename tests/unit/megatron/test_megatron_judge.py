@@ -125,6 +125,11 @@ CASES: list[tuple[str, str, Callable[[], dict[str, Any] | None], Status, list[st
     ("multi-not-applicable", "MEG-04",
      lambda: section(multi={"applicable": False, "reason": "a group of one node", "group": ["n1"]}),
      Status.PASS, ["not applicable: a group of one node"]),
+    # the run applies (a group of 2+) but every partner failed alone: unmeasured, never a pass (issue 19)
+    ("multi-lone-survivor", "MEG-04",
+     lambda: section(multi={"applicable": True, "reason": "", "excluded": None, "group": ["n1", "n2"], "run": None,
+                            "unavailable": "no partner: every other node of the group failed on its own (n2)"}),
+     Status.INCOMPLETE, ["no multi-node run: no partner: every other node of the group failed on its own (n2)"]),
     ("multi-left-out", "MEG-01",
      lambda: section(multi={"applicable": True, "excluded": "failed on its own: MEG-04 ...", "group": ["n1"]}),
      Status.PASS, []),
