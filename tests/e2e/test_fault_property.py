@@ -61,14 +61,16 @@ SOAK_FAULTS = _names("soak")
 
 # The checks a healthy node may be left incomplete on, each with the words its reason must hold, by the suites'
 # documented attribution rules; anything else incomplete on a healthy node breaks the property.
+NO_PARTNER = "no multi-node run: no partner: every other node"
 HEALTHY_INCOMPLETE: dict[str, tuple[str, ...]] = {
     # README "Fleet consistency": two nodes that differ, or no strict majority (INV-11, burnin/checks/fleet.py)
     "INV-11": ("no majority says which is wrong", "runs on most of the"),
-    # docs/fabric.md "Small racks": nothing separates the nodes of a failed group or pair (burnin/checks/fabric.py)
-    "NCCL-03": ("not one node's fault", "could neither clear nor name"),
-    "NCCL-04": ("no known-good partner cleared or named it",),
+    # docs/fabric.md "Small racks": nothing separates the nodes of a failed group or pair (burnin/checks/fabric.py);
+    # a lone survivor, every partner left out, has no multi-node run (fabric.md, megatron.md)
+    "NCCL-03": ("not one node's fault", "could neither clear nor name", NO_PARTNER),
+    "NCCL-04": ("no known-good partner cleared or named it", NO_PARTNER),
     # docs/megatron.md "Attribution never blames by majority": a multi-node run's shortfall is nobody's
-    **dict.fromkeys(("MEG-01", "MEG-02", "MEG-03", "MEG-04"), (UNATTRIBUTABLE,)),
+    **dict.fromkeys(("MEG-01", "MEG-02", "MEG-03", "MEG-04"), (UNATTRIBUTABLE, NO_PARTNER)),
 }
 
 
