@@ -206,7 +206,8 @@ class SlurmLauncher:
         allocation = self._allocation = Allocation(
             self.jobs.client, self._usable, name=f"burnin-{how.label}-{secrets.token_hex(4)}", job_id=self.jobs.job_id,
             partition=self.jobs.partition, reservation=self.jobs.reservation, exclusive=how.exclusive,
-            tasks_per_node=how.tasks_per_node, drained=nodes.recheck, purpose=how.purpose, run=self._client_run)
+            tasks_per_node=how.tasks_per_node, drained=nodes.recheck, purpose=how.purpose, run=self._client_run,
+            qos=self.jobs.qos, nice=self.jobs.nice)
         failure = allocation.open(time_limit_s=how.time_limit_s, wait_s=how.wait_s, slack_s=SLACK_S)
         if failure is None and how.collects and self.jobs.collector is None:
             try:

@@ -74,12 +74,15 @@ def salloc_argv(
     reservation: str | None = None,
     exclusive: bool = False,
     tasks_per_node: int | None = 1,
+    qos: str | None = None,
+    nice: int | None = None,
 ) -> list[str]:
     """An allocation of exactly ``nodes`` (``tasks_per_node`` tasks each), without a shell.
 
     ``--immediate`` bounds the wait for resources; ``--no-kill`` keeps the
     allocation when one node fails, so the other nodes still report;
-    ``exclusive``: whole nodes (the phases' measurements share them with no job).
+    ``exclusive``: whole nodes (the phases' measurements share them with no job);
+    ``qos``, ``nice``: the site's QOS and a priority below every other job's (``burnin sweep``).
     """
     argv = ["salloc", "--no-shell", "--no-kill"]
     if exclusive:
@@ -93,6 +96,10 @@ def salloc_argv(
         argv.append(f"--partition={partition}")
     if reservation:
         argv.append(f"--reservation={reservation}")
+    if qos:
+        argv.append(f"--qos={qos}")
+    if nice is not None:
+        argv.append(f"--nice={nice}")
     return argv
 
 

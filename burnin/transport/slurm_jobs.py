@@ -247,7 +247,8 @@ class Allocation:
     def __init__(self, client: SlurmRunner, nodes: Sequence[str], *, name: str, job_id: str | None = None,
                  partition: str | None = None, reservation: str | None = None, exclusive: bool = False,
                  tasks_per_node: int | None = 1, drained: Mapping[str, str] | None = None,
-                 purpose: str = "", run: RunCommand | None = None) -> None:
+                 purpose: str = "", run: RunCommand | None = None, qos: str | None = None,
+                 nice: int | None = None) -> None:
         self.client = client
         self.nodes = list(nodes)
         self.name = name
@@ -258,6 +259,8 @@ class Allocation:
         self.exclusive = exclusive
         self.tasks_per_node = tasks_per_node
         self.purpose = purpose
+        self.qos = qos
+        self.nice = nice
         self._run = run or (lambda argv, timeout: client.run(argv, timeout=timeout))
         self._recheck = Recheck(name, self.nodes, dict(drained)) if drained else None
 
@@ -281,7 +284,7 @@ class Allocation:
             reservation = self._recheck.name
         argv = salloc_argv(self.nodes, job_name=self.name, time_limit_s=time_limit_s, immediate_s=wait_s,
                            partition=self.partition, reservation=reservation, exclusive=self.exclusive,
-                           tasks_per_node=self.tasks_per_node)
+                           tasks_per_node=self.tasks_per_node, qos=self.qos, nice=self.nice)
         if self._recheck is not None:
             result, drained_again = self._recheck.allocate(self._run, self.client, argv, wait_s + slack_s, self.name)
         else:
@@ -312,7 +315,9 @@ class SlurmJobs:
 
     ``job_id``: the allocation burnin runs in (no allocation is made then);
     ``recheck_drained``: nodes burnin drained are measured too (``--gate slurm``);
-    ``collector``: the collector zipapp already on the nodes (None: whoever samples ships it).
+    ``collector``: the collector zipapp already on the nodes (None: whoever samples ships it);
+    ``qos``, ``nice``: the QOS and the nice value of the allocations made (``burnin sweep``: the site's
+    preemptible QOS, the lowest priority).
     """
 
     client: SlurmRunner
@@ -321,3 +326,5 @@ class SlurmJobs:
     reservation: str | None = None
     recheck_drained: bool = False
     collector: str | None = None
+    qos: str | None = None
+    nice: int | None = None

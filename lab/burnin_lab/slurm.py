@@ -47,6 +47,9 @@ from burnin_lab.supervisor import _become_subreaper, _log, stop_adopted
 LAB_FILE = "lab.json"
 CONTROLLER_HOST = "burninctl"
 PARTITION = "batch"
+SWEEP_PARTITION = "sweep"
+"""With ``preemption``: a partition over the same nodes at the lowest priority tier, whose jobs a job of
+:data:`PARTITION` cancels (``burnin sweep``'s; docs/sweep.md)."""
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "unshare", "flock")
 CLIENTS = ("salloc", "srun", "sbcast", "scancel", "scontrol", "sinfo")
@@ -103,8 +106,11 @@ def client_env(state: Path) -> dict[str, str]:
 
 
 def slurm_conf(layout: Layout, names: Sequence[str], *, ctld_port: int, node_ports: Mapping[str, int],
-               health_interval: int, cpus: int, memory_mb: int) -> str:
-    """slurm.conf text for the cluster (pure; see docs/slurm.md for each choice)."""
+               health_interval: int, cpus: int, memory_mb: int, preemption: bool = False) -> str:
+    """slurm.conf text for the cluster (pure; see docs/slurm.md for each choice).
+
+    ``preemption``: a job of :data:`PARTITION` cancels jobs of :data:`SWEEP_PARTITION` on its nodes at once
+    (``preempt/partition_prio``, ``PreemptMode=CANCEL``, no grace time), as docs/sweep.md tells a site."""
     lines = [
         "# written by burnin sim up --slurm; every path is below the state folder",
         "ClusterName=burnin",
@@ -144,11 +150,16 @@ def slurm_conf(layout: Layout, names: Sequence[str], *, ctld_port: int, node_por
         f"HealthCheckInterval={health_interval}",
         "HealthCheckNodeState=ANY",
     ]
+    if preemption:
+        lines += ["PreemptType=preempt/partition_prio", "PreemptMode=CANCEL"]
     for name in names:
         lines.append(f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 Port={node_ports[name]} "
                      f"CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN")
     lines.append(f"PartitionName={PARTITION} Nodes={fold(names)} Default=YES MaxTime=INFINITE "
-                 "State=UP OverSubscribe=FORCE:4")
+                 "State=UP OverSubscribe=FORCE:4" + (" PriorityTier=10" if preemption else ""))
+    if preemption:
+        lines.append(f"PartitionName={SWEEP_PARTITION} Nodes={fold(names)} MaxTime=INFINITE State=UP "
+                     "PriorityTier=1 PreemptMode=CANCEL GraceTime=0")
     return "\n".join(lines) + "\n"
 
 
@@ -236,10 +247,11 @@ def free_ports(count: int) -> list[int]:
 
 def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[Any]], *,
        health_interval: int = 30, ready_timeout: float = READY_TIMEOUT,
-       watch: Sequence[str] | None = None) -> dict[str, Any]:
+       watch: Sequence[str] | None = None, preemption: bool = False) -> dict[str, Any]:
     """Build the simulated nodes, start the cluster, wait until every node answers.
 
-    ``watch``: also run ``burnin watch ARGS`` as every node (None: no watch daemons).
+    ``watch``: also run ``burnin watch ARGS`` as every node (None: no watch daemons);
+    ``preemption``: a preemptible :data:`SWEEP_PARTITION` beside the default one (:func:`slurm_conf`).
     """
     from burnin.sim import build_rack
 
@@ -267,7 +279,8 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
     cpus = max(1, os.cpu_count() or 1)
     layout.conf.write_text(slurm_conf(layout, names, ctld_port=ports[0], node_ports=node_ports,
                                       health_interval=health_interval, cpus=cpus,
-                                      memory_mb=min(1000, _memory_mb())), encoding="utf-8")
+                                      memory_mb=min(1000, _memory_mb()), preemption=preemption),
+                           encoding="utf-8")
     topology_name = _topology_name(topology)
     for node in rack:
         env = node_environment(node.environment(), str(node.bin_dir), layout.conf)

@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("check users", ("burnin.sim", "burnin.soak", "burnin.outcomes", "burnin.golden")),
     ("reports", ("burnin.report",)),
     ("runs", ("burnin.probe", "burnin.plugin", "burnin.dispatch", "burnin.phases")),
-    ("run path", ("burnin.watch", "burnin.session")),
+    ("run path", ("burnin.watch", "burnin.session", "burnin.sweep")),
     ("command line", ("burnin.cli",)),
 )
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}

@@ -1,0 +1,75 @@
+"""A node's facts through the node suite and the gate, as ``burnin run`` judges and gates (the same code).
+
+Each tested node gets a folder of its own, ``OUT/nodes/<node>/``, with what a run writes (``gate.json``,
+``verdicts.json``, ``junit.xml``, ``metrics.prom``, ``facts/``), judged as soon as its job has ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from burnin.facts import Facts
+from burnin.session import RunResult, execute
+
+if TYPE_CHECKING:
+    from burnin.gate.registry import Gate
+    from burnin.launch.base import Launcher
+    from burnin.launch.log import CommandLog
+
+NODES_DIR = "nodes"
+
+
+class GatheredDispatcher:
+    """A dispatcher whose one node's facts were gathered already (by the node's own job)."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.nodes = [facts.node]
+        self.topology_by_node: dict[str, str] = {}
+        self._facts = facts
+
+    def gather(self, *, sources: str, timeout: float, on_done: Callable[[str], None] | None = None
+               ) -> dict[str, Facts]:
+        if on_done is not None:
+            on_done(self._facts.node)
+        return {self._facts.node: self._facts}
+
+    def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> Launcher:
+        raise NotImplementedError("the sweep runs the node suite only: no phase launches work")
+
+    def close(self) -> None:
+        return None
+
+
+def node_dir(out_dir: Path, node: str) -> Path:
+    return out_dir / NODES_DIR / node
+
+
+def judge(facts: Facts, *, topology_ref: str, out_dir: Path, fleet: Mapping[str, Facts] | None = None) -> RunResult:
+    """The node suite over one node's facts, in ``OUT/nodes/<node>/``.
+
+    INV-11 compares the node's inventory with the nodes of ``fleet`` (the ones the sweep gathered before it)
+    and itself: the node suite's fleet phase, over the sweep's nodes so far."""
+    from burnin.checks.fleet import SECTION, fleet_sections
+    from burnin.topology.load import find_topology
+
+    topology = find_topology(topology_ref)
+    group = {**(fleet or {}), facts.node: facts}
+    section = fleet_sections(group, dict.fromkeys(group, topology)).get(facts.node)
+    if section is not None:
+        facts.data[SECTION] = section
+    return execute(GatheredDispatcher(facts), topology=topology_ref, out_dir=node_dir(out_dir, facts.node),
+                   suites=("node",), say=lambda _: None)
+
+
+def gate_node(result: RunResult, gate: Gate | None) -> str | None:
+    """Act on the node's decision through ``gate`` (None: no gate); why it was not acted on, if it was not.
+    A partial judgement (a check skipped) drains or resumes nothing, as ``burnin run --gate`` refuses it."""
+    if gate is None:
+        return None
+    if result.gate.get("partial"):
+        reasons = result.gate.get("partial_reasons")
+        return f"not gated: the node suite did not judge every check ({reasons})"
+    ok = gate.apply(result.decisions, dry_run=False)
+    return None if ok else f"the {gate.name} gate could not act on it (see above)"

@@ -1,0 +1,232 @@
+"""The sweep: start a job on each idle node of the set, judge and gate each node as its job ends, until the
+window closes or every node is settled.
+
+Each round it reads the untested nodes' states (one ``scontrol show node``), starts a job on idle ones (at
+most ``at_once`` jobs of the sweep at a time: the site's share of the partition), and waits for a job to
+end or for the next round (``poll_s``), whichever comes first. A node whose job was preempted is tried again
+when it is idle again. No job is started that could not run its collector to the end before the window
+closes; when it closes, the sweep's jobs still running are cancelled, and before it returns nothing of the
+sweep is left in Slurm's queue.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from burnin.atomic import write_text_atomic
+from burnin.errors import UsageError
+from burnin.facts import Facts
+from burnin.launch.base import SHIP_TIMEOUT_S, SLACK_S
+from burnin.launch.log import CommandLog
+from burnin.nodes import fold
+from burnin.report.reasons import condense
+from burnin.sweep.judge import gate_node, judge, node_dir
+from burnin.sweep.node_job import JobBook, JobEnd, run_node_job
+from burnin.sweep.plan import Attempt, NodeRecord, counts, limit, pick
+from burnin.sweep.slurm_state import jobs_named_argv, parse_jobs_named, read_nodes, read_partition_size
+from burnin.text import printable
+from burnin.transport.slurm import QUICK_TIMEOUT, SlurmRunner, scancel_argv
+from burnin.transport.slurm_jobs import SlurmJobs
+
+if TYPE_CHECKING:
+    from burnin.gate.registry import Gate
+
+SWEEP_FILE = "sweep.json"
+LOG_FILE = "slurm-commands.log"
+NICE = 2147483645
+"""``--nice``: Slurm's largest, so every other pending job comes first."""
+_CONFIG_ERROR = re.compile(r"(?i)invalid (?:qos|partition|account)[^\n]*")
+"""salloc refusing the sweep's own settings: every job would fail the same way, so the sweep stops (exit 2)."""
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What a sweep covers and how (``burnin sweep``'s options)."""
+
+    nodes: list[str]
+    partition: str
+    window_s: float
+    share: float
+    topology_ref: str
+    out_dir: Path
+    sources: str
+    timeout_s: float = 120.0
+    poll_s: float = 10.0
+    qos: str | None = None
+    collector: str | None = None
+    gate: Gate | None = None
+
+    @property
+    def needed_s(self) -> float:
+        """The least window left for a job to start: the collector's own bound, and its start and end."""
+        return self.timeout_s + 2 * SLACK_S
+
+    @property
+    def time_limit_s(self) -> float:
+        """A job's Slurm time limit: the collector's, shipping it, and slack."""
+        return self.needed_s + SHIP_TIMEOUT_S + SLACK_S
+
+
+class Sweep:
+    """One sweep over ``config.nodes`` through Slurm (``client`` runs every client command)."""
+
+    def __init__(self, config: SweepConfig, client: SlurmRunner, *, say: Callable[[str], None] = print) -> None:
+        self.config = config
+        self.client = client
+        self.say = say
+        self.records = {node: NodeRecord(node) for node in config.nodes}
+        self.book = JobBook()
+        self.log = CommandLog(config.out_dir / LOG_FILE)
+        self.label = f"sweep-{secrets.token_hex(3)}"
+        self.most_at_once = 0
+        self.at_once = 0
+        self.started = time.time()
+        self._host_names: dict[str, str] = {}
+        self._fleet: dict[str, Facts] = {}
+        """The facts of every node whose job gathered them: the fleet INV-11 compares each node with."""
+        self._jobs = SlurmJobs(client, partition=config.partition, qos=config.qos, nice=NICE,
+                               collector=config.collector)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> dict[str, NodeRecord]:
+        config = self.config
+        size, why = read_partition_size(self.client, config.partition)
+        if size is None:
+            raise UsageError(f"--partition {config.partition}: Slurm does not know it ({why})")
+        self.at_once = limit(config.share, size)
+        deadline = time.monotonic() + config.window_s
+        self.say(f"burnin sweep: {fold(config.nodes)} ({len(config.nodes)}) in partition {config.partition}, "
+                 f"at most {self.at_once} jobs at once, for {config.window_s:.0f} s")
+        running: dict[Future[JobEnd], str] = {}
+        pool = ThreadPoolExecutor(max_workers=self.at_once)
+        self._save()
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining < config.needed_s:
+                    self.book.closed.set()
+                if remaining <= 0:
+                    self._cancel_open("the window closed")
+                busy = set(running.values())
+                waiting = [n for n in config.nodes if not self.records[n].settled and n not in busy]
+                if not self.book.closed.is_set() and waiting:
+                    self._start(pool, running, waiting, min(config.time_limit_s, remaining))
+                if not running and (self.book.closed.is_set() or not waiting):
+                    break
+                pause = max(0.1, min(config.poll_s, remaining if remaining > 0 else config.poll_s))
+                done = wait(list(running), timeout=pause, return_when=FIRST_COMPLETED).done if running else set()
+                if not running:
+                    self.book.closed.wait(pause)
+                for future in done:
+                    running.pop(future)
+                    self._ended(future.result())
+        finally:
+            self.book.closed.set()
+            self._cancel_open("the sweep stopped")
+            pool.shutdown(wait=not running, cancel_futures=True)
+            self._cancel_strays()
+            self._save()
+        return self.records
+
+    def _start(self, pool: ThreadPoolExecutor, running: dict[Future[JobEnd], str], waiting: list[str],
+               time_limit_s: float) -> None:
+        current, hosts, error = read_nodes(self.client, waiting)
+        self._host_names.update(hosts)
+        if error is not None:
+            self.log.line(f"# node states: {error}")
+            return
+        for node in waiting:
+            self.records[node].saw(current.get(node))
+        for node in pick(self.config.nodes, self.records, current, list(running.values()), self.at_once):
+            future = pool.submit(run_node_job, self._jobs, node, label=f"{self.label}-{node}",
+                                 host_name=self._host_names.get(node), sources=self.config.sources,
+                                 timeout_s=self.config.timeout_s, time_limit_s=time_limit_s, book=self.book,
+                                 log=self.log)
+            running[future] = node
+        self.most_at_once = max(self.most_at_once, len(running))
+
+    def _ended(self, end: JobEnd) -> None:
+        record = self.records[end.node]
+        record.attempts.append(Attempt(end.job_id, "tested" if end.ending == "tested" else
+                                       f"{end.ending}: {end.why}" if end.ending != "preempted" else "preempted"))
+        if end.ending == "tested" and end.facts is not None:
+            self._judge(record, end)
+        elif end.ending == "preempted":
+            record.status, record.why = "preempted", f"{end.why} by another job; tried again when idle"
+            self.say(f"sweep: {end.node}: {end.why}; not tested, tried again when idle")
+        elif end.ending == "ended":
+            record.status, record.why = "ended", end.why
+            self.say(f"sweep: {end.node}: not tested ({end.why})")
+        else:
+            refused = _CONFIG_ERROR.search(end.why)
+            if refused:
+                raise UsageError(f"Slurm refuses the sweep's jobs: {refused.group(0).strip()}")
+            if record.status != "preempted":
+                record.status, record.why = "busy", f"taken before its job could start ({end.why})"
+        self._save()
+
+    def _judge(self, record: NodeRecord, end: JobEnd) -> None:
+        assert end.facts is not None
+        result = judge(end.facts, topology_ref=self.config.topology_ref, out_dir=self.config.out_dir,
+                       fleet=self._fleet)
+        if not end.facts.unreachable:
+            self._fleet[end.node] = end.facts
+        decision = result.decisions[end.node]
+        record.status = "admitted" if decision.admitted else "rejected"
+        record.reasons = decision.reasons
+        record.why = "" if decision.admitted else "; ".join(condense(decision.reasons)[:3])
+        self.say(f"sweep: {end.node}: {'admitted' if decision.admitted else 'REJECTED ' + record.why} "
+                 f"(job {end.job_id})")
+        not_gated = gate_node(result, self.config.gate)
+        if not_gated:
+            self.say(f"sweep: {end.node}: {not_gated}")
+
+    # -- cleaning up ------------------------------------------------------------------------
+
+    def _cancel_open(self, why: str) -> None:
+        for node, job_id in self.book.open_jobs().items():
+            self.log.line(f"# {why}: cancelling job {job_id} of {node}")
+            self.book.remove(node)
+            self._client(scancel_argv(job_id))
+
+    def _cancel_strays(self) -> None:
+        """Any job named for this sweep still in the queue (one granted as the sweep stopped): cancelled."""
+        listed = self._client(jobs_named_argv())
+        for job_id in parse_jobs_named(listed.stdout, f"burnin-{self.label}-"):
+            self._client(scancel_argv(job_id))
+
+    def _client(self, argv: list[str]) -> Any:
+        result = self.client.run(argv, timeout=QUICK_TIMEOUT)
+        self.log.command("", argv, result)
+        return result
+
+    # -- the record -------------------------------------------------------------------------
+
+    def document(self) -> dict[str, object]:
+        """``sweep.json``: the window, the settings, and every node's status, why and jobs."""
+        by = counts(self.records)
+        return {
+            "started": self.started, "window_s": self.config.window_s, "partition": self.config.partition,
+            "qos": self.config.qos, "at_once": self.at_once, "most_jobs_at_once": self.most_at_once,
+            "summary": {status: fold(nodes) for status, nodes in by.items()},
+            "nodes": {
+                node: {"status": r.status, "tested": r.status in ("admitted", "rejected"), "why": r.why,
+                       "reasons": list(r.reasons),
+                       "results": str(node_dir(self.config.out_dir, node)) if r.status in ("admitted", "rejected")
+                       else None,
+                       "jobs": [{"job_id": a.job_id, "end": printable(a.end)} for a in r.attempts]}
+                for node, r in self.records.items()
+            },
+        }
+
+    def _save(self) -> None:
+        write_text_atomic(self.config.out_dir / SWEEP_FILE, json.dumps(self.document(), indent=1) + "\n")

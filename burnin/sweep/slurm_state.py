@@ -1,0 +1,120 @@
+"""What Slurm says of a sweep's jobs, its nodes and its partition: the client argv and their parsers.
+
+The parsers are pure; the readers run one client command each through the caller's
+:class:`~burnin.transport.slurm.SlurmRunner` (which starts the process), bounded by a timeout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from burnin.nodes import fold
+from burnin.transport.slurm import QUICK_TIMEOUT, SlurmRunner, show_node_argv
+from burnin.transport.slurm_jobs import SlurmNode, parse_show_node
+
+_FIELD = r"(?:^|\s){}=(\S*)"
+_NODE_LINE = re.compile(r"^NodeName=(\S+)")
+IDLE_FLAGS = frozenset({"IDLE"})
+"""A node the sweep may start on: idle and nothing else (no drain, no reservation, not planned for a pending
+job, not powering up, responding)."""
+
+
+def _field(line: str, name: str) -> str | None:
+    match = re.search(_FIELD.format(re.escape(name)), line)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A job as ``scontrol show job`` reports it."""
+
+    job_id: str
+    state: str
+    nodes: str
+    reason: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
+
+
+def show_job_argv(job_id: str) -> list[str]:
+    return ["scontrol", "--oneliner", "show", "job", job_id]
+
+
+def parse_show_job(text: str, job_id: str) -> JobInfo | None:
+    """The job ``job_id`` from ``scontrol --oneliner show job`` output (None: not there)."""
+    for line in text.splitlines():
+        if _field(line, "JobId") == job_id:
+            return JobInfo(job_id, _field(line, "JobState") or "UNKNOWN", _field(line, "NodeList") or "",
+                           _field(line, "Reason") or "")
+    return None
+
+
+def read_job(client: SlurmRunner, job_id: str) -> tuple[JobInfo | None, str | None]:
+    """The job's state now; the error line when Slurm could not say."""
+    result = client.run(show_job_argv(job_id), timeout=QUICK_TIMEOUT)
+    info = parse_show_job(result.stdout, job_id)
+    if info is None:
+        return None, result.describe_failure() if not result.ok else f"job {job_id} not found"
+    return info, None
+
+
+def show_partition_argv(partition: str) -> list[str]:
+    return ["scontrol", "--oneliner", "show", "partition", partition]
+
+
+def parse_partition_size(text: str) -> int | None:
+    """``TotalNodes`` of a ``scontrol --oneliner show partition`` line (None: no such line)."""
+    value = next((v for line in text.splitlines() if (v := _field(line, "TotalNodes")) is not None), None)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def read_partition_size(client: SlurmRunner, partition: str) -> tuple[int | None, str]:
+    """How many nodes ``partition`` has; why not, when Slurm cannot say."""
+    result = client.run(show_partition_argv(partition), timeout=QUICK_TIMEOUT)
+    size = parse_partition_size(result.stdout)
+    return size, "" if size is not None else (result.tail(1) or result.describe_failure())
+
+
+def parse_host_names(text: str) -> dict[str, str]:
+    """Node -> its ``NodeHostName`` from ``scontrol --oneliner show node`` output."""
+    names: dict[str, str] = {}
+    for line in text.splitlines():
+        node = _NODE_LINE.match(line.strip())
+        host = _field(line, "NodeHostName")
+        if node and host:
+            names[node.group(1)] = host
+    return names
+
+
+def read_nodes(client: SlurmRunner, nodes: Sequence[str]) -> tuple[dict[str, SlurmNode], dict[str, str], str | None]:
+    """Every node's state and host name in one call; the error line when it failed."""
+    if not nodes:
+        return {}, {}, None
+    result = client.run(show_node_argv(fold(nodes)), timeout=QUICK_TIMEOUT)
+    found = parse_show_node(result.stdout)
+    error = result.describe_failure() if (result.error or result.timed_out or not found) and not result.ok else None
+    return found, parse_host_names(result.stdout), error
+
+
+def idle(info: SlurmNode) -> bool:
+    """Slurm would start a job there now and none runs there (:data:`IDLE_FLAGS`)."""
+    return info.flags == IDLE_FLAGS
+
+
+def jobs_named_argv() -> list[str]:
+    """Every job this user has in the queue, ``ID NAME`` per line."""
+    return ["squeue", "--noheader", "--me", "--format=%i %j"]
+
+
+def parse_jobs_named(text: str, prefix: str) -> list[str]:
+    """The ids of the jobs in ``squeue`` output whose names start with ``prefix``."""
+    ids = []
+    for line in text.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[1].strip().startswith(prefix):
+            ids.append(parts[0])
+    return ids
