@@ -16,9 +16,9 @@ from burnin.transport.slurm_jobs import SlurmNode, parse_show_node
 
 _FIELD = r"(?:^|\s){}=(\S*)"
 _NODE_LINE = re.compile(r"^NodeName=(\S+)")
-IDLE_FLAGS = frozenset({"IDLE"})
-"""A node the sweep may start on: idle and nothing else (no drain, no reservation, not planned for a pending
-job, not powering up, responding)."""
+IDLE = "IDLE"
+"""The one state a node the sweep may start on has: idle and nothing else (no drain, no reservation, not
+planned for a pending job, not powering up, responding: ``IDLE*`` is not)."""
 
 
 def _field(line: str, name: str) -> str | None:
@@ -101,8 +101,8 @@ def read_nodes(client: SlurmRunner, nodes: Sequence[str]) -> tuple[dict[str, Slu
 
 
 def idle(info: SlurmNode) -> bool:
-    """Slurm would start a job there now and none runs there (:data:`IDLE_FLAGS`)."""
-    return info.flags == IDLE_FLAGS
+    """Slurm would start a job there now and none runs there (:data:`IDLE`)."""
+    return info.state.upper() == IDLE
 
 
 def jobs_named_argv() -> list[str]:

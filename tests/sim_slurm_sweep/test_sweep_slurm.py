@@ -1,0 +1,121 @@
+"""``burnin sweep`` against real slurmctld/slurmd with preemption: idle nodes only, giving way to jobs, fail closed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from simsweep_support import WAIT_S, SweepLab, status, sweep_doc
+
+pytestmark = pytest.mark.sim_slurm
+
+HOLD = 'while [ ! -e {go} ]; do sleep 0.1; done\n'
+
+
+def _blocked_collector(lab: SweepLab, node: str, folder: Path) -> None:
+    """``node``'s collector says it started (``folder/started-NODE``), then waits for ``folder/go``."""
+    lab.node_python(node, f"touch {folder}/started-{node}\n" + HOLD.format(go=folder / "go")
+                    + 'exec /usr/bin/python3 "$@"\n')
+
+
+def _jobs_of(out: Path, node: str) -> list[str]:
+    return [str(job["end"]) for job in sweep_doc(out)[node]["jobs"]]  # type: ignore[attr-defined]
+
+
+def test_sweep_tests_idle_nodes_and_gives_way_to_a_training_job(sweep_lab: SweepLab, tmp_path: Path) -> None:
+    lab = sweep_lab
+    lab.reset()
+    out = tmp_path / "sweep"
+    training = lab.submit("training", "sim[05-06]", "sleep 100000")  # busy all window
+    lab.wait_for("the training job running", lambda: lab.job_state(training) == "RUNNING")
+    lab.fault("sim04", "acs-enabled")  # TOP-04: the node suite finds it, the health probe does not
+    for node in ("sim01", "sim02"):
+        _blocked_collector(lab, node, tmp_path)
+    sweep = lab.sweep(out, "--for", "300", "--max-share", "0.5", "--timeout", "30", "--gate", "slurm")
+    try:
+        lab.wait_for("sim01's and sim02's sweep jobs collecting", lambda: all(
+            (tmp_path / f"started-{n}").exists() for n in ("sim01", "sim02")))
+        second = lab.sweep(out, "--for", "60")
+        said, _ = second.communicate(timeout=60)
+        assert second.returncode == 2 and "in use by" in said and said.count("\n") == 1, said
+        urgent = lab.submit("urgent", "sim[01-02]", f"touch {tmp_path}/urgent-ran\n"
+                            + HOLD.format(go=tmp_path / "release"))
+        lab.wait_for("the urgent job running", lambda: lab.job_state(urgent) == "RUNNING")
+        assert not [j for j in lab.sweep_jobs() if j.nodes in ("sim01", "sim02")]
+        lab.wait_for("the sweep seeing both preempted", lambda: all(
+            status(out, n) == "preempted" for n in ("sim01", "sim02")))
+        (tmp_path / "go").touch()
+        (tmp_path / "release").touch()  # the urgent job ends: sim01 and sim02 are idle again
+        said, _ = sweep.communicate(timeout=WAIT_S + 300)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert (tmp_path / "urgent-ran").exists()
+    assert sweep.returncode == 1, said  # not every node tested: never exit 0
+    nodes = sweep_doc(out)
+    assert {n: d["status"] for n, d in nodes.items()} == {
+        "sim01": "admitted", "sim02": "admitted", "sim03": "admitted", "sim04": "rejected",
+        "sim05": "busy", "sim06": "busy"}, said
+    for node in ("sim01", "sim02"):  # preempted, then tried again once the urgent job was done
+        assert _jobs_of(out, node) == ["preempted", "tested"], nodes[node]
+    gate = json.loads((out / "nodes" / "sim04" / "gate.json").read_text())["nodes"]["sim04"]
+    assert gate["failed"] == ["TOP-04"] and not gate["incomplete"]
+    state, reason = lab.node_reason("sim04")
+    assert "DRAIN" in state and reason.startswith("burnin: TOP-04"), (state, reason)
+    assert "not tested (busy all window): sim[05-06] (2)" in said
+    assert "admitted: sim[01-03] (3)" in said and "rejected: sim04 (1)" in said
+    assert not lab.sweep_jobs()  # nothing of the sweep left in Slurm's queue
+    assert lab.job_state(training) == "RUNNING"  # never touched
+    assert lab.most_sweep_jobs <= 3  # half of the partition's 6 nodes
+    assert json.loads((out / "sweep.json").read_text())["most_jobs_at_once"] <= 3
+
+
+def test_sweep_fails_closed_and_judges_a_bad_majority_node_by_node(sweep_lab: SweepLab, tmp_path: Path) -> None:
+    lab = sweep_lab
+    lab.reset()
+    out = tmp_path / "sweep"
+    lab.fault("sim02", "nvlink-down")
+    lab.fault("sim03", "ib-rate-200")
+    lab.fault("sim04", "acs-enabled")
+    lab.node_python("sim05", 'exec env BURNIN_SIM_NODE=sim01 /usr/bin/python3 "$@"\n')  # says it is sim01
+    _blocked_collector(lab, "sim06", tmp_path)  # an operator cancels its job meanwhile
+    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "30", "--gate", "slurm")
+    try:
+        lab.wait_for("sim06's collector started", lambda: (tmp_path / "started-sim06").exists())
+        sim06 = [j for j in lab.sweep_jobs() if j.nodes == "sim06"]
+        assert len(sim06) == 1, sim06
+        lab.slurm("scancel", sim06[0].job_id)
+        (tmp_path / "go").touch()
+        said, _ = sweep.communicate(timeout=WAIT_S + 300)  # every node settled: it ends before the window
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert sweep.returncode == 1, said
+    nodes = sweep_doc(out)
+    assert {n: d["status"] for n, d in nodes.items()} == {
+        "sim01": "admitted", "sim02": "rejected", "sim03": "rejected", "sim04": "rejected", "sim05": "rejected",
+        "sim06": "ended"}, said
+    gates = {n: json.loads((out / "nodes" / n / "gate.json").read_text())["nodes"][n]
+             for n in ("sim01", "sim02", "sim03", "sim04", "sim05")}
+    assert {n: gates[n]["failed"] for n in ("sim02", "sim03", "sim04")} == {
+        "sim02": ["GPU-10"], "sim03": ["IB-02"], "sim04": ["TOP-04"]}
+    assert gates["sim05"]["incomplete"] and not gates["sim05"]["failed"]
+    assert "not this node's facts" in " ".join(gates["sim05"]["reasons"])
+    assert "CANCELLED" in str(nodes["sim06"]["why"]) and not (out / "nodes" / "sim06").exists()
+    assert _jobs_of(out, "sim06") == [f"ended: {nodes['sim06']['why']}"]  # not tried again
+    for node, check in (("sim02", "GPU-10"), ("sim03", "IB-02"), ("sim04", "TOP-04"), ("sim05", "INV-01")):
+        state, reason = lab.node_reason(node)
+        assert "DRAIN" in state and reason.startswith("burnin:") and check in reason, (node, state, reason)
+    for node in ("sim01", "sim06"):
+        assert lab.node_reason(node)[0] == "IDLE"
+    assert not lab.sweep_jobs()
+
+
+def test_sweep_refuses_a_partition_slurm_does_not_know(sweep_lab: SweepLab, tmp_path: Path) -> None:
+    done = sweep_lab.sweep(tmp_path / "sweep", "--for", "60", partition="nosuch")
+    said, _ = done.communicate(timeout=60)
+    assert done.returncode == 2, said
+    assert said.startswith("burnin sweep: --partition nosuch: Slurm does not know it") and said.count("\n") == 1

@@ -1,0 +1,51 @@
+"""What the sweep reads from Slurm: job states, the partition's size, host names, its own jobs (pure parsers)."""
+
+from __future__ import annotations
+
+from burnin.sweep.slurm_state import (
+    idle,
+    parse_host_names,
+    parse_jobs_named,
+    parse_partition_size,
+    parse_show_job,
+)
+from burnin.transport.slurm_jobs import SlurmNode
+
+# As slurmctld 22.05 printed them in the lab (cut to the fields that matter and a few around them).
+PREEMPTED = ("JobId=1 JobName=burnin-sweep-x UserId=root(0) GroupId=root(0) Priority=4294901759 Nice=0 "
+             "JobState=PREEMPTED Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=0 Partition=sweep "
+             "ReqNodeList=sim01 ExcNodeList=(null) NodeList=sim01 BatchHost=sim01 NumNodes=1")
+RUNNING = ("JobId=11 JobName=burnin-sweep-d8-sim01-d9 UserId=root(0) JobState=RUNNING Reason=None "
+           "Partition=sweep NodeList=sim01 NumNodes=1")
+
+
+def test_job_state_of_the_asked_job_only() -> None:
+    text = PREEMPTED + "\n" + RUNNING + "\n"
+    preempted = parse_show_job(text, "1")
+    assert preempted is not None and preempted.state == "PREEMPTED" and not preempted.running
+    assert preempted.nodes == "sim01"
+    running = parse_show_job(text, "11")
+    assert running is not None and running.running
+    assert parse_show_job(text, "12") is None
+    assert parse_show_job("slurm_load_jobs error: Invalid job id specified", "1") is None
+
+
+def test_partition_size_and_host_names() -> None:
+    assert parse_partition_size("PartitionName=sweep AllowGroups=ALL Nodes=sim[01-06] TotalCPUs=12 "
+                                "TotalNodes=6 SelectTypeParameters=NONE") == 6
+    assert parse_partition_size("slurm_load_partitions: Invalid partition name specified") is None
+    text = ("NodeName=sim01 Arch=x86_64 NodeAddr=127.0.0.1 NodeHostName=sim01 Version=22.05.8 State=IDLE\n"
+            "NodeName=gpu7 NodeAddr=10.0.0.7 NodeHostName=gpu7.cluster.local State=MIXED\n")
+    assert parse_host_names(text) == {"sim01": "sim01", "gpu7": "gpu7.cluster.local"}
+
+
+def test_idle_is_idle_and_nothing_else() -> None:
+    assert idle(SlurmNode("n", "IDLE"))
+    for state in ("MIXED", "ALLOCATED", "IDLE+DRAIN", "IDLE*", "IDLE+PLANNED", "IDLE+RESERVED", "DOWN",
+                  "IDLE+COMPLETING", "IDLE+POWERING_UP"):
+        assert not idle(SlurmNode("n", state)), state
+
+
+def test_jobs_named_for_this_sweep_only() -> None:
+    text = "12 burnin-sweep-aa-sim01-1\n13 burnin-sweep-bb-sim02-2\n14 training\n15 burnin-sweep-aa-sim03-3\n"
+    assert parse_jobs_named(text, "burnin-sweep-aa-") == ["12", "15"]
