@@ -119,3 +119,23 @@ def test_sweep_refuses_a_partition_slurm_does_not_know(sweep_lab: SweepLab, tmp_
     said, _ = done.communicate(timeout=60)
     assert done.returncode == 2, said
     assert said.startswith("burnin sweep: --partition nosuch: Slurm does not know it") and said.count("\n") == 1
+
+
+def test_an_interrupted_sweep_leaves_no_job(sweep_lab: SweepLab, tmp_path: Path) -> None:
+    lab = sweep_lab
+    lab.reset()
+    _blocked_collector(lab, "sim01", tmp_path)
+    sweep = lab.sweep(tmp_path / "sweep", "--for", "600", "--max-share", "0.5", "--timeout", "30", "--gate", "slurm")
+    try:
+        lab.wait_for("sim01's collector started", lambda: (tmp_path / "started-sim01").exists())
+        assert lab.sweep_jobs()
+        sweep.terminate()
+        said, _ = sweep.communicate(timeout=WAIT_S)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert sweep.returncode == 3 and "interrupted (SIGTERM)" in said, said
+    assert not lab.sweep_jobs()
+    state, reason = lab.node_reason("sim01")
+    assert not reason.startswith("burnin:"), (state, reason)  # not tested: never drained for it
