@@ -26,6 +26,7 @@ def test_pick_fills_idle_untested_nodes_up_to_the_limit() -> None:
     current["n3"] = SlurmNode("n3", "ALLOCATED")
     current["n4"] = SlurmNode("n4", "IDLE+DRAIN", "maintenance")
     assert pick(NODES, records, current, running=[], at_once=3) == ["n1", "n5"]
+    assert pick(NODES, records, current, running=[], at_once=1) == ["n1"]
     assert pick(NODES, records, current, running=["n1"], at_once=2) == ["n5"]
     assert pick(NODES, records, current, running=["n1", "n5"], at_once=2) == []
     records["n3"].status = "preempted"  # tried again once idle

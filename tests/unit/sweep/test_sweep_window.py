@@ -11,7 +11,8 @@ from burnin.sweep.window import clock, duration, seconds_until
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("6h", 21600), ("90m", 5400), ("1h30m", 5400), ("45s", 45),
-                                                ("300", 300), ("1.5h", 5400), ("1d", 86400)])
+                                                ("300", 300), ("1.5h", 5400), ("1d", 86400),
+                                                ("0.5", 0.5), ("7d", 604800)])
 def test_duration_reads_units(text: str, seconds: float) -> None:
     assert duration(text) == seconds
 
