@@ -31,7 +31,7 @@ from burnin.report.reasons import condense
 from burnin.sweep.judge import gate_node, judge, node_dir
 from burnin.sweep.node_job import JobBook, JobEnd, run_node_job
 from burnin.sweep.plan import Attempt, NodeRecord, counts, limit, pick
-from burnin.sweep.slurm_state import jobs_named_argv, parse_jobs_named, read_nodes, read_partition_size
+from burnin.sweep.slurm_state import jobs_named_argv, outside, parse_jobs_named, read_nodes, read_partition
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmRunner, scancel_argv
 from burnin.transport.slurm_jobs import SlurmJobs
@@ -99,10 +99,14 @@ class Sweep:
 
     def run(self) -> dict[str, NodeRecord]:
         config = self.config
-        size, why = read_partition_size(self.client, config.partition)
-        if size is None:
+        partition, why = read_partition(self.client, config.partition)
+        if partition is None:
             raise UsageError(f"--partition {config.partition}: Slurm does not know it ({why})")
-        self.at_once = limit(config.share, size)
+        strangers = outside(config.nodes, partition)
+        if strangers:
+            raise UsageError(f"--nodes: {fold(strangers)} not in partition {config.partition} "
+                             f"(Nodes={partition.nodes})")
+        self.at_once = limit(config.share, partition.size)
         deadline = time.monotonic() + config.window_s
         self.say(f"burnin sweep: {fold(config.nodes)} ({len(config.nodes)}) in partition {config.partition}, "
                  f"at most {self.at_once} jobs at once, for {config.window_s:.0f} s")

@@ -66,17 +66,42 @@ def show_partition_argv(partition: str) -> list[str]:
     return ["scontrol", "--oneliner", "show", "partition", partition]
 
 
-def parse_partition_size(text: str) -> int | None:
-    """``TotalNodes`` of a ``scontrol --oneliner show partition`` line (None: no such line)."""
-    value = next((v for line in text.splitlines() if (v := _field(line, "TotalNodes")) is not None), None)
-    return int(value) if value is not None and value.isdigit() else None
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """A partition as ``scontrol show partition`` reports it: how many nodes, and which (a node set, or ALL)."""
+
+    size: int
+    nodes: str
 
 
-def read_partition_size(client: SlurmRunner, partition: str) -> tuple[int | None, str]:
-    """How many nodes ``partition`` has; why not, when Slurm cannot say."""
+def parse_partition(text: str) -> PartitionInfo | None:
+    """``TotalNodes`` and ``Nodes`` of a ``scontrol --oneliner show partition`` line (None: no such line)."""
+    for line in text.splitlines():
+        size = _field(line, "TotalNodes")
+        if size is not None and size.isdigit():
+            return PartitionInfo(int(size), _field(line, "Nodes") or "")
+    return None
+
+
+def read_partition(client: SlurmRunner, partition: str) -> tuple[PartitionInfo | None, str]:
+    """The partition; why not, when Slurm cannot say."""
     result = client.run(show_partition_argv(partition), timeout=QUICK_TIMEOUT)
-    size = parse_partition_size(result.stdout)
-    return size, "" if size is not None else (result.tail(1) or result.describe_failure())
+    info = parse_partition(result.stdout)
+    return info, "" if info is not None else (result.tail(1) or result.describe_failure())
+
+
+def outside(nodes: Sequence[str], partition: PartitionInfo) -> list[str]:
+    """The nodes of ``nodes`` the partition does not hold (none when its node set is ALL or unreadable)."""
+    from burnin.errors import UsageError
+    from burnin.nodes import expand
+
+    if partition.nodes.upper() in ("", "ALL", "(NULL)"):
+        return []
+    try:
+        held = set(expand(partition.nodes))
+    except UsageError:
+        return []
+    return [node for node in nodes if node not in held]
 
 
 def parse_host_names(text: str) -> dict[str, str]:

@@ -80,9 +80,10 @@ class SweepLab:
                 pytest.fail(f"not {what} within {timeout:g} s; queue: {self.queue()}")
             time.sleep(0.1)
 
-    def sweep(self, out: Path, *args: str, partition: str = SWEEP_PARTITION) -> subprocess.Popen[str]:
+    def sweep(self, out: Path, *args: str, partition: str = SWEEP_PARTITION,
+              nodes: str = "sim[01-06]") -> subprocess.Popen[str]:
         """``burnin sweep --nodes sim[01-06] --partition sweep --out OUT ARGS...``, started (not waited for)."""
-        argv = [*BURNIN, "sweep", "--nodes", "sim[01-06]", "--partition", partition, "--out", str(out),
+        argv = [*BURNIN, "sweep", "--nodes", nodes, "--partition", partition, "--out", str(out),
                 "--poll", "0.5", *args]
         return subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

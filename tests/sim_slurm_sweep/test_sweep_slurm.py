@@ -119,6 +119,11 @@ def test_sweep_refuses_a_partition_slurm_does_not_know(sweep_lab: SweepLab, tmp_
     said, _ = done.communicate(timeout=60)
     assert done.returncode == 2, said
     assert said.startswith("burnin sweep: --partition nosuch: Slurm does not know it") and said.count("\n") == 1
+    done = sweep_lab.sweep(tmp_path / "sweep", "--for", "60", nodes="sim[05-08]")
+    said, _ = done.communicate(timeout=60)
+    assert done.returncode == 2, said
+    assert said == "burnin sweep: --nodes: sim[07-08] not in partition sweep (Nodes=sim[01-06])\n"
+    assert not sweep_lab.sweep_jobs()
 
 
 def test_an_interrupted_sweep_leaves_no_job(sweep_lab: SweepLab, tmp_path: Path) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from burnin.sweep.slurm_state import (
+    PartitionInfo,
     idle,
+    outside,
     parse_host_names,
     parse_jobs_named,
-    parse_partition_size,
+    parse_partition,
     parse_show_job,
 )
 from burnin.transport.slurm_jobs import SlurmNode
@@ -31,9 +33,12 @@ def test_job_state_of_the_asked_job_only() -> None:
 
 
 def test_partition_size_and_host_names() -> None:
-    assert parse_partition_size("PartitionName=sweep AllowGroups=ALL Nodes=sim[01-06] TotalCPUs=12 "
-                                "TotalNodes=6 SelectTypeParameters=NONE") == 6
-    assert parse_partition_size("slurm_load_partitions: Invalid partition name specified") is None
+    sweep = parse_partition("PartitionName=sweep AllowGroups=ALL Nodes=sim[01-06] TotalCPUs=12 "
+                            "TotalNodes=6 SelectTypeParameters=NONE")
+    assert sweep == PartitionInfo(6, "sim[01-06]")
+    assert parse_partition("slurm_load_partitions: Invalid partition name specified") is None
+    assert outside(["sim01", "sim06", "sim07", "gpu1"], sweep) == ["sim07", "gpu1"]
+    assert outside(["gpu1"], PartitionInfo(3, "ALL")) == []
     text = ("NodeName=sim01 Arch=x86_64 NodeAddr=127.0.0.1 NodeHostName=sim01 Version=22.05.8 State=IDLE\n"
             "NodeName=gpu7 NodeAddr=10.0.0.7 NodeHostName=gpu7.cluster.local State=MIXED\n")
     assert parse_host_names(text) == {"sim01": "sim01", "gpu7": "gpu7.cluster.local"}
