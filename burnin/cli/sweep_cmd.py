@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from burnin.errors import UsageError
     from burnin.nodes import expand
     from burnin.outdir import new_run_id, own
+    from burnin.sweep.loop import minimum_window
     from burnin.sweep.window import seconds_until
     from burnin.topology.load import find_topology
 
@@ -78,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         hour, minute = args.until
         window_s = seconds_until(hour, minute, datetime.now())
+    needed_s = minimum_window(args.timeout)
+    if window_s < needed_s:
+        raise UsageError(f"the window ({window_s:.0f} s) is shorter than one node's job needs "
+                         f"({needed_s:.0f} s: --timeout {args.timeout:g} and 60 s to start and end it)")
     out_dir: Path = args.out or Path("reports") / new_run_id("sweep-")
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a folder")

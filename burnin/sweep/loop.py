@@ -47,6 +47,11 @@ _CONFIG_ERROR = re.compile(r"(?i)invalid (?:qos|partition|account)[^\n]*")
 """salloc refusing the sweep's own settings: every job would fail the same way, so the sweep stops (exit 2)."""
 
 
+def minimum_window(timeout_s: float) -> float:
+    """The least window left for a job to start: the collector's own bound (``timeout_s``), its start and end."""
+    return timeout_s + 2 * SLACK_S
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     """What a sweep covers and how (``burnin sweep``'s options)."""
@@ -66,8 +71,7 @@ class SweepConfig:
 
     @property
     def needed_s(self) -> float:
-        """The least window left for a job to start: the collector's own bound, and its start and end."""
-        return self.timeout_s + 2 * SLACK_S
+        return minimum_window(self.timeout_s)
 
     @property
     def time_limit_s(self) -> float:

@@ -11,6 +11,7 @@ the node by (``NodeHostName``), or it is not this node's.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,11 +20,16 @@ from burnin.launch.base import Hold
 from burnin.launch.gather import collector_args, facts_from_result
 from burnin.launch.log import CommandLog
 from burnin.launch.slurm import SlurmLauncher
-from burnin.sweep.slurm_state import read_job
+from burnin.sweep.slurm_state import JobInfo, read_job
+from burnin.transport.slurm import SlurmRunner
 from burnin.transport.slurm_jobs import SlurmJobs
 
 START_WAIT_S = 10.0
 """salloc's ``--immediate``: how long a job waits for its node (idle a moment ago) before it gives up."""
+SETTLE_WAIT_S = 90.0
+"""How long a job Slurm shows ``COMPLETING`` (its processes being killed: up to KillWait, 30 s by default, and
+the epilog) is read again until it shows how it ended (PREEMPTED, CANCELLED ...). A bound, never a measurement."""
+SETTLE_POLL_S = 0.2
 
 Ending = Literal["tested", "preempted", "ended", "not-started"]
 
@@ -76,6 +82,18 @@ def own_facts(facts: Facts, host_name: str | None) -> Facts:
     return facts
 
 
+def ended_state(client: SlurmRunner, job_id: str) -> tuple[JobInfo | None, str | None]:
+    """The job's state once it says how it ended: Slurm shows a job whose processes it is still killing as
+    ``COMPLETING`` whether it was preempted, cancelled or timed out, so that state is read again (at most
+    :data:`SETTLE_WAIT_S`). A job that stays COMPLETING is reported so: not running, hence not tested."""
+    deadline = time.monotonic() + SETTLE_WAIT_S
+    while True:
+        info, error = read_job(client, job_id)
+        if info is None or info.state != "COMPLETING" or time.monotonic() > deadline:
+            return info, error
+        time.sleep(SETTLE_POLL_S)
+
+
 def run_node_job(jobs: SlurmJobs, node: str, *, label: str, host_name: str | None, sources: str,
                  timeout_s: float, time_limit_s: float, book: JobBook, log: CommandLog) -> JobEnd:
     """Hold ``node`` alone, run the collector there, read how the job stands, release it. Never raises for a
@@ -91,7 +109,7 @@ def run_node_job(jobs: SlurmJobs, node: str, *, label: str, host_name: str | Non
         if book.closed.is_set():
             return JobEnd(node, "ended", job_id, why="the window closed before its job could run")
         result = launcher.collect([node], collector_args(sources, timeout_s), timeout_s=timeout_s)[node]
-        info, error = read_job(jobs.client, job_id)
+        info, error = ended_state(jobs.client, job_id)
         if info is None or not info.running:
             state = info.state if info is not None else f"unknown ({error})"
             if state == "PREEMPTED":

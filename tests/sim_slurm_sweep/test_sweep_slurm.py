@@ -36,7 +36,7 @@ def test_sweep_tests_idle_nodes_and_gives_way_to_a_training_job(sweep_lab: Sweep
     try:
         lab.wait_for("sim01's and sim02's sweep jobs collecting", lambda: all(
             (tmp_path / f"started-{n}").exists() for n in ("sim01", "sim02")))
-        second = lab.sweep(out, "--for", "60")
+        second = lab.sweep(out, "--for", "600")
         said, _ = second.communicate(timeout=60)
         assert second.returncode == 2 and "in use by" in said and said.count("\n") == 1, said
         urgent = lab.submit("urgent", "sim[01-02]", f"touch {tmp_path}/urgent-ran\n"
@@ -70,6 +70,9 @@ def test_sweep_tests_idle_nodes_and_gives_way_to_a_training_job(sweep_lab: Sweep
     assert lab.job_state(training) == "RUNNING"  # never touched
     assert lab.most_sweep_jobs <= 3  # half of the partition's 6 nodes
     assert json.loads((out / "sweep.json").read_text())["most_jobs_at_once"] <= 3
+    allocations = [line for line in (out / "slurm-commands.log").read_text().splitlines() if "$ salloc" in line]
+    assert allocations and all("--partition=sweep" in a and "--nice=2147483645" in a and "--exclusive" in a
+                               and "--nodes=1 " in a for a in allocations), allocations
 
 
 def test_sweep_fails_closed_and_judges_a_bad_majority_node_by_node(sweep_lab: SweepLab, tmp_path: Path) -> None:
@@ -115,11 +118,11 @@ def test_sweep_fails_closed_and_judges_a_bad_majority_node_by_node(sweep_lab: Sw
 
 
 def test_sweep_refuses_a_partition_slurm_does_not_know(sweep_lab: SweepLab, tmp_path: Path) -> None:
-    done = sweep_lab.sweep(tmp_path / "sweep", "--for", "60", partition="nosuch")
+    done = sweep_lab.sweep(tmp_path / "sweep", "--for", "600", partition="nosuch")
     said, _ = done.communicate(timeout=60)
     assert done.returncode == 2, said
     assert said.startswith("burnin sweep: --partition nosuch: Slurm does not know it") and said.count("\n") == 1
-    done = sweep_lab.sweep(tmp_path / "sweep", "--for", "60", nodes="sim[05-08]")
+    done = sweep_lab.sweep(tmp_path / "sweep", "--for", "600", nodes="sim[05-08]")
     said, _ = done.communicate(timeout=60)
     assert done.returncode == 2, said
     assert said == "burnin sweep: --nodes: sim[07-08] not in partition sweep (Nodes=sim[01-06])\n"

@@ -40,3 +40,9 @@ def test_an_out_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.Capture
 def test_an_empty_node_set_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "--nodes", "", "--partition", "p", "--for", "6h"]) == EXIT_USAGE
     assert "node set is empty" in capsys.readouterr().err
+
+
+def test_a_window_too_short_for_one_job_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*BASE, "--for", "100", "--timeout", "60"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "the window (100 s) is shorter than one node's job needs (120 s" in err and err.count("\n") == 1, err

@@ -54,3 +54,14 @@ def test_idle_is_idle_and_nothing_else() -> None:
 def test_jobs_named_for_this_sweep_only() -> None:
     text = "12 burnin-sweep-aa-sim01-1\n13 burnin-sweep-bb-sim02-2\n14 training\n15 burnin-sweep-aa-sim03-3\n"
     assert parse_jobs_named(text, "burnin-sweep-aa-") == ["12", "15"]
+
+
+def test_the_sweeps_allocation_names_its_qos_and_the_lowest_priority() -> None:
+    from burnin.sweep.loop import NICE
+    from burnin.transport.slurm import salloc_argv
+
+    argv = salloc_argv(["gpu1"], job_name="burnin-sweep-x", time_limit_s=200, immediate_s=10, partition="scav",
+                       exclusive=True, qos="scavenger", nice=NICE)
+    assert argv[-3:] == ["--partition=scav", "--qos=scavenger", "--nice=2147483645"]
+    plain = salloc_argv(["gpu1"], job_name="burnin-x", time_limit_s=200, immediate_s=10)
+    assert not [a for a in plain if a.startswith(("--qos", "--nice"))]
