@@ -29,7 +29,7 @@ from burnin.launch.log import CommandLog
 from burnin.nodes import fold
 from burnin.report.reasons import condense
 from burnin.sweep.judge import gate_node, judge, node_dir
-from burnin.sweep.node_job import JobBook, JobEnd, run_node_job
+from burnin.sweep.node_job import SETTLE_POLL_S, SETTLE_WAIT_S, JobBook, JobEnd, run_node_job
 from burnin.sweep.plan import Attempt, NodeRecord, counts, limit, pick
 from burnin.sweep.slurm_state import jobs_named_argv, outside, parse_jobs_named, read_nodes, read_partition
 from burnin.text import printable
@@ -207,10 +207,23 @@ class Sweep:
             self._client(scancel_argv(job_id))
 
     def _cancel_strays(self) -> None:
-        """Any job named for this sweep still in the queue (one granted as the sweep stopped): cancelled."""
+        """Until Slurm's queue holds no job named for this sweep (one granted as the sweep stopped is cancelled;
+        one being killed shows COMPLETING a while): at most :data:`SETTLE_WAIT_S`, so that the sweep leaves
+        nothing of its own behind."""
+        deadline = time.monotonic() + SETTLE_WAIT_S
+        cancelled: set[str] = set()
         listed = self._client(jobs_named_argv())
-        for job_id in parse_jobs_named(listed.stdout, f"burnin-{self.label}-"):
-            self._client(scancel_argv(job_id))
+        while listed.ok:
+            left = parse_jobs_named(listed.stdout, f"burnin-{self.label}-")
+            if not left or time.monotonic() > deadline:
+                if left:
+                    self.log.line(f"# still in the queue after {SETTLE_WAIT_S:g} s: jobs {', '.join(left)}")
+                return
+            for job_id in sorted(set(left) - cancelled):
+                self._client(scancel_argv(job_id))
+                cancelled.add(job_id)
+            time.sleep(SETTLE_POLL_S)
+            listed = self.client.run(jobs_named_argv(), timeout=QUICK_TIMEOUT)  # the polls go unlogged
 
     def _client(self, argv: list[str]) -> Any:
         result = self.client.run(argv, timeout=QUICK_TIMEOUT)

@@ -14,8 +14,9 @@ HOLD = 'while [ ! -e {go} ]; do sleep 0.1; done\n'
 
 
 def _blocked_collector(lab: SweepLab, node: str, folder: Path) -> None:
-    """``node``'s collector says it started (``folder/started-NODE``), then waits for ``folder/go``."""
-    lab.node_python(node, f"touch {folder}/started-{node}\n" + HOLD.format(go=folder / "go")
+    """``node``'s collector says it started (``folder/started-NODE``), then waits for ``folder/go``. It ignores
+    SIGTERM: a job of it that is preempted or cancelled shows COMPLETING until Slurm kills it (KillWait)."""
+    lab.node_python(node, f"trap '' TERM\ntouch {folder}/started-{node}\n" + HOLD.format(go=folder / "go")
                     + 'exec /usr/bin/python3 "$@"\n')
 
 
