@@ -164,8 +164,9 @@ class Sweep:
 
     def _ended(self, end: JobEnd) -> None:
         record = self.records[end.node]
-        record.attempts.append(Attempt(end.job_id, "tested" if end.ending == "tested" else
-                                       f"{end.ending}: {end.why}" if end.ending != "preempted" else "preempted"))
+        if end.ending != "not-started":  # a job never granted is no attempt (the node is tried each round)
+            record.attempts.append(Attempt(end.job_id, end.ending if end.ending in ("tested", "preempted")
+                                           else f"{end.ending}: {end.why}"))
         if end.ending == "tested" and end.facts is not None:
             self._judge(record, end)
         elif end.ending == "preempted":
