@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.serve:
         from burnin.cli.probe_serve import serve
 
-        return serve(args)
+        return serve(args, act)
     from burnin.probe import run_probe
     from burnin.topology.fast import find_topology_fast
 

@@ -33,11 +33,18 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 if TYPE_CHECKING:
     from burnin.probe import ProbeResult
     from burnin.topology.model import Topology
+
+
+class Act(Protocol):
+    """What a judged probe does next (``burnin.cli.probe_cmd.act``): drain or resume, then the textfile."""
+
+    def __call__(self, result: ProbeResult, *, drain: bool, undrain: bool, gate: str,
+                 metrics: Path | None) -> None: ...
 
 PROTOCOL = "burnin-probe/1"
 FLAGS = ("drain", "undrain")
@@ -128,8 +135,9 @@ def _timed_out(result: ProbeResult) -> bool:
 
 
 class Server:
-    def __init__(self, args: argparse.Namespace, listener: socket.socket, token: str) -> None:
+    def __init__(self, args: argparse.Namespace, listener: socket.socket, token: str, act: Act) -> None:
         self.args = args
+        self.act = act
         self.listener = listener
         self.token = token
         self.topology = TopologyFile(args.topology)
@@ -168,12 +176,12 @@ class Server:
             return keep
 
     def _probe(self, flags: tuple[str, ...]) -> tuple[str, bool]:
-        from burnin.cli.probe_cmd import act
         from burnin.probe import run_probe
         from burnin.text import printable
 
         result = run_probe(self.topology.current(), timeout=self.args.timeout)
-        act(result, drain="drain" in flags, undrain="undrain" in flags, gate=self.args.gate, metrics=self.args.metrics)
+        self.act(result, drain="drain" in flags, undrain="undrain" in flags, gate=self.args.gate,
+                 metrics=self.args.metrics)
         line = printable(result.line()).replace("\n", " ")
         return f"{result.exit_code} {line}", not _timed_out(result)
 
@@ -206,7 +214,7 @@ def _publish(path: Path, port: int, token: str) -> None:
         raise UsageError(f"--address-file {path}: cannot write it ({exc.strerror or exc})") from None
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace, act: Act) -> int:
     """Listen, publish the address, answer until a signal, stale code or a hung source; exit 0."""
     from burnin.errors import UsageError
 
@@ -219,7 +227,7 @@ def serve(args: argparse.Namespace) -> int:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
-    server = Server(args, listener, token)
+    server = Server(args, listener, token, act)
     server.warm_up()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
