@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,13 +80,14 @@ class Lab:
         """Start the resident probe; its first line once it listens (it has probed once by then)."""
         self.server = subprocess.Popen([sys.executable, "-c", DRIVER, str(self.tmp / "gates"), "probe", "--serve",
                                         "--address-file", str(self.address), "--gate", "recording", *args],
-                                       env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                       env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True)
         assert self.server.stdout is not None
         return self.server.stdout.readline()
 
     def ask(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["bash", str(self.client), *args], env=self.env, capture_output=True, text=True,
-                              timeout=300, check=False)
+        return subprocess.run(["bash", str(self.client), *args], env=self.env, cwd=self.tmp, capture_output=True,
+                              text=True, timeout=300, check=False)
 
     def one_shot_runs(self) -> list[str]:
         return self.one_shots.read_text(encoding="utf-8").splitlines() if self.one_shots.exists() else []
@@ -169,3 +171,22 @@ def test_serve_refuses_one_shot_flags(lab: Lab) -> None:
     proc = subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", "--serve", "--drain"], env=lab.env,
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 2 and "--serve takes no" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_server_whose_burnin_changed_on_disk_answers_stale_and_exits(lab: Lab) -> None:
+    """An upgrade under a running server: the next request is judged by the one-shot probe (the new code)."""
+    import burnin
+    from burnin.resources import topologies_dir
+
+    copy = lab.tmp / "installed"
+    shutil.copytree(Path(burnin.__file__).parent, copy / "burnin", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(topologies_dir(), copy / "burnin" / "_data" / "topologies")  # as a wheel carries them
+    lab.env["PYTHONPATH"] = os.pathsep.join([str(copy), lab.env.get("PYTHONPATH", "")])
+    lab.serve("--timeout", SOURCE_TIMEOUT)
+    assert lab.ask().returncode == 0 and lab.one_shot_runs() == []
+    checks_gpu = copy / "burnin" / "checks" / "gpu.py"  # a module the probe loaded
+    checks_gpu.write_text(checks_gpu.read_text(encoding="utf-8") + "\n# upgraded\n", encoding="utf-8")
+    proc = lab.ask("--drain")
+    assert proc.returncode == 0 and proc.stdout.startswith("burnin: OK (")
+    assert lab.one_shot_runs() == ["--drain"]
+    assert lab.server is not None and lab.server.wait(timeout=60) == 0
