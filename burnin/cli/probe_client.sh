@@ -4,10 +4,12 @@
 # Slurm's HealthCheckProgram, a prolog. Usage: SCRIPT [--drain] [--undrain]
 # Prints the probe's one line and exits with its code (0 healthy, 1 failed, 2 incomplete).
 # Whenever the resident probe does not answer with a verdict (not running, restarting, its address
-# file unreadable, a wrong token, no answer in time), the one-shot `burnin probe` judges the node.
+# file unreadable, a wrong token, no answer in time), the one-shot `burnin probe` judges the node,
+# with the options the server was given (ONE_SHOT, written in by `burnin probe --client`).
 ADDRESS=${BURNIN_PROBE_ADDRESS:-@ADDRESS@}
 BURNIN=${BURNIN:-@BURNIN@}
 WAIT=${BURNIN_PROBE_WAIT:-60}
+ONE_SHOT=(@ONE_SHOT@)
 FLAGS=
 for ARG in "$@"; do
     case "$ARG" in
@@ -25,4 +27,4 @@ if read -r PORT TOKEN _ 2>/dev/null < "$ADDRESS" && [[ "$PORT" =~ ^[0-9]+$ && -n
     fi
     exec 3<&-
 fi
-exec "$BURNIN" probe "$@"
+exec "$BURNIN" probe "${ONE_SHOT[@]}" "$@"

@@ -41,8 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     resident.add_argument("--serve", action="store_true",
                           help="stay resident and probe whenever the client asks (a service; docs/probe.md)")
     resident.add_argument("--client", action="store_true",
-                          help="print the client script that asks the resident probe (and falls back to this "
-                               "one-shot probe when it does not answer)")
+                          help="print the client script that asks the resident probe; when it does not answer, "
+                               "the script runs this one-shot probe with the --topology, --timeout, --gate and "
+                               "--metrics given here (give the server's)")
     parser.add_argument("--address-file", type=Path, metavar="FILE",
                         help="where --serve writes its port and token, and the client reads them (default: "
                              "$BURNIN_PROBE_ADDRESS or /run/burnin/probe.addr)")
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.client:
-        print(client_script(args.address_file), end="")
+        print(client_script(args), end="")
         return 0
     if args.drain or args.undrain or args.serve:
         _check_gate(args.gate)  # a wrong name is a usage error before probing
@@ -88,17 +89,22 @@ def act(result: ProbeResult, *, drain: bool, undrain: bool, gate: str, metrics: 
         _write_metrics(metrics, result)
 
 
-def client_script(address: Path | None) -> str:
-    """The client of ``burnin probe --serve``, with this burnin and the address file written in."""
+def client_script(args: argparse.Namespace) -> str:
+    """The client of ``burnin probe --serve``: this burnin, the address file, and the one-shot probe it runs
+    when the server does not answer (the node type, timeout, gate and textfile given here: the server's)."""
     import shlex
 
     from burnin.cli.probe_serve import address_file
 
     console = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "burnin" else None
     burnin = str(console) if console is not None and console.is_file() else "burnin"
+    one_shot = ["--topology", args.topology, "--timeout", f"{args.timeout:g}", "--gate", args.gate]
+    if args.metrics is not None:
+        one_shot += ["--metrics", str(args.metrics)]
     template = (Path(__file__).with_name("probe_client.sh")).read_text(encoding="utf-8")
-    return (template.replace("@ADDRESS@", shlex.quote(str(address_file(address))))
-            .replace("@BURNIN@", shlex.quote(burnin)))
+    return (template.replace("@ADDRESS@", shlex.quote(str(address_file(args.address_file))))
+            .replace("@BURNIN@", shlex.quote(burnin))
+            .replace("@ONE_SHOT@", " ".join(shlex.quote(word) for word in one_shot)))
 
 
 def _check_gate(name: str) -> None:

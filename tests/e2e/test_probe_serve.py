@@ -64,14 +64,14 @@ class Lab:
         one_shot = tmp_path / "burnin-one-shot"
         driver = tmp_path / "gates" / "driver.py"
         driver.write_text(DRIVER, encoding="utf-8")
-        one_shot.write_text(f'#!/bin/sh\nshift\necho "$@" >> {self.one_shots}\n'  # "$1" is "probe"
-                            f'exec {sys.executable} {driver} {tmp_path / "gates"} probe --timeout {SOURCE_TIMEOUT} '
-                            '--gate recording "$@"\n', encoding="utf-8")
+        one_shot.write_text(f'#!/bin/sh\necho "$@" >> {self.one_shots}\n'
+                            f'exec {sys.executable} {driver} {tmp_path / "gates"} "$@"\n', encoding="utf-8")
         one_shot.chmod(0o755)
         self.env = {**os.environ, **node.environment(), "PROBE_GATE_LOG": str(self.gate_log),
                     "BURNIN": str(one_shot)}
         script = subprocess.run([sys.executable, "-m", "burnin.cli.main", "probe", "--client", "--address-file",
-                                 str(self.address)], env=self.env, capture_output=True, text=True, check=True)
+                                 str(self.address), "--topology", "hgx-h100-8gpu", "--timeout", SOURCE_TIMEOUT,
+                                 "--gate", "recording"], env=self.env, capture_output=True, text=True, check=True)
         self.client = tmp_path / "burnin-healthcheck"
         self.client.write_text(script.stdout, encoding="utf-8")
         self.server: subprocess.Popen[str] | None = None
@@ -90,7 +90,11 @@ class Lab:
                               text=True, timeout=300, check=False)
 
     def one_shot_runs(self) -> list[str]:
-        return self.one_shots.read_text(encoding="utf-8").splitlines() if self.one_shots.exists() else []
+        """The flags the client passed on to each one-shot probe it ran (after the server's options)."""
+        runs = self.one_shots.read_text(encoding="utf-8").splitlines() if self.one_shots.exists() else []
+        for run in runs:
+            assert run.startswith(f"probe --topology hgx-h100-8gpu --timeout {SOURCE_TIMEOUT} --gate recording")
+        return [" ".join(run.split()[7:]) for run in runs]
 
     def stop(self) -> None:
         if self.server is not None and self.server.poll() is None:
