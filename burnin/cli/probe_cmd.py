@@ -37,14 +37,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, metavar="FILE",
                         help="also write the verdicts and measurements as a Prometheus textfile "
                              "(e.g. node_exporter's textfile folder/burnin.prom), atomically")
+    resident = parser.add_mutually_exclusive_group()
+    resident.add_argument("--serve", action="store_true",
+                          help="stay resident and probe whenever the client asks (a service; docs/probe.md)")
+    resident.add_argument("--client", action="store_true",
+                          help="print the client script that asks the resident probe; when it does not answer, "
+                               "the script runs this one-shot probe with the --topology, --timeout, --gate and "
+                               "--metrics given here (give the server's)")
+    parser.add_argument("--address-file", type=Path, metavar="FILE",
+                        help="where --serve writes its port and token, and the client reads them (default: "
+                             "$BURNIN_PROBE_ADDRESS or /run/burnin/probe.addr)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from burnin.probe import EXIT_FAIL, EXIT_OK, run_probe
+    if args.client:
+        print(client_script(args), end="")
+        return 0
+    if args.drain or args.undrain or args.serve:
+        _check_gate(args.gate)  # a wrong name is a usage error before probing
+    if args.serve:
+        from burnin.cli.probe_serve import serve
+
+        return serve(args, act)
+    from burnin.probe import run_probe
     from burnin.topology.fast import find_topology_fast
 
-    if args.drain or args.undrain:
-        _check_gate(args.gate)  # a wrong name is a usage error before probing
     result = run_probe(find_topology_fast(args.topology), timeout=args.timeout, record_baseline=args.baseline)
     if args.json:
         import json
@@ -54,15 +71,40 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.line())
     sys.stdout.flush()
-    # Act before reporting: nothing the metrics writer meets may keep a failing node in the pool.
-    if args.drain and result.exit_code == EXIT_FAIL:
-        _gate(args.gate).drain(result.node, result.drain_reason())
-    elif args.undrain and result.exit_code == EXIT_OK:
-        # only for the checks the probe judged: a node drained for a check it does not run stays drained
-        _gate(args.gate).resume(result.node, passed=[v.check_id for v in result.verdicts if v.passed])
-    if args.metrics is not None:
-        _write_metrics(args.metrics, result)
+    act(result, drain=args.drain, undrain=args.undrain, gate=args.gate, metrics=args.metrics)
     return result.exit_code
+
+
+def act(result: ProbeResult, *, drain: bool, undrain: bool, gate: str, metrics: Path | None) -> None:
+    """What a probe does once judged, one-shot or resident: the drain or resume, then the textfile."""
+    from burnin.probe import EXIT_FAIL, EXIT_OK
+
+    # Act before reporting: nothing the metrics writer meets may keep a failing node in the pool.
+    if drain and result.exit_code == EXIT_FAIL:
+        _gate(gate).drain(result.node, result.drain_reason())
+    elif undrain and result.exit_code == EXIT_OK:
+        # only for the checks the probe judged: a node drained for a check it does not run stays drained
+        _gate(gate).resume(result.node, passed=[v.check_id for v in result.verdicts if v.passed])
+    if metrics is not None:
+        _write_metrics(metrics, result)
+
+
+def client_script(args: argparse.Namespace) -> str:
+    """The client of ``burnin probe --serve``: this burnin, the address file, and the one-shot probe it runs
+    when the server does not answer (the node type, timeout, gate and textfile given here: the server's)."""
+    import shlex
+
+    from burnin.cli.probe_serve import address_file
+
+    console = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "burnin" else None
+    burnin = str(console) if console is not None and console.is_file() else "burnin"
+    one_shot = ["--topology", args.topology, "--timeout", f"{args.timeout:g}", "--gate", args.gate]
+    if args.metrics is not None:
+        one_shot += ["--metrics", str(args.metrics)]
+    template = (Path(__file__).with_name("probe_client.sh")).read_text(encoding="utf-8")
+    return (template.replace("@ADDRESS@", shlex.quote(str(address_file(args.address_file))))
+            .replace("@BURNIN@", shlex.quote(burnin))
+            .replace("@ONE_SHOT@", " ".join(shlex.quote(word) for word in one_shot)))
 
 
 def _check_gate(name: str) -> None:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from burnin.collector.commands import run_tool
-from burnin.collector.sysfs import read_text
+from burnin.collector.sysfs import RealPaths, read_text
 
 ROUTE_ITEM = "storage-route="
 VRF_ITEM = "storage-vrf="
@@ -78,8 +78,8 @@ def _read_int(path: str) -> int | None:
         return None
 
 
-def _link_name(path: str) -> str | None:
-    return os.path.basename(os.path.realpath(path)) if os.path.lexists(path) else None
+def _link_name(path: str, realpath: Callable[[str], str] = os.path.realpath) -> str | None:
+    return os.path.basename(realpath(path)) if os.path.lexists(path) else None
 
 
 def _ecn(net_dir: str) -> dict[str, dict[str, int]]:
@@ -97,10 +97,11 @@ def collect_netdevs(root: str) -> dict[str, Any]:
     """Every netdev of ``/sys/class/net`` with what STO checks read."""
     class_dir = _path(root, "sys/class/net")
     netdevs: dict[str, Any] = {}
+    realpath = RealPaths()
     for name in sorted(os.listdir(class_dir)) if os.path.isdir(class_dir) else []:
         net_dir = f"{class_dir}/{name}"
         device = f"{net_dir}/device"
-        pci = _link_name(device) if os.path.exists(device) else None
+        pci = _link_name(device, realpath) if os.path.exists(device) else None
         netdevs[name] = {
             "pci": pci,
             "vendor": read_text(f"{device}/vendor") if pci else None,
@@ -110,7 +111,7 @@ def collect_netdevs(root: str) -> dict[str, Any]:
             "operstate": read_text(f"{net_dir}/operstate"),
             "address": read_text(f"{net_dir}/address"),
             "dev_port": _read_int(f"{net_dir}/dev_port"),
-            "master": _link_name(f"{net_dir}/master"),
+            "master": _link_name(f"{net_dir}/master", realpath),
             "rx_bytes": _read_int(f"{net_dir}/statistics/rx_bytes"),
             "tx_bytes": _read_int(f"{net_dir}/statistics/tx_bytes"),
             "ecn": _ecn(net_dir),
@@ -123,7 +124,8 @@ def collect_rdma(root: str) -> dict[str, Any]:
     class_dir = _path(root, "sys/class/infiniband")
     if not os.path.isdir(class_dir):
         return {}
-    return {name: {"pci": _link_name(f"{class_dir}/{name}/device")}
+    realpath = RealPaths()
+    return {name: {"pci": _link_name(f"{class_dir}/{name}/device", realpath)}
             for name in sorted(os.listdir(class_dir))}
 
 

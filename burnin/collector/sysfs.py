@@ -61,6 +61,55 @@ def _read_int(path: str) -> int | None:
         return None
 
 
+class RealPaths:
+    """``os.path.realpath`` for many paths under a few shared folders, each folder resolved once.
+
+    sysfs names every PCI function through a symlink into ``/sys/devices``; resolving 60 of them
+    one by one ``lstat``s the same dozen folders each time. One instance serves one pass of a
+    source (never kept between probes: a link may change); the answers are realpath's own
+    (non-strict: a component that does not exist is kept as written), and a symlink loop is
+    left to realpath itself.
+    """
+
+    _MAX_LINKS = 40  # what Linux follows before ELOOP
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        try:
+            return self._resolve("/", path if path.startswith("/") else f"{os.getcwd()}/{path}", 0)
+        except _Loop:
+            return os.path.realpath(path)
+
+    def _resolve(self, base: str, rest: str, links: int) -> str:
+        current = "/" if rest.startswith("/") else base
+        for name in rest.split("/"):
+            if name in ("", "."):
+                continue
+            if name == "..":
+                current = os.path.dirname(current)
+                continue
+            path = current + name if current.endswith("/") else f"{current}/{name}"
+            known = self._known.get(path)
+            if known is None:
+                try:
+                    target = os.readlink(path)
+                except OSError:  # not a link, or not there: realpath keeps it as written
+                    known = path
+                else:
+                    if links >= self._MAX_LINKS:
+                        raise _Loop
+                    known = self._resolve(current, target, links + 1)
+                self._known[path] = known
+            current = known
+        return current
+
+
+class _Loop(Exception):
+    """More links than Linux follows: realpath decides."""
+
+
 def _relative_to_root(real_root: str, real: str) -> str:
     if real_root != "/" and real.startswith(real_root):
         real = real[len(real_root):] or "/"
@@ -86,7 +135,8 @@ def _pci_device(dev_dir: str, real_dir: str, real_root: str) -> dict[str, Any]:
 def collect_pci(root: str) -> dict[str, Any]:
     """NVIDIA and Mellanox PCI functions plus every bridge above them."""
     bus_dir = _path(root, "sys/bus/pci/devices")
-    real_root = os.path.realpath(root)
+    realpath = RealPaths()
+    real_root = realpath(root)
     devices: dict[str, Any] = {}
     names = sorted(os.listdir(bus_dir))
     for bdf in names:
@@ -94,7 +144,7 @@ def collect_pci(root: str) -> dict[str, Any]:
         vendor = read_text(f"{dev_dir}/vendor")
         if vendor not in (NVIDIA, MELLANOX):
             continue
-        real_dir = os.path.realpath(dev_dir)
+        real_dir = realpath(dev_dir)
         devices[bdf] = _pci_device(dev_dir, real_dir, real_root)
         # Walk up the hierarchy so switch ports and root ports are known too (a canonical path's
         # parents are canonical: no symlink left to resolve).
@@ -111,10 +161,11 @@ def collect_infiniband(root: str) -> dict[str, Any]:
     if not os.path.isdir(class_dir):
         return {"hcas": {}, "present": False}
     hcas: dict[str, Any] = {}
+    realpath = RealPaths()
     for hca in sorted(os.listdir(class_dir)):
         hca_dir = f"{class_dir}/{hca}"
         device_link = f"{hca_dir}/device"
-        pci = os.path.basename(os.path.realpath(device_link)) if os.path.exists(device_link) else None
+        pci = os.path.basename(realpath(device_link)) if os.path.exists(device_link) else None
         ports: dict[str, Any] = {}
         ports_dir = f"{hca_dir}/ports"
         for port in sorted(os.listdir(ports_dir)) if os.path.isdir(ports_dir) else []:

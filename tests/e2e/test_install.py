@@ -36,6 +36,7 @@ def test_wheel_install_runs_the_simulated_rack(tmp_path: Path) -> None:
 
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if "lab" in n.split("/")[:2] or n.startswith("burnin_lab")], names
+    assert "burnin/cli/probe_client.sh" in names  # what burnin probe --client writes out
 
 
 BLOCK_LAB = """
