@@ -1,7 +1,7 @@
 """The address plan of a simulated rack: one pure function of the node type and the node's name.
 
 Every address a simulated node holds comes from here, so the shims (burnin.sim.storage.derive, the
-fabric's NCCL bootstrap address) and the lab's kernel (burnin_lab.netns: node namespaces, the fabric
+fabric's NCCL bootstrap address) and the lab's kernel (its network namespaces: node namespaces, the fabric
 namespace's bridges and targets, the management /31s) agree:
 
 - compute rail ``r`` (a compute HCA with an IPoIB netdev): ``192.168.<r>.<h>/24``, gateway ``.254``;
