@@ -21,6 +21,11 @@ DEFAULT_TREND_RUNS = 5
 DEFAULT_TREND_DROP = 0.05
 
 
+def number(value: float) -> str:
+    """``362``, ``333.9``: one decimal at most, as the checks write throughputs."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")
+
+
 @dataclass(frozen=True, slots=True)
 class Moved:
     node: str
@@ -34,7 +39,7 @@ class Moved:
         return (self.after - self.before) / self.before if self.before else float("inf")
 
     def text(self) -> str:
-        return (f"{self.node} {self.check} {self.before:g} -> {self.after:g} {self.unit} "
+        return (f"{self.node} {self.check} {number(self.before)} -> {number(self.after)} {self.unit} "
                 f"({100 * self.change:+.1f}%)")
 
 
@@ -130,7 +135,7 @@ class Trend:
 
     def text(self) -> str:
         rate = 100 * self.slope / self.values[0]
-        return (f"TREND {self.node} {self.check} {self.values[0]:g} -> {self.values[-1]:g} {self.unit} over the "
+        return (f"TREND {self.node} {self.check} {number(self.values[0])} -> {number(self.values[-1])} {self.unit} over the "
                 f"last {len(self.values)} runs ({100 * self.change:+.1f}%, {rate:+.1f}% per run), "
                 f"{_STANDING.get(self.status, self.status)}")
 

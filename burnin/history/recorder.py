@@ -2,8 +2,8 @@
 
 Each node test's final JUnit properties (``node``, ``check``, ``verdict``, ``measured``, ``expected``,
 ``reason``: the plugin's documented contract) become a verdict row; the rows of one node are committed
-together when the run moves on to the next node (the suites run node by node), and at least every
-:data:`FLUSH_S` seconds. A run killed outright (SIGKILL) so leaves every node judged before it, and its run
+together when the run moves on to the next node (the suites run node by node: at the setup of the next node's
+first test, before it can hang), and at least every :data:`FLUSH_S` seconds. A run killed outright (SIGKILL) so leaves every node judged before it, and its run
 row without an end: readers show it as incomplete. When the run ends, its gate decisions come from its
 ``gate.json`` (an interrupted or partial run's say so), any verdict not yet recorded from ``verdicts.json``.
 
@@ -28,6 +28,7 @@ from burnin.history.store import STATUS_CODES, Store, default_path
 from burnin.text import printable
 
 FLUSH_S = 1.0
+"""Verdicts are committed when the run moves on to the next node, and at least every FLUSH_S seconds."""
 GATE_FILE = "gate.json"
 VERDICTS_FILE = "verdicts.json"
 Row = tuple[str, str, str, "float | None", "str | None", str, str, str]
@@ -99,16 +100,19 @@ class RunRecorder:
     # -- pytest hook ---------------------------------------------------------------------------------
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.when != "teardown" or self.store is None:
+        if self.store is None:
             return
         try:
-            row = verdict_row(dict(report.user_properties))
+            props = dict(report.user_properties)
+            if report.when == "setup":
+                if self._pending and self._pending[-1][0] != str(props.get("node")):
+                    self.flush()  # the run moved on to the next node: the last one's verdicts are all in
+                return
+            row = verdict_row(props) if report.when == "teardown" else None
         except (TypeError, ValueError):
             return
         if row is None:
             return
-        if self._pending and self._pending[-1][0] != row[0]:
-            self.flush()  # the run moved on to the next node: the last one's verdicts are all in
         self._pending.append(row)
         if time.monotonic() - self._last_flush >= FLUSH_S:
             self.flush()

@@ -1,7 +1,8 @@
 """The fleet's reliability from the history (check-catalog REL-01/REL-02): ``burnin reliability``.
 
-Each recorded run's gate decisions (runs that judged every check: not partial, interrupted or dry runs) and
-each drain or eviction recorded as a gate action are observations of a node; :mod:`.metrics` turns them into
+Each recorded run's gate decisions (runs that judged every check: not partial, interrupted or dry runs), each
+drain or eviction recorded as a gate action (out of the pool) and each resume (back in it) are observations of a
+node; :mod:`.metrics` turns them into
 outages, MTTR, availability and lemons. On top of that:
 
 - the node failure rate ``r`` (attributed failures per node-day in the pool), in all and per category of the
@@ -32,6 +33,7 @@ _BY_FAMILY = {"GPU": "GPU", "INV": "GPU", "BRN": "GPU", "NVL": "NVLink", "IB": "
               "STO": "host", "PIN": "host", "MEG": "software"}
 _SUBJECT = re.compile(r"\b(gpu\d{1,3}|GPU\d{1,3}|mlx5_\d{1,3})\b")
 OUT_OF_POOL_ACTIONS = ("drain", "evict")
+BACK_IN_POOL_ACTIONS = ("resume",)
 DEFAULT_GPUS_PER_NODE = 8
 
 
@@ -106,8 +108,10 @@ def observations(store: Store, since: float) -> tuple[list[Observation], int]:
                                      failed_ids, incomplete_ids, str(reason), found[1], "run"))
     for at, node, action, checks, reason, source in store.db.execute(
             "SELECT at, node, action, check_ids, reason, source FROM actions WHERE at >= ?", (since,)):
-        if action in OUT_OF_POOL_ACTIONS:
-            taken.append(Observation(names[node], float(at), False, tuple(c for c in str(checks).split(",") if c),
+        if action in OUT_OF_POOL_ACTIONS or action in BACK_IN_POOL_ACTIONS:
+            back = action in BACK_IN_POOL_ACTIONS
+            taken.append(Observation(names[node], float(at), back,
+                                     () if back else tuple(c for c in str(checks).split(",") if c),
                                      (), str(reason), str(source), "watch"))
     return taken, len(runs)
 

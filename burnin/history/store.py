@@ -245,9 +245,12 @@ class Store:
                                                           str, str, str]]) -> int:
         """Verdicts of ``run`` as ``(node, check, status, value, unit, measured, expected, reason)``, in one
         transaction; a verdict already recorded for the node and check is kept. Returns how many were new."""
-        added = 0
+        node_ids: dict[str, int] = {}
+        check_ids: dict[str, int] = {}
+        unit_ids: dict[str, int] = {}
         self.db.execute("BEGIN IMMEDIATE")
         try:
+            prepared = []
             for node, check, status, value, unit, measured, expected, reason in rows:
                 code = STATUS_CODES.get(status, INCOMPLETE)
                 detail = None
@@ -256,12 +259,22 @@ class Store:
                         "INSERT INTO details (measured, expected, reason) VALUES (?, ?, ?)",
                         (safe_text(measured), safe_text(expected), safe_text(reason))).lastrowid
                 number = finite(value) if code in (PASS, FAIL) else None
-                cursor = self.db.execute(
-                    "INSERT OR IGNORE INTO verdicts (run, node, check_id, status, value, unit, detail) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (run, self.name_id("node_names", node), self.name_id("check_names", check), code, number,
-                     None if number is None or not unit else self.name_id("unit_names", unit), detail))
-                added += cursor.rowcount
+                node_id = node_ids.get(node)
+                if node_id is None:
+                    node_id = node_ids[node] = self.name_id("node_names", node)
+                check_id = check_ids.get(check)
+                if check_id is None:
+                    check_id = check_ids[check] = self.name_id("check_names", check)
+                unit_id = None
+                if number is not None and unit:
+                    unit_id = unit_ids.get(unit)
+                    if unit_id is None:
+                        unit_id = unit_ids[unit] = self.name_id("unit_names", unit)
+                prepared.append((run, node_id, check_id, code, number, unit_id, detail))
+            cursor = self.db.executemany(
+                "INSERT OR IGNORE INTO verdicts (run, node, check_id, status, value, unit, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", prepared)
+            added = max(0, cursor.rowcount)
             self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
