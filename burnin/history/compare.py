@@ -135,8 +135,8 @@ class Trend:
 
     def text(self) -> str:
         rate = 100 * self.slope / self.values[0]
-        return (f"TREND {self.node} {self.check} {number(self.values[0])} -> {number(self.values[-1])} {self.unit} over the "
-                f"last {len(self.values)} runs ({100 * self.change:+.1f}%, {rate:+.1f}% per run), "
+        return (f"TREND {self.node} {self.check} {number(self.values[0])} -> {number(self.values[-1])} {self.unit} "
+                f"over the last {len(self.values)} runs ({100 * self.change:+.1f}%, {rate:+.1f}% per run), "
                 f"{_STANDING.get(self.status, self.status)}")
 
 

@@ -2,10 +2,11 @@
 
 Each node test's final JUnit properties (``node``, ``check``, ``verdict``, ``measured``, ``expected``,
 ``reason``: the plugin's documented contract) become a verdict row; the rows of one node are committed
-together when the run moves on to the next node (the suites run node by node: at the setup of the next node's
-first test, before it can hang), and at least every :data:`FLUSH_S` seconds. A run killed outright (SIGKILL) so leaves every node judged before it, and its run
-row without an end: readers show it as incomplete. When the run ends, its gate decisions come from its
-``gate.json`` (an interrupted or partial run's say so), any verdict not yet recorded from ``verdicts.json``.
+together when the run moves on to the next node (the suites run node by node: at the setup of the next
+node's first test, before it can hang), and at least every :data:`FLUSH_S` seconds. A run killed outright
+(SIGKILL) so leaves every node judged before it, and its run row without an end: readers show it as
+incomplete. When the run ends, its gate decisions come from its ``gate.json`` (an interrupted or partial
+run's say so), any verdict not yet recorded from ``verdicts.json``.
 
 The history never costs a run its verdicts: a history that cannot be opened or written is one warning line
 on stderr, and the run goes on to write gate.json and its reports as ever (the recorder stops recording).
