@@ -88,8 +88,14 @@ class Reliability:
         return None if rate is None else job_mttf_s(gpus, rate / self.gpus_per_node)
 
 
+def _ids(text: object) -> tuple[str, ...]:
+    return tuple(c for c in str(text or "").split(",") if c)
+
+
 def observations(store: Store, since: float) -> tuple[list[Observation], int]:
-    """The decisions of every run since ``since`` that judged every check, and the drains and evictions."""
+    """What changed each node's place in the pool since ``since``: its first and last decision, every rejection
+    and the first admission after each, of every run that judged every check; and the drains, evictions and
+    resumes. The nights a node was admitted again and again change nothing, and are not read one by one."""
     names = store.names("node_names")
     taken: list[Observation] = []
     runs = {int(rid): (float(at), str(out)) for rid, at, out in store.db.execute(
@@ -97,21 +103,32 @@ def observations(store: Store, since: float) -> tuple[list[Observation], int]:
         "AND interrupted = 0 AND dry_run = 0 AND kind != 'probe' AND coalesce(finished, started) >= ?", (since,))}
     if runs:
         first = min(runs)
-        for run, node, admitted, failed, incomplete, reason in store.db.execute(
-                "SELECT run, node, admitted, failed, incomplete, reason FROM decisions WHERE run >= ?", (first,)):
+        wanted: set[tuple[int, int]] = set()  # (run, node) of the decisions that matter
+        for node, low, high in store.db.execute(
+                "SELECT node, min(run), max(run) FROM decisions WHERE run >= ? GROUP BY node", (first,)):
+            wanted.update(((int(low), int(node)), (int(high), int(node))))
+        for run, node in store.db.execute("SELECT run, node FROM decisions WHERE admitted = 0 AND run >= ?",
+                                          (first,)).fetchall():
+            wanted.add((int(run), int(node)))
+            back = store.db.execute("SELECT run FROM decisions WHERE node = ? AND run > ? AND admitted = 1 "
+                                    "ORDER BY run LIMIT 1", (node, run)).fetchone()
+            if back is not None:
+                wanted.add((int(back[0]), int(node)))
+        for run, node in sorted(wanted):
             found = runs.get(run)
-            if found is None:
+            row = store.db.execute("SELECT admitted, failed, incomplete, reason FROM decisions WHERE run = ? AND "
+                                   "node = ?", (run, node)).fetchone() if found is not None else None
+            if found is None or row is None:
                 continue
-            failed_ids = tuple(c for c in str(failed).split(",") if c)
-            incomplete_ids = tuple(c for c in str(incomplete).split(",") if c)
+            admitted, failed, incomplete, reason = row
+            failed_ids, incomplete_ids = _ids(failed), _ids(incomplete)
             taken.append(Observation(names[node], found[0], bool(admitted) and not failed_ids and not incomplete_ids,
                                      failed_ids, incomplete_ids, str(reason), found[1], "run"))
     for at, node, action, checks, reason, source in store.db.execute(
             "SELECT at, node, action, check_ids, reason, source FROM actions WHERE at >= ?", (since,)):
         if action in OUT_OF_POOL_ACTIONS or action in BACK_IN_POOL_ACTIONS:
-            back = action in BACK_IN_POOL_ACTIONS
-            taken.append(Observation(names[node], float(at), back,
-                                     () if back else tuple(c for c in str(checks).split(",") if c),
+            back_in = action in BACK_IN_POOL_ACTIONS
+            taken.append(Observation(names[node], float(at), back_in, () if back_in else _ids(checks),
                                      (), str(reason), str(source), "watch"))
     return taken, len(runs)
 
