@@ -62,8 +62,9 @@ class Diff:
 
 
 def default_pair(store: Store) -> tuple[Run, Run]:
-    """The last run and the latest run before it over the same nodes (not dry runs)."""
-    recorded = [r for r in runs(store) if not r.dry_run and r.kind != "probe"]
+    """The last run and the latest run before it over the same nodes (not dry runs, nor partial ones: they judged
+    a subset of the checks; a run killed before its end is one)."""
+    recorded = [r for r in runs(store) if not (r.dry_run or r.partial) and r.kind != "probe"]
     if len(recorded) < 2:
         raise HistoryError(f"{len(recorded)} run(s) in {store.path}: a diff needs two")
     after = recorded[-1]

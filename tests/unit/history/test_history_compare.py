@@ -65,6 +65,9 @@ def test_the_default_pair_is_the_last_run_and_the_latest_over_the_same_nodes(tmp
         _night(store, 1, {"n9": 1.0})  # another rack between them
         last = _night(store, 2, {"n1": 1.0, "n2": 1.0})
         assert [r.id for r in default_pair(store)] == [first, last]
+        partial = _night(store, 3, {"n1": 1.0, "n2": 1.0})
+        store.db.execute("UPDATE runs SET partial = 1 WHERE id = ?", (partial,))
+        assert [r.id for r in default_pair(store)] == [first, last]  # a -k run judged a subset: no night of its own
 
 
 def test_two_nights_of_which_the_second_never_ended_say_its_nodes_are_incomplete(tmp_path: Path) -> None:
