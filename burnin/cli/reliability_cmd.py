@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         raise UsageError(f"no complete run recorded since {time_text(since)} (see burnin history --runs)")
     fleet = found.fleet
-    say(f"burnin reliability: {len(fleet.nodes)} nodes, {found.runs} runs, {found.node_days:.0f} node-days in the "
+    say(f"burnin reliability: {len(fleet.nodes)} nodes, {found.runs} runs, {found.node_days:.1f} node-days in the "
         f"pool, from {time_text(fleet.start)} to {time_text(fleet.end)}")
     rate = found.rate()
     say(f"failures: {fleet.failures} attributed; "

@@ -152,3 +152,107 @@ def test_reliability_seeded_with_llama_3s_rate_gives_its_job_mttf(tmp_path: Path
     assert mttf[1024] == pytest.approx(16 * mttf[16384], rel=0.01)
     assert "failures: 419 attributed; 3.79 per 1000 node-days" in out
     assert "GPU 1.89" in out and "HBM/ECC 1.90" in out
+
+
+def test_too_few_runs_of_a_node_are_no_trend(tmp_path: Path) -> None:
+    with Store(tmp_path / "h.sqlite") as store:
+        _falling_nights(store, 4, 0.03)
+        assert trends(store) == []
+        assert [t.node for t in trends(store, last=4)] == ["sim04"]
+        assert [t.node for t in trends(store, node="sim04", last=4)] == ["sim04"]
+        assert trends(store, node="sim01", last=4) == [] and trends(store, node="nobody") == []
+
+
+@pytest.mark.parametrize("values", [
+    [362.0, 354.8, None, 340.7, 333.9],  # a night that measured nothing in the middle
+    [10.0, 5.0, 0.0],  # a throughput of 0 fails its check; no fall to follow
+])
+def test_a_series_with_a_hole_is_no_trend(values: list[float | None]) -> None:
+    assert falling(values) is None
+
+
+def test_short_and_small_steady_falls_are_trends() -> None:
+    assert falling([100.0, 90.0, 80.0]) == pytest.approx(-10.0)
+    assert falling([1.0, 0.9, 0.8, 0.7, 0.6]) == pytest.approx(-0.1)
+
+
+def test_a_diff_of_two_equal_runs_says_no_change_and_small_values_compare(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "h.sqlite"
+    with Store(path) as store:
+        _night(store, 0, {"n1": 362.0, "n2": 0.5, "n3": 0.0}, n3="fail")
+        _night(store, 1, {"n1": 362.0, "n2": 0.5, "n3": 0.0}, n3="fail")
+        _night(store, 2, {"n1": 362.0, "n2": 1.0, "n3": 300.0})
+    code, out, _ = _cli(capsys, "diff", "1", "2", "--history", str(path))
+    assert code == 0 and out.splitlines()[1:] == ["no change"]
+    code, out, _ = _cli(capsys, "diff", "2", "3", "--history", str(path))
+    assert out.splitlines()[1:] == ["newly admitted: n3", "moved n2 NCCL-03 0.5 -> 1 GB/s (+100.0%)"]
+
+
+def _fleet_night(store: Store, day: float, broken: dict[str, str]) -> int:
+    """Nodes n1..n4 judged on ``day``; ``broken``: node -> the reason its GPU-04 failed."""
+    rows = [verdict(node, "GPU-04", "fail" if node in broken else "pass", reason=broken.get(node, ""))
+            for node in ("n1", "n2", "n3", "n4")]
+    return add_run(store, AT + day * DAY, rows)
+
+
+def test_reliability_names_repeat_offenders_by_gpu_and_counts_repairs(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "h.sqlite"
+    with Store(path) as store:
+        _fleet_night(store, 0, {})
+        _fleet_night(store, 1, {"n1": "GPU-04 gpu3 Xid 79", "n2": "GPU-04 gpu1 Xid 79"})
+        _fleet_night(store, 2, {"n1": "GPU-04 gpu3 Xid 79"})  # the same outage: not repaired yet
+        _fleet_night(store, 3, {})
+        _fleet_night(store, 5, {"n1": "GPU-04 gpu3 Xid 79", "n2": "GPU-04 gpu5 Xid 79"})
+        _fleet_night(store, 7, {})
+        store.add_action(at=AT + 8 * DAY, node="n4", action="evict", check_ids=["GPU-04"], reason="Xid 79")
+        store.add_action(at=AT + 8.5 * DAY, node="n4", action="resume")
+        _fleet_night(store, 9, {})
+    code, out, err = _cli(capsys, "reliability", "--since", "3650d", "--gpus", "8", "--history", str(path))
+    assert code == 0, err
+    lines = out.splitlines()
+    # 4 nodes x 9 days observed; out: n1 2 + 2 days, n2 1 + 2 days, n4 half a day (evicted, then resumed)
+    assert lines[0].startswith("burnin reliability: 4 nodes, 7 runs, 28.5 node-days in the pool")
+    assert lines[1] == "failures: 5 attributed; 175.44 per 1000 node-days"
+    assert lines[2] == "per 1000 node-days by category: GPU 175.44"
+    assert lines[3].startswith("job MTTF at 8 GPUs: 136.8 h (1/(n*r)); ETTR 99.5% with a checkpoint every 1.0 h")
+    assert lines[4] == "MTTR 1.5 d; availability 79.2%"
+    assert "n1 GPU-04 gpu3 (2 times, " in lines[5] and "n2" not in lines[5]
+    assert lines[6] == "lemons (>= 3 failures within 30.0 d): none"
+
+
+def test_a_fleet_that_never_failed_has_no_job_mttf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "h.sqlite"
+    with Store(path) as store:
+        _fleet_night(store, 0, {})
+        _fleet_night(store, 1, {})
+    code, out, _ = _cli(capsys, "reliability", "--since", "3650d", "--history", str(path))
+    assert code == 0
+    assert "failures: 0 attributed; 0.00 per 1000 node-days" in out
+    assert "job MTTF at 1024 GPUs: - (1/(n*r)); ETTR 100.0%" in out
+
+
+def test_one_run_is_no_node_day_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "h.sqlite"
+    with Store(path) as store:
+        _fleet_night(store, 0, {"n1": "GPU-04 gpu3 Xid 79"})
+    code, out, _ = _cli(capsys, "reliability", "--since", "3650d", "--history", str(path))
+    assert code == 0 and "failures: 1 attributed; - per 1000 node-days" in out
+
+
+def test_the_first_order_ettr() -> None:
+    from burnin.history.reliability import ettr, job_mttf_s
+
+    assert ettr(None, 3600, 600) == 1.0
+    assert ettr(36000, 3600, 600) == pytest.approx(1 - 2400 / 36000)
+    assert ettr(1000, 3600, 600) == 0.0
+    assert job_mttf_s(8, 0.0) is None and job_mttf_s(2, 0.5) == DAY
+
+
+def test_reliability_with_nothing_in_the_period_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "h.sqlite"
+    with Store(path) as store:
+        _fleet_night(store, 0, {})
+    code, _, err = _cli(capsys, "reliability", "--since", "1d", "--history", str(path))
+    assert code == 2 and err.count("\n") == 1 and "no complete run recorded since" in err
