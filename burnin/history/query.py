@@ -31,10 +31,6 @@ class Run:
     dry_run: bool
 
     @property
-    def complete(self) -> bool:
-        return self.finished is not None and not (self.partial or self.interrupted or self.dry_run)
-
-    @property
     def state(self) -> str:
         if self.finished is None:
             return "incomplete (never ended: killed?)"

@@ -119,3 +119,35 @@ def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
         assert store.db.execute("SELECT count(*) FROM runs WHERE finished IS NOT NULL").fetchone()[0] == 80
         assert store.db.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 80 * 50
         assert store.db.execute("SELECT count(*) FROM decisions").fetchone()[0] == 80 * 5
+
+
+def test_a_killed_run_keeps_what_it_judged_in_the_node_timeline(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "history.sqlite"
+    with Store(path) as store:
+        add_run(store, AT, [verdict("n1", "GPU-10"), verdict("n2", "GPU-10")])
+        add_run(store, AT + 86400, [verdict("n1", "GPU-10", "fail", reason="GPU-10 gpu3 down"),
+                                    verdict("n1", "IB-02", "incomplete", reason="IB-02 no ibstat"),
+                                    verdict("n1", "NCCL-03", "pass", 362.0, "GB/s")], finished=False)
+        found = timeline(store, "n1")
+        assert [e.state.verdict for e in found.entries] == ["admitted", "rejected"]
+        killed = found.entries[1]
+        assert (killed.state.failed, killed.state.incomplete) == (["GPU-10"], ["RUN-END", "IB-02"])
+        assert [(p.check, p.status, p.value, p.unit) for p in killed.problems] == [
+            ("GPU-10", "fail", None, None), ("IB-02", "incomplete", None, None)]
+        assert len(timeline(store, "n2").entries) == 1  # the killed run never reached n2
+        units = store.db.execute("SELECT count(*) FROM verdicts WHERE unit IS NOT NULL").fetchone()[0]
+        assert units == 1
+    assert main(["history", "n1", "--history", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "rejected: failed GPU-10; incomplete RUN-END,IB-02 [run incomplete (never ended: killed?)]" in out
+    assert "    GPU-10 gpu3 down (expected expected)" in out and "    IB-02 no ibstat (expected expected) [incomplete]" in out
+    assert main(["history", "--check", "IB-02", "--history", str(path)]) == 0
+    assert "failed 0 times and incomplete 1 times on 1 nodes, in 2 recorded runs" in capsys.readouterr().out
+    assert main(["history", "--check", "GPU-99", "--history", str(path)]) == 2
+    assert "check 'GPU-99' was never recorded in" in capsys.readouterr().err
+    assert main(["history", "--runs", "--history", str(path)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == f"burnin history --runs: 2 runs (history: {path})"
+    assert "complete" in listed[1] and "incomplete (never ended: killed?)" in listed[2]
+    assert main(["history", "--runs", "--trends", "--history", str(path)]) == 2
