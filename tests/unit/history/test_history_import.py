@@ -68,3 +68,16 @@ def test_a_node_the_history_never_saw_is_one_line(tmp_path: Path, capsys: pytest
     assert code == 2 and "a diff needs two" in err
     code, _, err = _cli(capsys, "diff", "7", "1", "--history", str(history))
     assert code == 2 and "no run '7'" in err
+
+
+def test_a_folder_a_run_recorded_live_is_not_imported_again(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from burnin.history.recorder import recording
+
+    history = tmp_path / "h.sqlite"
+    folder = write_run(tmp_path / "reports" / "night1", "2026-11-01T00:00:00Z", healthy("n1"))
+    with recording(folder, nodes=["n1"], topology="t", path=history):
+        pass
+    code, out, _ = _cli(capsys, "history", "import", str(tmp_path / "reports"), "--history", str(history))
+    assert code == 0 and out.startswith("burnin history import: 0 runs (0 verdicts) and 0 gate actions added, "
+                                        "1 runs and 0 actions already there")

@@ -43,6 +43,7 @@ def test_a_nodes_verdicts_are_committed_when_the_next_node_is_set_up(tmp_path: P
     assert _committed(path) == [("n1", "GPU-10"), ("n1", "NCCL-03")]
     recorder.pytest_runtest_logreport(_report("teardown", "n2", "GPU-10", "fail"))
     recorder.pytest_runtest_logreport(SimpleNamespace(when="teardown", user_properties=[("x", 1)]))  # no node test
+    recorder.pytest_runtest_logreport(SimpleNamespace(when="teardown", user_properties=[("node", "n2")]))
     recorder.finish(tmp_path)  # no gate.json: the suites never ended
     assert _committed(path) == [("n1", "GPU-10"), ("n1", "NCCL-03"), ("n2", "GPU-10")]
     with Store(path) as store:

@@ -127,7 +127,7 @@ def test_a_killed_run_keeps_what_it_judged_in_the_node_timeline(tmp_path: Path,
     with Store(path) as store:
         add_run(store, AT, [verdict("n1", "GPU-10"), verdict("n2", "GPU-10")])
         add_run(store, AT + 86400, [verdict("n1", "GPU-10", "fail", reason="GPU-10 gpu3 down"),
-                                    verdict("n1", "IB-02", "incomplete", reason="IB-02 no ibstat"),
+                                    verdict("n1", "IB-02", "incomplete", None, "Gb/s", reason="IB-02 no ibstat"),
                                     verdict("n1", "NCCL-03", "pass", 362.0, "GB/s")], finished=False)
         found = timeline(store, "n1")
         assert [e.state.verdict for e in found.entries] == ["admitted", "rejected"]
