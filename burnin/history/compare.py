@@ -174,13 +174,18 @@ def trends(store: Store, *, node: str | None = None, last: int = DEFAULT_TREND_R
             "SELECT run FROM decisions WHERE node = ? ORDER BY run DESC LIMIT ?", (node_id, last))]
     else:
         run_ids = [r.id for r in runs(store) if not r.dry_run][-last * 2:][::-1]
+    measured = sorted({int(c) for run in run_ids for (c,) in store.db.execute(
+        "SELECT DISTINCT check_id FROM verdicts WHERE run = ? AND value IS NOT NULL", (run,))})
+    if not measured:
+        return []
     series: dict[tuple[int, int], list[tuple[int, float | None, int, int | None]]] = defaultdict(list)
+    among = ", ".join("?" * len(measured))  # only the checks that measure a number: every verdict of theirs
     for run in sorted(run_ids):
-        query = "SELECT node, check_id, value, status, unit FROM verdicts WHERE run = ?"
-        params: tuple[object, ...] = (run,)
+        query = f"SELECT node, check_id, value, status, unit FROM verdicts WHERE run = ? AND check_id IN ({among})"  # noqa: S608
+        params: tuple[object, ...] = (run, *measured)
         if node_id is not None:
             query += " AND node = ?"
-            params = (run, node_id)
+            params = (*params, node_id)
         for n, c, value, status, unit in store.db.execute(query, params):
             series[(n, c)].append((run, value, status, unit))
     names, checks, units = store.names("node_names"), store.names("check_names"), store.names("unit_names")
