@@ -95,10 +95,12 @@ fleet's size (1,024 nodes x 45 checks) each costs seconds (bench/judge)."""
 
 def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
                keyword: str | None = None, extra_args: Sequence[str] = (),
-               on_test: Callable[[], None] | None = None, dry_run: bool = False) -> int:
+               on_test: Callable[[], None] | None = None, dry_run: bool = False,
+               plugins: Sequence[object] = ()) -> int:
     """Run pytest in-process on the suites against gathered facts; returns pytest's exit code.
 
-    ``dry_run``: the facts are a dry run's, so the gate the plugin writes admits nobody."""
+    ``dry_run``: the facts are a dry run's, so the gate the plugin writes admits nobody; ``plugins``: more
+    plugin objects for pytest (the history's recorder)."""
     import pytest
 
     args = [
@@ -133,7 +135,7 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
                 self.interrupt = value
 
     progress = _Progress()
-    code = int(pytest.main(args, plugins=[progress]))
+    code = int(pytest.main(args, plugins=[progress, *plugins]))
     if progress.interrupt is not None:
         raise progress.interrupt
     return code
@@ -172,7 +174,11 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
         for run in phases:
             run.phase.run(context, run.options)
     facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
-    code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test, dry_run=dry_run)
+    from burnin.history.recorder import recording
+
+    with recording(out_dir, nodes=list(facts), topology=topology) as history:  # verdicts recorded as judged
+        code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test, dry_run=dry_run,
+                          plugins=history.plugins)
     gate_file = out_dir / GATE_FILE
     if code not in (0, 1) or not gate_file.exists():
         if code == 5:

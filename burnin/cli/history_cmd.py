@@ -1,7 +1,10 @@
-"""``burnin history RUN...``: the fleet's reliability from past runs (REL-01/REL-02), on the controller.
+"""``burnin history``: a node's timeline, a check's failures, trends and past runs, from the history database
+(:mod:`burnin.cli.history_db`), and the fleet's reliability from run folders (REL-01/REL-02).
 
-Reads each run's ``gate.json`` (a run folder, the file itself, or a folder of
-run folders such as ``reports/``) and the watch's journals (``--journal``), and
+``burnin history NODE`` (a node's runs, failed checks with what they measured, gate actions, trends),
+``--check ID``, ``--runs``, ``--trends`` and ``burnin history import PATH...`` ask or fill the database.
+``burnin history RUN...`` (run folders, which exist as paths) reads each run's ``gate.json`` (a run folder,
+the file itself, or a folder of run folders such as ``reports/``) and the watch's journals (``--journal``), and
 prints per node the failures attributed to it, MTTR, availability and lemon
 nodes, then the fleet's figures. ``--json FILE`` writes everything as JSON
 (``-``: to stdout, instead of the table). Exit 0; 2 on a file that is not what
@@ -39,9 +42,33 @@ def window(text: str) -> float:
     return seconds
 
 
+def drop_fraction(text: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05 (above 0, below 1)."""
+    try:
+        value = float(text.strip().removesuffix("%")) / (100 if text.strip().endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (5% or 0.05)") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be above 0 and below 100%")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="RUN",
-                        help="a run's output folder (holds gate.json), a gate.json, or a folder of run folders")
+    from burnin.cli.history_db import add_history_argument
+
+    parser.add_argument("paths", nargs="*", type=Path, metavar="NODE|RUN",
+                        help="a node name (its timeline from the history database); or `import` and run folders; "
+                             "or run folders to read directly (a run's output folder, a gate.json, or a folder of "
+                             "run folders)")
+    add_history_argument(parser)
+    parser.add_argument("--check", metavar="ID", help="where and how often the check failed (history database)")
+    parser.add_argument("--runs", action="store_true", help="list the runs in the history database")
+    parser.add_argument("--trends", action="store_true",
+                        help="measurements falling steadily over each node's last runs (history database)")
+    parser.add_argument("--trend-runs", type=positive_int, default=5, metavar="N",
+                        help="a trend spans a node's last N runs (default 5)")
+    parser.add_argument("--trend-drop", type=drop_fraction, default=0.05, metavar="FRACTION",
+                        help="a trend falls by more than this in all (default 5%%)")
     parser.add_argument("--journal", action="append", type=Path, default=[], metavar="FILE",
                         help="a burnin watch journal (events.jsonl, or its state folder): each drain or eviction "
                              "is a rejection (repeatable)")
@@ -113,6 +140,39 @@ def _print(fleet: FleetHistory, inputs: Inputs, every_node: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from burnin.cli import history_db
+    from burnin.errors import UsageError
+
+    paths: list[Path] = list(args.paths)
+    if paths and str(paths[0]) == "import":
+        return history_db.do_import(args, paths[1:])
+    asked = [flag for flag in ("check", "runs", "trends") if getattr(args, flag)]
+    if len(paths) == 1 and not asked and not args.journal and not _names_a_path(paths[0]):
+        with history_db.open_store(args) as store:
+            history_db.print_timeline(store, str(paths[0]), args.trend_runs, args.trend_drop)
+        return 0
+    if asked:
+        if paths or len(asked) > 1:
+            raise UsageError(f"--{asked[0]} takes no NODE or RUN and no other question")
+        with history_db.open_store(args) as store:
+            if args.check:
+                history_db.print_check(store, args.check)
+            elif args.runs:
+                history_db.print_runs(store)
+            else:
+                history_db.print_trends(store, args.trend_runs, args.trend_drop)
+        return 0
+    if not paths:
+        raise UsageError("name a NODE, or --check ID, --runs, --trends, `import RUN...`, or run folders (RUN...)")
+    return _read_folders(args)
+
+
+def _names_a_path(path: Path) -> bool:
+    """A positional that is a run folder or file (it exists, or it is written as a path), not a node name."""
+    return path.exists() or "/" in str(path) or str(path) in (".", "..")
+
+
+def _read_folders(args: argparse.Namespace) -> int:
     import json
 
     from burnin.atomic import write_text_atomic

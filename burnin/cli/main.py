@@ -27,7 +27,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("burnin.cli.sweep_cmd", "Slurm: the node suite on idle nodes only, one preemptible job per node, "
                                       "within a window"),
     "soak": ("burnin.cli.soak_cmd", "burn-in: hours of load on every node while every health signal is watched"),
-    "history": ("burnin.cli.history_cmd", "fleet reliability from past runs: failures, MTTR, availability, lemons"),
+    "history": ("burnin.cli.history_cmd", "a node's timeline, a check's failures and trends from the fleet's history"),
+    "diff": ("burnin.cli.diff_cmd", "what changed between two runs: newly failing, admitted, incomplete, moved"),
+    "reliability": ("burnin.cli.reliability_cmd", "failure rates, job MTTF, MTTR, availability, repeat offenders"),
 }
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3

@@ -157,7 +157,7 @@ def test_skipped_runs_and_journals_are_said_and_recorded(tmp_path: Path, capsys:
     (["{runs}", "--lemon-window", "0"], "a window must be above 0 and at most 3650 days"),
     (["{runs}", "--lemon-window", "soon"], "'soon' is not a time window (30d, 72h, 90m, 3600s)"),
     (["{runs}", "--lemon-failures", "0"], "'0': must be at least 1"),
-    ([], "the following arguments are required: RUN"),
+    ([], "name a NODE, or --check ID, --runs, --trends"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
                                           message: str) -> None:
