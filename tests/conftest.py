@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,13 @@ pytest_plugins = ["pytester"]
 # machine it fails tests whose code is correct. Speed is measured in bench/, never asserted here.
 settings.register_profile("burnin", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("burnin")
+
+# Every burnin run records into its history database (burnin.history.store): the tests' runs, and the
+# subprocesses they start, record into one of this test process's own, never the machine's state folder.
+if "BURNIN_HISTORY" not in os.environ:
+    _HISTORY_DIR = tempfile.mkdtemp(prefix="burnin-test-history-")
+    atexit.register(shutil.rmtree, _HISTORY_DIR, True)
+    os.environ["BURNIN_HISTORY"] = str(Path(_HISTORY_DIR) / "history.sqlite")
 
 
 @pytest.fixture(scope="session")

@@ -92,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if verb in COMMANDS:
                 prog = f"burnin {verb}"
             code = _dispatch(args_list, verb, prog)
+        except BrokenPipeError:  # the reader went away (`burnin faults | head`): nothing to say, nobody to say it to
+            _cleanup()
+            _silence_stdout()
+            code = EXIT_INTERNAL
         except Exception as exc:  # noqa: BLE001 - the contract: exit 3 and one line, never a traceback
             from burnin.cli.crash import report
 
@@ -128,6 +132,16 @@ def _dispatch(args_list: list[str], verb: str | None, prog: str) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (captured): nothing will be flushed to it
+        pass
 
 
 def _interrupted(prog: str, exc: KeyboardInterrupt) -> int:

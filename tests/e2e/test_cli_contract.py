@@ -156,3 +156,17 @@ def test_a_reader_that_goes_away_does_not_change_the_verdict(tmp_path: Path) -> 
     assert first.startswith(b"burnin: 2 nodes")
     assert stderr == ""
     assert (tmp_path / "out" / "gate.json").exists()
+
+
+def test_a_reader_that_goes_away_is_no_crash(tmp_path: Path) -> None:
+    """`burnin faults --json | head -1`: the closed pipe stops the command (exit 3: it did not finish), with
+    no crash report and no line on stderr (the reader chose to stop)."""
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-m", "burnin.cli.main", "faults", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the first write: every write fails with EPIPE
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=600) == 3, stderr
+    assert stderr == ""
+    assert not list(tmp_path.glob("burnin-crash-*"))
