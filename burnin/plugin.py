@@ -31,6 +31,7 @@ import dataclasses
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ from burnin.atomic import write_text_atomic
 from burnin.errors import BurninError
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
-from burnin.gate.decide import INCOMPLETE, PASS, CheckOutcome, decide, gate_document, hold_all
+from burnin.gate.decide import FAIL, INCOMPLETE, PASS, CheckOutcome, decide, gate_document, hold_all
 from burnin.outcomes import (
     ItemResult,
     judge_phase,
@@ -50,6 +51,7 @@ from burnin.outcomes import (
     suite_name,
     test_name,
 )
+from burnin.plugin_lean import LEAN_OPTION, judge_lean, lean_session
 from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
 from burnin.topology.model import Topology
@@ -61,6 +63,7 @@ _STATE = pytest.StashKey["_PluginState"]()
 _ITEM_RESULT = pytest.StashKey["ItemResult"]()
 _ITEM_CHECK = pytest.StashKey[str]()
 _ITEM_NODE = pytest.StashKey["str | None"]()
+_FULL_PROTOCOL = pytest.StashKey[bool]()
 FACTS_KEPT = 2
 """Parsed facts documents kept at once: the node being judged and the one before (node-major order)."""
 RUN_FILE = "_run.json"
@@ -89,7 +92,9 @@ class _PluginState:
         self._topologies: dict[str, Topology] = {}
         self._suites: dict[str, str] = {}  # test file -> suite name
         self._checks: dict[str, CheckSpec] | None = None
-        self.hook: Any = None  # config.hook: pytest_burnin_facts_read announces each facts document read
+        self.hook: Any = None  # config.hook: pytest_burnin_facts_read and pytest_burnin_judged
+        self.lean = False  # every test is judged by the lean protocol (burnin.plugin_lean)
+        self._report_paths: dict[Path, str] = {}  # test file -> its path in pytest's reports
         if facts_dir is not None:
             run_file = facts_dir / RUN_FILE
             if run_file.exists():
@@ -111,6 +116,37 @@ class _PluginState:
             node = _node_of(item)
             if node is not None:
                 self.expected[item.nodeid] = (node, _check_id(item))
+        self.lean = self.facts_dir is not None and lean_session(session, __name__)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """Judge a node test through the lean protocol (:mod:`burnin.plugin_lean`); what it does not map runs
+        again through pytest's whole protocol, as the last test of the session (nothing set up is left behind)."""
+        if not self.lean or item.stash.get(_FULL_PROTOCOL, False):
+            return None
+        assert isinstance(item, pytest.Function)
+        node, check = _node_of(item), _check_id(item)
+        assert node is not None
+        before = list(item.user_properties)
+        self.current = item
+        started = time.perf_counter()
+        judged = judge_lean(item, node, check, _FIXTURE_VALUES)
+        if judged is None:
+            item.user_properties[:] = before
+            item.stash[_FULL_PROTOCOL] = True
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+            return True
+        result = ItemResult()
+        result.add(*judged)
+        _set_outcome(item, result)
+        if result.status in (FAIL, INCOMPLETE):  # pytest's report of the test would have failed: its exit status
+            item.session.testsfailed += 1
+        path = self._report_paths.get(item.path)
+        if path is None:
+            path = self._report_paths[item.path] = item.location[0]
+        self.record(item.nodeid, path, [(name, printable(value)) for name, value in item.user_properties],
+                    time.perf_counter() - started)
+        return True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -127,16 +163,22 @@ class _PluginState:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The teardown report carries the test's final outcome (see :func:`pytest_runtest_makereport`)."""
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + float(report.duration or 0.0)
-        if report.when != "teardown":
+        if report.when == "teardown":
+            self.record(report.nodeid, report.fspath, report.user_properties, self.durations.pop(report.nodeid, 0.0))
+
+    def record(self, test_id: str, path: str, properties: list[tuple[str, object]], duration_s: float) -> None:
+        """A test's outcome, from its final properties (``path``: its file as pytest's reports name it)."""
+        outcome = outcome_from_properties(properties)
+        if outcome is None:
             return
-        outcome = outcome_from_properties(report.user_properties)
-        if outcome is not None:
-            suite = self._suites.get(report.fspath)
-            if suite is None:
-                suite = self._suites[report.fspath] = suite_name(report.fspath)
-            self.outcomes[report.nodeid] = CheckOutcome(
-                outcome.node, outcome.check, outcome.status, outcome.reason, outcome.measured, outcome.expected,
-                test=test_name(report.nodeid), suite=suite, duration_s=self.durations.pop(report.nodeid, 0.0))
+        suite = self._suites.get(path)
+        if suite is None:
+            suite = self._suites[path] = suite_name(path)
+        self.outcomes[test_id] = CheckOutcome(
+            outcome.node, outcome.check, outcome.status, outcome.reason, outcome.measured, outcome.expected,
+            test=test_name(test_id), suite=suite, duration_s=duration_s)
+        if self.hook is not None:
+            self.hook.pytest_burnin_judged(node=outcome.node, check=outcome.check, status=outcome.status)
 
     # -- facts and topologies --------------------------------------------------------------------
 
@@ -234,6 +276,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write verdicts.json and gate.json here at the end of the session")
     group.addoption("--burnin-dry-run", action="store_true", default=False,
                     help="the facts come from `burnin run --dry-run`, which launched nothing: the gate admits nobody")
+    group.addoption(LEAN_OPTION, action="store_true", default=False,
+                    help="judge node tests without pytest's per-test machinery where no plugin or option could "
+                         "tell (burnin run; see burnin.plugin_lean)")
 
 
 _ACTIVE: list[_PluginState] = []
@@ -245,6 +290,10 @@ class _Hookspecs:
     @pytest.hookspec
     def pytest_burnin_facts_read(self, node: str, path: Path) -> None:
         """Called each time the plugin reads a node's facts document ``path`` from disk (once per node)."""
+
+    @pytest.hookspec
+    def pytest_burnin_judged(self, node: str, check: str, status: str) -> None:
+        """Called when a node test's outcome is in (``burnin run``'s progress counts them)."""
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -344,6 +393,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def facts(node: str) -> Facts:
     """The node's facts, as the collector gathered them."""
+    return _facts_of(node)
+
+
+def _facts_of(node: str) -> Facts:
     return _active().facts(node)
 
 
@@ -378,6 +431,10 @@ def declared_applicable(node: str) -> None:
     type without a software manifest never on one (INV-10), one without a storage fabric never on it (STO),
     one that runs no DCGM never on DCGM's answers (GPU-12, GPU-13).
     """
+    _stand_aside_where_declared(node)
+
+
+def _stand_aside_where_declared(node: str) -> None:
     from burnin.checks.base import not_applicable_reason
 
     _, check = _current_check()
@@ -394,6 +451,10 @@ def verdict(node: str) -> Verdict:
     Records measured/expected/verdict as JUnit properties. An incomplete check
     raises here, in setup, so it is reported as an error, not a failure.
     """
+    return _verdict_of(node)
+
+
+def _verdict_of(node: str) -> Verdict:
     item, check = _current_check()
     state = _active()
     spec = state.check(check)
@@ -409,6 +470,13 @@ def verdict(node: str) -> Verdict:
         raise CheckIncomplete(result.reason)
     return result
 
+
+_FIXTURE_VALUES: dict[str, Callable[[str], object]] = {
+    "facts": _facts_of, "topology": _topology_of, "declared_applicable": _stand_aside_where_declared,
+    "verdict": _verdict_of,
+}
+"""What each of the plugin's fixtures gives a node's test (``node`` is the test's parameter): the lean
+protocol (:mod:`burnin.plugin_lean`) sets them up without pytest's fixture machinery."""
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -428,12 +496,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         result.add(*judged)
     if report.when == "teardown" and result.status is None:
         result.add(INCOMPLETE, f"{check} has no outcome: the test reported no result")
+    _set_outcome(item, result)
+    report.user_properties = [(name, printable(value)) for name, value in item.user_properties]
+    return report
+
+
+def _set_outcome(item: pytest.Item, result: ItemResult) -> None:
+    """The test's final verdict and reason in its properties."""
     if result.status is not None:
         set_property(item.user_properties, "verdict", result.status)
         if result.reason or result.status != PASS:
             set_property(item.user_properties, "reason", result.reason)
-    report.user_properties = [(name, printable(value)) for name, value in item.user_properties]
-    return report
 
 
 _OUTCOME_FIELDS = tuple(field.name for field in dataclasses.fields(CheckOutcome))

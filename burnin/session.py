@@ -86,11 +86,13 @@ def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts],
 
 PYTEST_LEAN_ARGS = (
     "-p", "no:logging", "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception",
-    "--capture=sys",
+    "--capture=sys", "--burnin-lean",
 )
 """pytest's plugins that wrap every phase of every test and that judging has no use for (checks are pure:
-they log nothing, warn nothing, start no thread), and sys-level capture instead of file descriptors: at a
-fleet's size (1,024 nodes x 45 checks) each costs seconds (bench/judge)."""
+they log nothing, warn nothing, start no thread), sys-level capture instead of file descriptors, and the
+plugin's lean protocol (:mod:`burnin.plugin_lean`: node tests judged without pytest's per-test phases where
+nothing could tell the difference): at a fleet's size (1,024 nodes x 45 checks) each costs seconds
+(bench/judge)."""
 
 
 def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
@@ -122,7 +124,7 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
     class _Progress:
         interrupt: KeyboardInterrupt | None = None
 
-        def pytest_runtest_logfinish(self) -> None:
+        def pytest_burnin_judged(self) -> None:
             if on_test is not None:
                 on_test()
 
