@@ -51,13 +51,17 @@ from burnin.outcomes import (
     suite_name,
     test_name,
 )
+from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, POOL_WINDOW, NodeTask, judge_node, start_judge_worker
 from burnin.plugin_lean import LEAN_OPTION, judge_lean, lean_session
 from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
 from burnin.topology.model import Topology
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from burnin.checks.base import CheckSpec
+    from burnin.transport.workers import WorkerPool
 
 _STATE = pytest.StashKey["_PluginState"]()
 _ITEM_RESULT = pytest.StashKey["ItemResult"]()
@@ -95,6 +99,11 @@ class _PluginState:
         self.hook: Any = None  # config.hook: pytest_burnin_facts_read and pytest_burnin_judged
         self.lean = False  # every test is judged by the lean protocol (burnin.plugin_lean)
         self._report_paths: dict[Path, str] = {}  # test file -> its path in pytest's reports
+        self.jobs = 1  # worker processes a lean run of POOL_MIN_NODES or more judges its checks in
+        self._pool: WorkerPool | None = None
+        self._pooled: Iterator[tuple[str, dict[str, Verdict] | None]] | None = None
+        self._pool_place: dict[str, int] = {}  # node -> its place in the workers' order (the tests')
+        self._pooled_node: tuple[str, dict[str, Verdict] | None] | None = None  # the last node they judged
         if facts_dir is not None:
             run_file = facts_dir / RUN_FILE
             if run_file.exists():
@@ -117,6 +126,8 @@ class _PluginState:
             if node is not None:
                 self.expected[item.nodeid] = (node, _check_id(item))
         self.lean = self.facts_dir is not None and lean_session(session, __name__)
+        if self._pool is not None:
+            self._hand_out(session.items) if self.lean else self.close_pool()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
@@ -179,6 +190,51 @@ class _PluginState:
             test=test_name(test_id), suite=suite, duration_s=duration_s)
         if self.hook is not None:
             self.hook.pytest_burnin_judged(node=outcome.node, check=outcome.check, status=outcome.status)
+
+    # -- the checks judged in worker processes (a lean run of a large fleet) ----------------------
+
+    def start_pool(self) -> None:
+        """Start the judging workers (they load the checks and node types while pytest collects)."""
+        from burnin.transport.workers import WorkerPool
+
+        topologies = tuple(sorted({self.default_topology, *self.node_topology.values()}))
+        self._pool = WorkerPool(self.jobs, start_judge_worker, (topologies,))
+        self._pool.start()
+
+    def _hand_out(self, items: list[pytest.Item]) -> None:
+        """Give the workers every node's verdict checks, in the order the tests will ask for them."""
+        assert self._pool is not None and self.facts_dir is not None
+        checks: dict[str, dict[str, None]] = {}
+        for item in items:
+            node, mark = _node_of(item), _check_mark(item)
+            if node is not None and mark is not None and "verdict" in getattr(item, "fixturenames", ()):
+                checks.setdefault(node, {})[mark] = None
+        tasks: list[NodeTask] = [(str(self.facts_dir / f"{node}.json"), node, tuple(ids),
+                                  self.node_topology.get(node, self.default_topology)) for node, ids in checks.items()]
+        self._pool_place = {node: place for place, node in enumerate(checks)}
+        self._pooled = self._pool.ordered(judge_node, tasks, window=POOL_WINDOW * self._pool.jobs)
+
+    def pooled(self, node: str, check: str) -> Verdict | None:
+        """The workers' verdict of ``check`` on ``node`` (None: judge it here, as without workers)."""
+        place = self._pool_place.get(node)
+        if self._pooled is None or place is None:
+            return None
+        while self._pooled_node is None or self._pool_place[self._pooled_node[0]] < place:
+            try:
+                self._pooled_node = next(self._pooled)
+            except StopIteration:
+                self._pooled = None
+                return None
+            except Exception:  # noqa: BLE001  # a worker died: every node from here is judged here
+                self.close_pool()
+                return None
+        name, verdicts = self._pooled_node
+        return verdicts.get(check) if name == node and verdicts is not None else None
+
+    def close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+        self._pool = self._pooled = self._pooled_node = None
 
     # -- facts and topologies --------------------------------------------------------------------
 
@@ -276,6 +332,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write verdicts.json and gate.json here at the end of the session")
     group.addoption("--burnin-dry-run", action="store_true", default=False,
                     help="the facts come from `burnin run --dry-run`, which launched nothing: the gate admits nobody")
+    group.addoption(JOBS_OPTION, type=int, default=1, metavar="N",
+                    help=f"with {LEAN_OPTION}, judge the checks of {POOL_MIN_NODES} nodes or more in N worker "
+                         "processes (burnin run: the CPUs it may use)")
     group.addoption(LEAN_OPTION, action="store_true", default=False,
                     help="judge node tests without pytest's per-test machinery where no plugin or option could "
                          "tell (burnin run; see burnin.plugin_lean)")
@@ -310,6 +369,7 @@ def pytest_configure(config: pytest.Config) -> None:
         Path(out_dir) if out_dir else None,
     )
     state.hook = config.hook
+    state.jobs = max(1, int(config.getoption(JOBS_OPTION, 1) or 1))
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "burnin-state")
     _ACTIVE.append(state)
@@ -317,6 +377,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close_pool()
     if state in _ACTIVE:
         _ACTIVE.remove(state)
 
@@ -332,6 +394,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         for name in (GATE_FILE, VERDICTS_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (state.out_dir / name).unlink()
+    if (state.facts_dir is not None and state.jobs > 1 and len(state.nodes) >= POOL_MIN_NODES
+            and session.config.getoption(LEAN_OPTION, False) and not hasattr(session.config, "workerinput")):
+        state.start_pool()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -460,7 +525,9 @@ def _verdict_of(node: str) -> Verdict:
     spec = state.check(check)
     if spec is None:
         raise pytest.UsageError(f"{item.nodeid}: unknown check id {check!r}")
-    result = spec.func(state.facts(node), _topology_of(node))
+    result = state.pooled(node, check)
+    if result is None:
+        result = spec.func(state.facts(node), _topology_of(node))
     props = item.user_properties
     props.append(("measured", result.measured))
     props.append(("expected", result.expected))
@@ -525,9 +592,10 @@ def verdicts_document(outcomes: list[CheckOutcome]) -> str:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state: _PluginState = session.config.stash[_STATE]
+    state.close_pool()
     if hasattr(session.config, "workerinput"):
         return  # xdist worker: the controller writes the gate
-    state: _PluginState = session.config.stash[_STATE]
     if state.out_dir is None or state.facts_dir is None:
         return
     outcomes = state.final_outcomes()

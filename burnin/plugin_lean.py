@@ -141,3 +141,4 @@ def _verdict(item: pytest.Item) -> tuple[str | None, str]:
     props = dict(item.user_properties)
     status = props.get("verdict")
     return (str(status) if status is not None else None), str(props.get("reason") or "")
+

@@ -95,6 +95,14 @@ nothing could tell the difference): at a fleet's size (1,024 nodes x 45 checks) 
 (bench/judge)."""
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity), for the judging workers of a large fleet."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
                keyword: str | None = None, extra_args: Sequence[str] = (),
                on_test: Callable[[], None] | None = None, dry_run: bool = False,
@@ -114,7 +122,7 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
         "--burnin-out", str(out_dir),
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
-        *PYTEST_LEAN_ARGS,
+        *PYTEST_LEAN_ARGS, "--burnin-jobs", str(usable_cpus()),
         *(["--burnin-dry-run"] if dry_run else []),
         *extra_args,
     ]

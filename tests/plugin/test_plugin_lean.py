@@ -9,14 +9,21 @@ and not at all where a plugin, a site fixture or an option could tell.
 
 from __future__ import annotations
 
+import concurrent.futures.process  # noqa: F401  # see below
 import json
+import multiprocessing.resource_tracker  # see below
+import multiprocessing.synchronize  # noqa: F401
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES
 from burnin.plugin_lean import LEAN_OPTION
 from burnin.session import PYTEST_LEAN_ARGS
+
+# pytester forgets the modules an in-process run imported; the worker pool's (multiprocessing's resource
+# tracker) must outlive the run that started it, so they are imported here, once.
 
 NODES = ("n01", "n02", "n03")
 
@@ -38,7 +45,7 @@ def facts_dir(tmp_path: Path) -> Path:
     return folder
 
 
-VERDICTS_ONLY = '''
+VERDICT_TESTS = '''
 import pytest
 from burnin.suite import assert_passed
 
@@ -50,6 +57,9 @@ def test_numa_balancing(verdict):
 @pytest.mark.check("TOP-08")
 def test_applicable_first(declared_applicable, verdict):
     assert_passed(verdict)
+'''
+
+VERDICTS_ONLY = VERDICT_TESTS + '''
 
 @pytest.mark.check("TOP-08")
 def test_verdict_first(verdict, declared_applicable, node, facts, topology):
@@ -172,3 +182,39 @@ def test_the_lean_protocol_stands_aside_where_something_could_tell(
     lean, lean_out = _run(pytester, facts_dir, "lean", LEAN_OPTION, *args)
     assert _documents(lean_out) == _documents(full_out)
     assert len(_test_reports(lean)) == len(_test_reports(full)) > 0
+
+
+class FactsReads:
+    def __init__(self) -> None:
+        self.nodes: list[str] = []
+
+    def pytest_burnin_facts_read(self, node: str, path: Path) -> None:
+        self.nodes.append(node)
+
+
+def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pytester: pytest.Pytester,
+                                                                            tmp_path: Path) -> None:
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    nodes = [f"n{i:03d}" for i in range(1, POOL_MIN_NODES + 5)]
+    for index, name in enumerate(nodes):
+        (folder / f"{name}.json").write_text(json.dumps(_facts(NODES[index % 3])))
+    (folder / "n007.json").write_text("{not json")  # no worker can judge it: the plugin does, as ever
+    pytester.makepyfile(test_site=VERDICT_TESTS)
+    documents, reads = [], []
+    for name, args in (("alone", ()), ("workers", (JOBS_OPTION, "2"))):
+        read = FactsReads()
+        out = pytester.path / name
+        pytester.inline_run("--burnin-facts", str(folder), "--burnin-out", str(out), "--rootdir", str(pytester.path),
+                            *PYTEST_ARGS, LEAN_OPTION, *args, plugins=[read])
+        documents.append(_documents(out))
+        reads.append(read.nodes)
+    assert documents[0] == documents[1]
+    verdicts, gate = documents[0]
+    assert len(verdicts) == 2 * len(nodes)
+    assert {n for n, d in gate["nodes"].items() if d["admitted"]} == set(nodes[0::3]) - {"n007"}
+    assert next(v for v in verdicts if v["node"] == "n007")["status"] == "incomplete"
+    # judged here: each node's facts read once (the unreadable one at each attempt); by the workers: here
+    # only the node they could not judge
+    assert [n for n in reads[0] if n != "n007"] == [n for n in nodes if n != "n007"]
+    assert set(reads[1]) == {"n007"}
