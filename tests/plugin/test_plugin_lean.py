@@ -174,9 +174,9 @@ def pytest_runtest_setup(item):
     ({"test_marked": 'import pytest\n\n@pytest.mark.check("SITE-09")\n@pytest.mark.slow\n'
                      'def test_marked(node):\n    pass\n'}, ()),
 ], ids=["a-conftest-watches-each-test", "maxfail", "a-fixture-of-pytest", "another-mark"])
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # the site's mark, undeclared
 def test_the_lean_protocol_stands_aside_where_something_could_tell(
         pytester: pytest.Pytester, facts_dir: Path, files: dict[str, str], args: tuple[str, ...]) -> None:
-    pytester.makeini("[pytest]\nmarkers =\n    slow: a site's mark\n")
     pytester.makepyfile(test_site=VERDICTS_ONLY, **files)
     full, full_out = _run(pytester, facts_dir, "full", *args)
     lean, lean_out = _run(pytester, facts_dir, "lean", LEAN_OPTION, *args)
