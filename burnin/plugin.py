@@ -22,6 +22,13 @@ the fleet; verdicts.json keeps the order in which the tests were collected.
 The fixtures ask pytest for no ``request`` (pytest builds two fixture
 definitions for each fixture that asks, in every test): the plugin knows the
 test being set up and the session's state itself.
+
+At a fleet's size ``burnin run`` passes ``--burnin-lean``: where nothing in the
+session could tell the difference, the plugin judges each node test itself
+instead of through pytest's three phases (:mod:`burnin.plugin_lean`), and from
+:data:`~burnin.plugin_judge.POOL_MIN_NODES` nodes on the checks run in worker
+processes (``--burnin-jobs``, :mod:`burnin.plugin_judge`); the verdicts are the
+same either way.
 """
 
 from __future__ import annotations
