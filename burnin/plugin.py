@@ -40,7 +40,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -48,7 +48,7 @@ from burnin.atomic import write_text_atomic
 from burnin.errors import BurninError
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
-from burnin.gate.decide import FAIL, INCOMPLETE, PASS, CheckOutcome, decide, gate_document, hold_all
+from burnin.gate.decide import FAIL, INCOMPLETE, NOT_APPLICABLE, PASS, CheckOutcome, decide, gate_document, hold_all
 from burnin.outcomes import (
     ItemResult,
     judge_phase,
@@ -105,7 +105,7 @@ class _PluginState:
         self._checks: dict[str, CheckSpec] | None = None
         self.hook: Any = None  # config.hook: pytest_burnin_facts_read and pytest_burnin_judged
         self.lean = False  # every test is judged by the lean protocol (burnin.plugin_lean)
-        self._report_paths: dict[Path, str] = {}  # test file -> its path in pytest's reports
+        self._report_paths: dict[Path, str] = {}  # test file -> its path in pytest's reports (location[0])
         self.jobs = 1  # worker processes a lean run of POOL_MIN_NODES or more judges its checks in
         self._pool: WorkerPool | None = None
         self._pooled: Iterator[tuple[str, dict[str, Verdict] | None]] | None = None
@@ -146,24 +146,31 @@ class _PluginState:
         node, check = _node_of(item), _check_id(item)
         assert node is not None
         before = list(item.user_properties)
+        location = self._report_paths.get(item.path)
+        if location is None:
+            location = self._report_paths[item.path] = item.location[0]
+        ihook = item.ihook
+        ihook.pytest_runtest_logreport(report=pytest.TestReport(  # a node's first test: the recorder commits
+            item.nodeid, (location, None, item.name), {}, "passed", None, "setup", user_properties=before))
         self.current = item
         started = time.perf_counter()
         judged = judge_lean(item, node, check, _FIXTURE_VALUES)
         if judged is None:
             item.user_properties[:] = before
             item.stash[_FULL_PROTOCOL] = True
-            item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+            ihook.pytest_runtest_protocol(item=item, nextitem=None)
             return True
         result = ItemResult()
         result.add(*judged)
         _set_outcome(item, result)
-        if result.status in (FAIL, INCOMPLETE):  # pytest's report of the test would have failed: its exit status
-            item.session.testsfailed += 1
-        path = self._report_paths.get(item.path)
-        if path is None:
-            path = self._report_paths[item.path] = item.location[0]
-        self.record(item.nodeid, path, [(name, printable(value)) for name, value in item.user_properties],
-                    time.perf_counter() - started)
+        # the outcome as pytest's reports carry it: failed (pytest's exit status counts it), skipped, passed
+        outcome: Literal["passed", "failed", "skipped"] = "failed" if result.status in (FAIL, INCOMPLETE) else \
+            "skipped" if result.status == NOT_APPLICABLE else "passed"
+        longrepr = (location, 0, result.reason) if outcome == "skipped" else result.reason or None
+        ihook.pytest_runtest_logreport(report=pytest.TestReport(
+            item.nodeid, (location, None, item.name), {}, outcome, longrepr, "teardown",
+            user_properties=[(name, printable(value)) for name, value in item.user_properties],
+            duration=time.perf_counter() - started))
         return True
 
     @pytest.hookimpl(tryfirst=True)
@@ -205,8 +212,11 @@ class _PluginState:
         from burnin.transport.workers import WorkerPool
 
         topologies = tuple(sorted({self.default_topology, *self.node_topology.values()}))
-        self._pool = WorkerPool(self.jobs, start_judge_worker, (topologies,))
-        self._pool.start()
+        try:
+            self._pool = WorkerPool(self.jobs, start_judge_worker, (topologies,))
+            self._pool.start()
+        except Exception:  # noqa: BLE001  # no workers (no process left, a broken pool): judged here, as ever
+            self.close_pool()
 
     def _hand_out(self, items: list[pytest.Item]) -> None:
         """Give the workers every node's verdict checks, in the order the tests will ask for them."""

@@ -13,7 +13,9 @@ session could tell the difference (:func:`lean_session`):
   ``parametrize``;
 - the hooks around a test run are implemented by pytest's own plugins and
   burnin's only: no site conftest or plugin watches a test run (no xdist
-  worker, junitxml, terminal reporter, logging);
+  worker, junitxml, terminal reporter, logging), but for report readers that
+  say two reports of each test are enough for them (:data:`LEAN_REPORTS`:
+  the history's recorder);
 - no option changes how tests run (``-x``/``--maxfail``, ``--pdb``,
   ``--setup-only``/``--setup-plan``/``--setup-show``).
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 
@@ -55,6 +58,10 @@ KNOWN_PLUGINS = frozenset({
 })
 """Plugins whose hooks around a test have nothing to do for a lean test (their option checks aside)."""
 LEAN_MARKS = frozenset({"check", "parametrize"})
+LEAN_REPORTS = "burnin_lean_reports"
+"""A plugin object with this attribute true reads only ``when``, ``nodeid``, ``outcome`` and ``user_properties``
+of test reports: the two reports the lean protocol makes of each test (its setup, before it is judged, and its
+teardown, with the final properties and the outcome) are enough for it (the history's recorder)."""
 
 FixtureValues = Mapping[str, Callable[[str], object]]
 
@@ -76,10 +83,16 @@ def lean_session(session: pytest.Session, fixture_module: str) -> bool:
             hooks_seen.add(item.path)
             for hook in RUNTEST_HOOKS:
                 caller = getattr(item.ihook, hook, None)
-                if caller is not None and any(impl.plugin_name not in KNOWN_PLUGINS
-                                              for impl in caller.get_hookimpls()):
+                if caller is not None and any(not _known(impl, hook) for impl in caller.get_hookimpls()):
                     return False
     return True
+
+
+def _known(impl: Any, hook: str) -> bool:
+    """A hook implementation the lean protocol leaves nothing to: pytest's, burnin's, or a report reader that
+    says it reads only ``when``, ``nodeid``, ``outcome`` and ``user_properties`` (``burnin_lean_reports``)."""
+    return impl.plugin_name in KNOWN_PLUGINS or (
+        hook == "pytest_runtest_logreport" and getattr(impl.plugin, LEAN_REPORTS, False) is True)
 
 
 def _lean_item(item: pytest.Item, fixture_module: str) -> bool:

@@ -152,10 +152,12 @@ def test_the_lean_protocol_gives_the_same_verdicts(pytester: pytest.Pytester, fa
     assert {n: d["admitted"] for n, d in gate["nodes"].items()} == {"n01": suite is VERDICTS_ONLY, "n02": False,
                                                                      "n03": False}
     assert {r.nodeid for r in _test_reports(full)} == {f"test_site.py::{v['test']}" for v in verdicts}
-    if suite is VERDICTS_ONLY:  # judged without a single pytest report
-        assert _test_reports(lean) == []
-    else:  # what the lean protocol does not map ran through pytest's protocol: those tests alone
-        again = {r.nodeid for r in _test_reports(lean)}
+    # the lean protocol's two reports of a test (setup, teardown) and no call: pytest's protocol ran only the
+    # tests whose outcome the lean protocol does not map
+    again = {r.nodeid for r in _test_reports(lean) if r.when == "call"}
+    if suite is VERDICTS_ONLY:
+        assert again == set()
+    else:
         assert again == {"test_site.py::test_site_assertion[n03]", "test_site.py::test_site_skip[n01]",
                          "test_site.py::test_site_xfail[n03]", "test_site.py::test_site_error[n02]",
                          "test_site.py::test_site_fails_its_own_way[n01]"}, again
@@ -218,3 +220,40 @@ def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pyte
     # only the node they could not judge
     assert [n for n in reads[0] if n != "n007"] == [n for n in nodes if n != "n007"]
     assert set(reads[1]) == {"n007"}
+
+
+class ReportReader:
+    """Reads only when, nodeid, outcome and user_properties of reports, and says so (the history's recorder)."""
+
+    burnin_lean_reports = True
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str, dict[str, object]]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seen.append((report.nodeid, report.when, report.outcome, dict(report.user_properties)))
+
+
+def test_a_report_reader_that_says_so_keeps_the_lean_protocol_with_two_reports_a_test(
+        pytester: pytest.Pytester, facts_dir: Path) -> None:
+    pytester.makepyfile(test_site=EVERY_SHAPE)
+    readers = {"full": ReportReader(), "lean": ReportReader()}
+    results = {}
+    for name, args in (("full", ()), ("lean", (LEAN_OPTION,))):
+        out = pytester.path / name
+        results[name] = pytester.inline_run("--burnin-facts", str(facts_dir), "--burnin-out", str(out),
+                                            "--rootdir", str(pytester.path), *PYTEST_ARGS, *args,
+                                            plugins=[readers[name]])
+    assert _documents(pytester.path / "lean") == _documents(pytester.path / "full")
+    assert results["lean"].ret == results["full"].ret
+    # what the reader sees last of each test: the same outcome, the same final properties
+    full = {nodeid: (outcome, props) for nodeid, when, outcome, props in readers["full"].seen if when == "teardown"}
+    lean = {nodeid: (outcome, props) for nodeid, when, outcome, props in readers["lean"].seen if when == "teardown"}
+    final = {nodeid: props for nodeid, (_, props) in full.items()}
+    assert {nodeid: props for nodeid, (_, props) in lean.items()} == final
+    judged = [r for r in _test_reports(results["lean"]) if r.when == "call"]  # only the tests run again
+    assert {r.nodeid for r in judged} == {"test_site.py::test_site_assertion[n03]", "test_site.py::test_site_skip[n01]",
+                                          "test_site.py::test_site_xfail[n03]", "test_site.py::test_site_error[n02]",
+                                          "test_site.py::test_site_fails_its_own_way[n01]"}
+    assert [when for nodeid, when, _, _ in readers["lean"].seen
+            if nodeid == "test_site.py::test_numa_balancing[n01]"] == ["setup", "teardown"]
