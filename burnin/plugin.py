@@ -22,6 +22,13 @@ the fleet; verdicts.json keeps the order in which the tests were collected.
 The fixtures ask pytest for no ``request`` (pytest builds two fixture
 definitions for each fixture that asks, in every test): the plugin knows the
 test being set up and the session's state itself.
+
+At a fleet's size ``burnin run`` passes ``--burnin-lean``: where nothing in the
+session could tell the difference, the plugin judges each node test itself
+instead of through pytest's three phases (:mod:`burnin.plugin_lean`), and from
+:data:`~burnin.plugin_judge.POOL_MIN_NODES` nodes on the checks run in worker
+processes (``--burnin-jobs``, :mod:`burnin.plugin_judge`); the verdicts are the
+same either way.
 """
 
 from __future__ import annotations
@@ -31,8 +38,9 @@ import dataclasses
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -40,7 +48,7 @@ from burnin.atomic import write_text_atomic
 from burnin.errors import BurninError
 from burnin.evaluate.verdict import Status, Verdict
 from burnin.facts import Facts
-from burnin.gate.decide import INCOMPLETE, PASS, CheckOutcome, decide, gate_document, hold_all
+from burnin.gate.decide import FAIL, INCOMPLETE, NOT_APPLICABLE, PASS, CheckOutcome, decide, gate_document, hold_all
 from burnin.outcomes import (
     ItemResult,
     judge_phase,
@@ -50,17 +58,23 @@ from burnin.outcomes import (
     suite_name,
     test_name,
 )
+from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, POOL_WINDOW, NodeTask, judge_node, start_judge_worker
+from burnin.plugin_lean import LEAN_OPTION, judge_lean, lean_session
 from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
 from burnin.topology.model import Topology
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from burnin.checks.base import CheckSpec
+    from burnin.transport.workers import WorkerPool
 
 _STATE = pytest.StashKey["_PluginState"]()
 _ITEM_RESULT = pytest.StashKey["ItemResult"]()
 _ITEM_CHECK = pytest.StashKey[str]()
 _ITEM_NODE = pytest.StashKey["str | None"]()
+_FULL_PROTOCOL = pytest.StashKey[bool]()
 FACTS_KEPT = 2
 """Parsed facts documents kept at once: the node being judged and the one before (node-major order)."""
 RUN_FILE = "_run.json"
@@ -89,7 +103,14 @@ class _PluginState:
         self._topologies: dict[str, Topology] = {}
         self._suites: dict[str, str] = {}  # test file -> suite name
         self._checks: dict[str, CheckSpec] | None = None
-        self.hook: Any = None  # config.hook: pytest_burnin_facts_read announces each facts document read
+        self.hook: Any = None  # config.hook: pytest_burnin_facts_read and pytest_burnin_judged
+        self.lean = False  # every test is judged by the lean protocol (burnin.plugin_lean)
+        self._report_paths: dict[Path, str] = {}  # test file -> its path in pytest's reports (location[0])
+        self.jobs = 1  # worker processes a lean run of POOL_MIN_NODES or more judges its checks in
+        self._pool: WorkerPool | None = None
+        self._pooled: Iterator[tuple[str, dict[str, Verdict] | None]] | None = None
+        self._pool_place: dict[str, int] = {}  # node -> its place in the workers' order (the tests')
+        self._pooled_node: tuple[str, dict[str, Verdict] | None] | None = None  # the last node they judged
         if facts_dir is not None:
             run_file = facts_dir / RUN_FILE
             if run_file.exists():
@@ -111,6 +132,46 @@ class _PluginState:
             node = _node_of(item)
             if node is not None:
                 self.expected[item.nodeid] = (node, _check_id(item))
+        self.lean = self.facts_dir is not None and lean_session(session, __name__)
+        if self._pool is not None:
+            self._hand_out(session.items) if self.lean else self.close_pool()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        """Judge a node test through the lean protocol (:mod:`burnin.plugin_lean`); what it does not map runs
+        again through pytest's whole protocol, as the last test of the session (nothing set up is left behind)."""
+        if not self.lean or item.stash.get(_FULL_PROTOCOL, False):
+            return None
+        assert isinstance(item, pytest.Function)
+        node, check = _node_of(item), _check_id(item)
+        assert node is not None
+        before = list(item.user_properties)
+        location = self._report_paths.get(item.path)
+        if location is None:
+            location = self._report_paths[item.path] = item.location[0]
+        ihook = item.ihook
+        ihook.pytest_runtest_logreport(report=pytest.TestReport(  # a node's first test: the recorder commits
+            item.nodeid, (location, None, item.name), {}, "passed", None, "setup", user_properties=before))
+        self.current = item
+        started = time.perf_counter()
+        judged = judge_lean(item, node, check, _FIXTURE_VALUES)
+        if judged is None:
+            item.user_properties[:] = before
+            item.stash[_FULL_PROTOCOL] = True
+            ihook.pytest_runtest_protocol(item=item, nextitem=None)
+            return True
+        result = ItemResult()
+        result.add(*judged)
+        _set_outcome(item, result)
+        # the outcome as pytest's reports carry it: failed (pytest's exit status counts it), skipped, passed
+        outcome: Literal["passed", "failed", "skipped"] = "failed" if result.status in (FAIL, INCOMPLETE) else \
+            "skipped" if result.status == NOT_APPLICABLE else "passed"
+        longrepr = (location, 0, result.reason) if outcome == "skipped" else result.reason or None
+        ihook.pytest_runtest_logreport(report=pytest.TestReport(
+            item.nodeid, (location, None, item.name), {}, outcome, longrepr, "teardown",
+            user_properties=[(name, printable(value)) for name, value in item.user_properties],
+            duration=time.perf_counter() - started))
+        return True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -127,16 +188,70 @@ class _PluginState:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The teardown report carries the test's final outcome (see :func:`pytest_runtest_makereport`)."""
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + float(report.duration or 0.0)
-        if report.when != "teardown":
+        if report.when == "teardown":
+            self.record(report.nodeid, report.fspath, report.user_properties, self.durations.pop(report.nodeid, 0.0))
+
+    def record(self, test_id: str, path: str, properties: list[tuple[str, object]], duration_s: float) -> None:
+        """A test's outcome, from its final properties (``path``: its file as pytest's reports name it)."""
+        outcome = outcome_from_properties(properties)
+        if outcome is None:
             return
-        outcome = outcome_from_properties(report.user_properties)
-        if outcome is not None:
-            suite = self._suites.get(report.fspath)
-            if suite is None:
-                suite = self._suites[report.fspath] = suite_name(report.fspath)
-            self.outcomes[report.nodeid] = CheckOutcome(
-                outcome.node, outcome.check, outcome.status, outcome.reason, outcome.measured, outcome.expected,
-                test=test_name(report.nodeid), suite=suite, duration_s=self.durations.pop(report.nodeid, 0.0))
+        suite = self._suites.get(path)
+        if suite is None:
+            suite = self._suites[path] = suite_name(path)
+        self.outcomes[test_id] = CheckOutcome(
+            outcome.node, outcome.check, outcome.status, outcome.reason, outcome.measured, outcome.expected,
+            test=test_name(test_id), suite=suite, duration_s=duration_s)
+        if self.hook is not None:
+            self.hook.pytest_burnin_judged(node=outcome.node, check=outcome.check, status=outcome.status)
+
+    # -- the checks judged in worker processes (a lean run of a large fleet) ----------------------
+
+    def start_pool(self) -> None:
+        """Start the judging workers (they load the checks and node types while pytest collects)."""
+        from burnin.transport.workers import WorkerPool
+
+        topologies = tuple(sorted({self.default_topology, *self.node_topology.values()}))
+        try:
+            self._pool = WorkerPool(self.jobs, start_judge_worker, (topologies,))
+            self._pool.start()
+        except Exception:  # noqa: BLE001  # no workers (no process left, a broken pool): judged here, as ever
+            self.close_pool()
+
+    def _hand_out(self, items: list[pytest.Item]) -> None:
+        """Give the workers every node's verdict checks, in the order the tests will ask for them."""
+        assert self._pool is not None and self.facts_dir is not None
+        checks: dict[str, dict[str, None]] = {}
+        for item in items:
+            node, mark = _node_of(item), _check_mark(item)
+            if node is not None and mark is not None and "verdict" in getattr(item, "fixturenames", ()):
+                checks.setdefault(node, {})[mark] = None
+        tasks: list[NodeTask] = [(str(self.facts_dir / f"{node}.json"), node, tuple(ids),
+                                  self.node_topology.get(node, self.default_topology)) for node, ids in checks.items()]
+        self._pool_place = {node: place for place, node in enumerate(checks)}
+        self._pooled = self._pool.ordered(judge_node, tasks, window=POOL_WINDOW * self._pool.jobs)
+
+    def pooled(self, node: str, check: str) -> Verdict | None:
+        """The workers' verdict of ``check`` on ``node`` (None: judge it here, as without workers)."""
+        place = self._pool_place.get(node)
+        if self._pooled is None or place is None:
+            return None
+        while self._pooled_node is None or self._pool_place[self._pooled_node[0]] < place:
+            try:
+                self._pooled_node = next(self._pooled)
+            except StopIteration:
+                self._pooled = None
+                return None
+            except Exception:  # noqa: BLE001  # a worker died: every node from here is judged here
+                self.close_pool()
+                return None
+        name, verdicts = self._pooled_node
+        return verdicts.get(check) if name == node and verdicts is not None else None
+
+    def close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+        self._pool = self._pooled = self._pooled_node = None
 
     # -- facts and topologies --------------------------------------------------------------------
 
@@ -234,6 +349,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write verdicts.json and gate.json here at the end of the session")
     group.addoption("--burnin-dry-run", action="store_true", default=False,
                     help="the facts come from `burnin run --dry-run`, which launched nothing: the gate admits nobody")
+    group.addoption(JOBS_OPTION, type=int, default=1, metavar="N",
+                    help=f"with {LEAN_OPTION}, judge the checks of {POOL_MIN_NODES} nodes or more in N worker "
+                         "processes (burnin run: the CPUs it may use)")
+    group.addoption(LEAN_OPTION, action="store_true", default=False,
+                    help="judge node tests without pytest's per-test machinery where no plugin or option could "
+                         "tell (burnin run; see burnin.plugin_lean)")
 
 
 _ACTIVE: list[_PluginState] = []
@@ -245,6 +366,10 @@ class _Hookspecs:
     @pytest.hookspec
     def pytest_burnin_facts_read(self, node: str, path: Path) -> None:
         """Called each time the plugin reads a node's facts document ``path`` from disk (once per node)."""
+
+    @pytest.hookspec
+    def pytest_burnin_judged(self, node: str, check: str, status: str) -> None:
+        """Called when a node test's outcome is in (``burnin run``'s progress counts them)."""
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -261,6 +386,7 @@ def pytest_configure(config: pytest.Config) -> None:
         Path(out_dir) if out_dir else None,
     )
     state.hook = config.hook
+    state.jobs = max(1, int(config.getoption(JOBS_OPTION, 1) or 1))
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "burnin-state")
     _ACTIVE.append(state)
@@ -268,6 +394,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close_pool()
     if state in _ACTIVE:
         _ACTIVE.remove(state)
 
@@ -283,6 +411,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         for name in (GATE_FILE, VERDICTS_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (state.out_dir / name).unlink()
+    if (state.facts_dir is not None and state.jobs > 1 and len(state.nodes) >= POOL_MIN_NODES
+            and session.config.getoption(LEAN_OPTION, False) and not hasattr(session.config, "workerinput")):
+        state.start_pool()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -344,6 +475,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def facts(node: str) -> Facts:
     """The node's facts, as the collector gathered them."""
+    return _facts_of(node)
+
+
+def _facts_of(node: str) -> Facts:
     return _active().facts(node)
 
 
@@ -378,6 +513,10 @@ def declared_applicable(node: str) -> None:
     type without a software manifest never on one (INV-10), one without a storage fabric never on it (STO),
     one that runs no DCGM never on DCGM's answers (GPU-12, GPU-13).
     """
+    _stand_aside_where_declared(node)
+
+
+def _stand_aside_where_declared(node: str) -> None:
     from burnin.checks.base import not_applicable_reason
 
     _, check = _current_check()
@@ -394,12 +533,18 @@ def verdict(node: str) -> Verdict:
     Records measured/expected/verdict as JUnit properties. An incomplete check
     raises here, in setup, so it is reported as an error, not a failure.
     """
+    return _verdict_of(node)
+
+
+def _verdict_of(node: str) -> Verdict:
     item, check = _current_check()
     state = _active()
     spec = state.check(check)
     if spec is None:
         raise pytest.UsageError(f"{item.nodeid}: unknown check id {check!r}")
-    result = spec.func(state.facts(node), _topology_of(node))
+    result = state.pooled(node, check)
+    if result is None:
+        result = spec.func(state.facts(node), _topology_of(node))
     props = item.user_properties
     props.append(("measured", result.measured))
     props.append(("expected", result.expected))
@@ -409,6 +554,13 @@ def verdict(node: str) -> Verdict:
         raise CheckIncomplete(result.reason)
     return result
 
+
+_FIXTURE_VALUES: dict[str, Callable[[str], object]] = {
+    "facts": _facts_of, "topology": _topology_of, "declared_applicable": _stand_aside_where_declared,
+    "verdict": _verdict_of,
+}
+"""What each of the plugin's fixtures gives a node's test (``node`` is the test's parameter): the lean
+protocol (:mod:`burnin.plugin_lean`) sets them up without pytest's fixture machinery."""
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -428,12 +580,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         result.add(*judged)
     if report.when == "teardown" and result.status is None:
         result.add(INCOMPLETE, f"{check} has no outcome: the test reported no result")
+    _set_outcome(item, result)
+    report.user_properties = [(name, printable(value)) for name, value in item.user_properties]
+    return report
+
+
+def _set_outcome(item: pytest.Item, result: ItemResult) -> None:
+    """The test's final verdict and reason in its properties."""
     if result.status is not None:
         set_property(item.user_properties, "verdict", result.status)
         if result.reason or result.status != PASS:
             set_property(item.user_properties, "reason", result.reason)
-    report.user_properties = [(name, printable(value)) for name, value in item.user_properties]
-    return report
 
 
 _OUTCOME_FIELDS = tuple(field.name for field in dataclasses.fields(CheckOutcome))
@@ -452,9 +609,10 @@ def verdicts_document(outcomes: list[CheckOutcome]) -> str:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state: _PluginState = session.config.stash[_STATE]
+    state.close_pool()
     if hasattr(session.config, "workerinput"):
         return  # xdist worker: the controller writes the gate
-    state: _PluginState = session.config.stash[_STATE]
     if state.out_dir is None or state.facts_dir is None:
         return
     outcomes = state.final_outcomes()

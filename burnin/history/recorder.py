@@ -100,6 +100,8 @@ class RunRecorder:
 
     # -- pytest hook ---------------------------------------------------------------------------------
 
+    burnin_lean_reports = True  # reads only when and user_properties: burnin run's lean protocol stays on
+
     def pytest_runtest_logreport(self, report: Any) -> None:
         if self.store is None:
             return

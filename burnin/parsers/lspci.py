@@ -9,6 +9,7 @@ capability and control bits, bridge bus numbers and AER status bits.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from burnin.parsers._common import fail, head_excerpt, iter_lines, parse_int, require_text
@@ -222,3 +223,32 @@ def parse_lspci(text: str) -> LspciReport:
     if not devices:
         fail(TOOL, "no 'BB:DD.F class: name' device line found", head_excerpt(text))
     return LspciReport(devices=tuple(devices))
+
+
+# A device line as parse_lspci takes it: the address, a space, then some text (lines split on "\n" only).
+_HEAD_LINE = re.compile(r"^(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7]) [^\n]*\S", re.MULTILINE)
+
+
+def _address(m: re.Match[str]) -> str:
+    domain = (m.group(1) or "0000").lower().rjust(4, "0")
+    return f"{domain}:{m.group(2).lower()}:{m.group(3).lower()}.{m.group(4)}"
+
+
+def parse_lspci_at(text: str, addresses: Collection[str]) -> LspciReport:
+    """The devices of :func:`parse_lspci` at ``addresses`` (``0000:1a:00.0``), parsing only their stanzas.
+
+    A whole machine's ``lspci -vvv`` is some 2,000 lines; a check that reads a few devices' lines
+    cuts the output at each device line and parses those devices' stanzas alone. The devices are the
+    ones ``parse_lspci(text)`` gives at those addresses, and a ParseError when it would raise one.
+    """
+    wanted = set(addresses)
+    if "\r" in text or "\x00" in text or text.startswith("\ufeff"):  # line ends parse_lspci normalises
+        return LspciReport(tuple(d for d in parse_lspci(text).devices if d.address in wanted))
+    heads = list(_HEAD_LINE.finditer(text))
+    if not heads:
+        return parse_lspci(text)  # no device line: its ParseError
+    ends = [m.start() for m in heads[1:]] + [len(text)]
+    kept = [text[m.start():end] for m, end in zip(heads, ends, strict=True) if _address(m) in wanted]
+    if not kept:
+        return LspciReport(())
+    return LspciReport(tuple(d for d in parse_lspci("\n".join(kept)).devices if d.address in wanted))

@@ -26,7 +26,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("checks", ("burnin.checks",)),
     ("check users", ("burnin.sim", "burnin.soak", "burnin.outcomes", "burnin.golden")),
     ("reports", ("burnin.report",)),
-    ("runs", ("burnin.probe", "burnin.plugin", "burnin.dispatch", "burnin.phases")),
+    ("runs", ("burnin.probe", "burnin.plugin", "burnin.plugin_lean", "burnin.plugin_judge", "burnin.dispatch",
+              "burnin.phases")),
     ("run path", ("burnin.watch", "burnin.session", "burnin.sweep")),
     ("command line", ("burnin.cli",)),
 )

@@ -1,0 +1,81 @@
+"""Worker processes on this machine for pure, CPU-bound work (judging a fleet's checks on the controller's cores).
+
+:class:`WorkerPool` runs a module-level function over items in ``jobs`` fresh
+interpreters (``spawn``: nothing of this process's threads or locks is copied
+into them) and gives the results back in the items' order, with at most
+``window`` items handed out ahead of the one being read, so that a fast pool
+never piles up results the caller has not read yet. The workers ignore SIGINT:
+the caller's process is interrupted, and closes the pool.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import types
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+def _start_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _ready() -> None:
+    """A task that does nothing: the worker it lands on has started and run the initializer."""
+
+
+class WorkerPool:
+    """``jobs`` worker processes; :meth:`ordered` maps a function over items with them."""
+
+    def __init__(self, jobs: int, initializer: Callable[..., None] | None = None,
+                 initargs: tuple[Any, ...] = ()) -> None:
+        self.jobs = jobs
+        self._executor = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_start_worker, initargs=(initializer, initargs))
+
+    def start(self) -> None:
+        """Start every worker now (they import and initialize while the caller does other work).
+
+        A spawned interpreter runs the caller's main script again unless it has no file: a script
+        without an ``if __name__ == "__main__"`` guard (a bench, ``python -c``) would start its work
+        over in each worker. The workers are started with a main module of their own, which runs nothing.
+        """
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            for _ in range(self.jobs):
+                self._executor.submit(_ready)
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+    def ordered(self, function: Callable[[Item], Result], items: Iterable[Item], *,
+                window: int) -> Iterator[Result]:
+        """``function(item)`` for each item, in the items' order; at most ``window`` items in flight.
+
+        A worker that dies or a function that raises raises here (``BrokenProcessPool``, the exception)."""
+        pending: deque[Future[Result]] = deque()
+        source = iter(items)
+        for item in source:
+            pending.append(self._executor.submit(function, item))
+            if len(pending) >= window:
+                break
+        while pending:
+            result = pending.popleft().result()
+            for item in source:
+                pending.append(self._executor.submit(function, item))
+                break
+            yield result
+
+    def close(self) -> None:
+        """Stop handing out work; the workers finish the item they hold and exit."""
+        self._executor.shutdown(wait=False, cancel_futures=True)

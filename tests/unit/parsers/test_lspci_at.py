@@ -1,0 +1,70 @@
+"""parse_lspci_at: the devices parse_lspci gives at some addresses, from their stanzas alone (TOP-04 reads a
+whole machine's lspci -vvv for the few ports in its GPU/HCA paths)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from burnin.errors import ParseError
+from burnin.parsers.lspci import LspciReport, parse_lspci, parse_lspci_at
+
+
+def _filtered(text: str, addresses: set[str]) -> LspciReport:
+    return LspciReport(tuple(d for d in parse_lspci(text).devices if d.address in addresses))
+
+
+def _same(text: str, addresses: set[str]) -> None:
+    try:
+        expected = _filtered(text, addresses)
+    except ParseError as exc:
+        with pytest.raises(ParseError) as raised:
+            parse_lspci_at(text, addresses)
+        assert str(raised.value) == str(exc)
+        return
+    assert parse_lspci_at(text, addresses) == expected
+
+
+def test_reference_outputs_give_the_same_devices(reference_dir: Path) -> None:
+    files = sorted((reference_dir / "lspci").glob("*.txt"))
+    assert files
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        every = [d.address for d in parse_lspci(text).devices]
+        for addresses in (set(every), set(every[::3]), {every[-1]}, set(), {"0000:ff:1f.7"}):
+            _same(text, addresses)
+
+
+def test_a_whole_machine_keeps_only_the_stanzas_asked_for(reference_dir: Path) -> None:
+    text = (reference_dir / "lspci" / "lspci-vvv-full-hgx-h100-8gpu-cx7-pex890xx.txt").read_text(encoding="utf-8")
+    devices = parse_lspci(text).devices
+    ports = [d for d in devices if d.port_type == "Downstream Port"][:2]
+    assert len(ports) == 2 and len(devices) > 20
+    assert parse_lspci_at(text, {p.address for p in ports}).devices == tuple(ports)
+
+
+_LINES = st.sampled_from([
+    "0000:1a:00.0 Ethernet controller: Mellanox Technologies MT2910 Family [ConnectX-7]",
+    "1a:00.0 Ethernet controller [0200]: Mellanox [15b3:1021]",
+    "0000:19:00.0 PCI bridge: PLX Technology, Inc. Device c030 (rev b0)",
+    "19:00.0 ",
+    "0000:18:01.0  ",
+    "ABCD:18:01.0 PCI bridge: x",
+    "garbage at column zero",
+    "\tNUMA node: 1",
+    "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-",
+    "\tCapabilities: [68] Express (v2) Downstream Port (Slot+), MSI 00",
+    "\t\tLnkSta:\tSpeed 32GT/s, Width x16 (ok)",
+    "\tBus: primary=17, secondary=19, subordinate=19, sec-latency=0",
+    "",
+    "   ",
+])
+
+
+@given(st.lists(_LINES, max_size=24), st.sampled_from(["\n", "\r\n"]),
+       st.sets(st.sampled_from(["0000:1a:00.0", "0000:19:00.0", "0000:18:01.0", "abcd:18:01.0"])))
+def test_any_output_gives_what_the_whole_parse_gives(lines: list[str], newline: str, addresses: set[str]) -> None:
+    _same(newline.join(lines), addresses)
