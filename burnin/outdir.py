@@ -112,6 +112,17 @@ class Ownership:
         self.release()
 
 
+def make_folder(folder: Path, *, flag: str = "--out") -> None:
+    """Create ``folder`` (and its parents) for a run's output; an existing file or an unwritable place is a
+    usage error naming ``flag``."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{flag} {folder}: exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{flag} {folder}: cannot write there ({exc.strerror or exc})") from None
+
+
 def own(folder: Path, command: Sequence[str], *, flag: str = "--out") -> Ownership:
     """Take ``folder`` (which exists) for this process, or refuse with one line naming its owner.
 

@@ -83,13 +83,11 @@ def _prepare_out(out_dir: Path) -> tuple[list[Path], Ownership]:
     can remove them again, and the run's hold on the folder, released when it ends.
     """
     from burnin.errors import UsageError
-    from burnin.outdir import own
+    from burnin.outdir import make_folder, own
 
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: exists and is not a folder")
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(out_dir)
         return created, own(out_dir, _command_line())
     except OSError as exc:
         _remove_empty(created)

@@ -138,15 +138,10 @@ def _prepare_out(out_dir: Path, owned: contextlib.ExitStack) -> None:
     """Create the folder and take it for this soak (held until ``owned`` closes); refuse one that holds a
     soak already, or that another living run or soak owns."""
     from burnin.errors import UsageError
-    from burnin.outdir import own
+    from burnin.outdir import make_folder, own
     from burnin.soak.state import STATE_FILE
 
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: exists and is not a folder")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
+    make_folder(out_dir)
     owned.enter_context(own(out_dir, ["burnin", *sys.argv[1:]]))  # before the look: two soaks never both pass it
     if (out_dir / STATE_FILE).exists():
         raise UsageError(f"--out {out_dir} holds a soak already: continue it with --resume {out_dir}")

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     from burnin.errors import UsageError
     from burnin.nodes import expand
-    from burnin.outdir import new_run_id, own
+    from burnin.outdir import make_folder, new_run_id, own
     from burnin.sweep.loop import minimum_window
     from burnin.sweep.window import seconds_until
     from burnin.topology.load import find_topology
@@ -84,12 +84,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"the window ({window_s:.0f} s) is shorter than one node's job needs "
                          f"({needed_s:.0f} s: --timeout {args.timeout:g} and 60 s to start and end it)")
     out_dir: Path = args.out or Path("reports") / new_run_id("sweep-")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: exists and is not a folder")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
+    make_folder(out_dir)
     with own(out_dir, ["burnin", *sys.argv[1:]]):
         return _sweep(args, nodes, window_s, out_dir, topology.name)
 
