@@ -121,6 +121,7 @@ def test_build_rack_refuses_a_rack_past_the_plan(h100_topology: Topology, tmp_pa
     assert not (tmp_path / "nodes").exists()  # refused before anything is rendered
 
 
+@pytest.mark.rack
 def test_sim_run_past_the_limit_exits_2_with_one_line() -> None:
     proc = subprocess.run([sys.executable, "-m", "burnin.cli.main", "run", "--sim", "251"], capture_output=True,
                           text=True, timeout=120, check=False)
