@@ -43,7 +43,7 @@ TIER_HELP = {
     "rack": "renders simulated nodes on disk",
     "daemon": "long-running real daemons (watch loop, sshd, Slurm)",
     "e2e": "whole CLI runs on simulated racks (tests/e2e)",
-    "slow": "takes minutes on its own: scheduled before everything else so the xdist workers end together",
+    "slow(minutes=N)": "takes minutes on its own: scheduled first, longest first, so the xdist workers end together",
 }
 # Folders that are one tier whole.
 FOLDER_TIERS = {"e2e": "e2e", "sim_ssh": "daemon", "sim_slurm": "daemon", "sim_slurm_fabric": "daemon",
@@ -73,11 +73,13 @@ def _has_module_fixture(item: pytest.Item) -> bool:
                for defs in info.name2fixturedefs.values() if defs)
 
 
-def _rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("slow") is not None:
-        return 0
+def _rank(item: pytest.Item) -> tuple[int, float]:
+    """Sort key: ``slow`` tests first, longest first (``minutes``, a scheduling hint, never asserted), then tiers."""
+    slow = item.get_closest_marker("slow")
+    if slow is not None:
+        return 0, -float(slow.kwargs.get("minutes", 1))
     tier = tier_of(item)
-    return 1 + SLOW_TIERS.index(tier) if tier in SLOW_TIERS else 1 + len(SLOW_TIERS)
+    return 1 + (SLOW_TIERS.index(tier) if tier in SLOW_TIERS else len(SLOW_TIERS)), 0.0
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group markers
