@@ -193,7 +193,7 @@ def _guarded_phase(item: pytest.Item, phase: str) -> Generator[None, Any, Any]:
         result = yield
     finally:
         GUARD.active = False
-    if phase == "setup":
+    if phase == "setup" and not GUARD.seen:
         GUARD.seen.extend(_impure_fixtures(item))
     if GUARD.seen:
         pytest.fail(f"a fast-tier test {'; '.join(GUARD.seen)} during {phase}: give it the tier it belongs to "
