@@ -15,9 +15,8 @@ process or rendering a simulated node fails it with the marker to give it. ``.ci
 so a test that drifts out of the fast tier fails in CI instead of slowing the tier down.
 
 Scheduling (for ``-n 2``): modules go longest tier first (``slow``-marked ones before all), each module
-kept whole in order so its module-scoped fixtures are built once; a non-fast module with a
-module-scoped fixture (a lab, a rack) is one xdist group (``--dist loadgroup`` in pyproject), so one
-worker builds it instead of both.
+kept whole and in order; the non-fast tests of a module that use a module-scoped fixture (a lab, a rack,
+a run) are one xdist group (``--dist loadgroup`` in pyproject), so one worker builds it instead of both.
 """
 
 from __future__ import annotations
@@ -93,14 +92,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     modules: dict[Any, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.parent, []).append(item)
-    for module_items in modules.values():
-        slow = [item for item in module_items if tier_of(item) != FAST]
-        if any(_has_module_fixture(item) for item in slow):
-            for item in slow:
-                if item.get_closest_marker("xdist_group") is None:
-                    item.add_marker(pytest.mark.xdist_group(f"module:{item.nodeid.split('::')[0]}"))
-    order = sorted(modules.values(), key=lambda group: min(_rank(item) for item in group))
-    items[:] = [item for group in order for item in group]
+    grouped: dict[Any, int] = {}
+    for module, module_items in modules.items():
+        for item in module_items:
+            if tier_of(item) != FAST and _has_module_fixture(item) and item.get_closest_marker("xdist_group") is None:
+                item.add_marker(pytest.mark.xdist_group(f"module:{item.nodeid.split('::')[0]}"))
+                grouped[module] = grouped.get(module, 0) + 1
+    # Within a tier, the modules with the biggest group (one worker's unit of work) first.
+    order = sorted(modules, key=lambda module: (min(_rank(item) for item in modules[module]), -grouped.get(module, 0)))
+    items[:] = [item for module in order for item in modules[module]]
 
 
 # ----------------------------------------------------------------- the fast tier's guard
