@@ -44,9 +44,8 @@ TIER_HELP = {
     "e2e": "whole CLI runs on simulated racks (tests/e2e)",
     "slow(minutes=N)": "takes minutes on its own: scheduled first, longest first, so the xdist workers end together",
 }
-# Folders that are one tier whole.
-FOLDER_TIERS = {"e2e": "e2e", "sim_ssh": "daemon", "sim_slurm": "daemon", "sim_slurm_fabric": "daemon",
-                "sim_slurm_megatron": "daemon", "sim_slurm_watch": "daemon"}
+# Folders that are one tier whole: tests/e2e, and tests/sim_* (SSH and Slurm labs) the daemon tier.
+FOLDER_TIERS = {"e2e": "e2e", "sim_": "daemon"}
 
 
 def tier_of(item: pytest.Item) -> str:
@@ -61,7 +60,10 @@ def _folder_tier(item: pytest.Item) -> str | None:
         parts = Path(str(item.path)).relative_to(TESTS).parts
     except ValueError:
         return None
-    return FOLDER_TIERS.get(parts[0]) if len(parts) > 1 else None
+    if len(parts) < 2:
+        return None
+    return next((tier for prefix, tier in FOLDER_TIERS.items()
+                 if parts[0] == prefix or (prefix.endswith("_") and parts[0].startswith(prefix))), None)
 
 
 def _has_module_fixture(item: pytest.Item) -> bool:
