@@ -16,7 +16,7 @@ so a test that drifts out of the fast tier fails in CI instead of slowing the ti
 
 Scheduling (for ``-n 2``): modules go longest tier first (``slow``-marked ones before all), each module
 kept whole and in order; the non-fast tests of a module that use a module-scoped fixture (a lab, a rack,
-a run) are one xdist group (``--dist loadgroup`` in pyproject), so one worker builds it instead of both.
+a run) are one xdist group (``--dist loadgroup``, as .ci/run runs), so one worker builds it instead of both.
 """
 
 from __future__ import annotations
