@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tiers"]  # tiers: the test tiers (markers), their order and the fast tier's guard
 
 # Hypothesis' default 200 ms deadline per example is a wall-clock assertion: on a loaded 2-core CI
 # machine it fails tests whose code is correct. Speed is measured in bench/, never asserted here.

@@ -327,6 +327,7 @@ PROPERTY = settings(deadline=None, database=None, phases=(Phase.explicit, Phase.
 SEED = 19
 
 
+@pytest.mark.slow(minutes=3)
 @seed(SEED)
 @settings(PROPERTY, max_examples=12)
 @given(examples("run"))
@@ -334,6 +335,7 @@ def test_run_never_admits_a_faulted_node_nor_fails_a_healthy_one(example: Exampl
     _hold(example)
 
 
+@pytest.mark.slow(minutes=1)
 @seed(SEED)
 @settings(PROPERTY, max_examples=4)
 @given(examples("soak"))

@@ -23,6 +23,9 @@ import pytest
 from burnin.nodes import expand
 from burnin.sim import FAULTS
 
+# slow: the module's runs of every fault (about 3.5 minutes on 2 cores): scheduled first (tests/tiers.py)
+pytestmark = pytest.mark.slow(minutes=3)
+
 NODES = 8
 HANGS = ("nccl-hang", "train-hang")
 

@@ -367,6 +367,7 @@ def test_a_healthy_rack_with_passing_site_tests_is_admitted_whole(pytester: pyte
 # --- item 6: an interrupted run admits nobody; no stale gate survives ----------------------------------------------
 
 
+@pytest.mark.proc  # stops a pytest it starts with a signal
 def test_an_interrupted_session_admits_nobody(pytester: pytest.Pytester, facts_dir: Path) -> None:
     pytester.makepyfile(test_site=PASSING + '''
 @pytest.mark.check("SITE-13")

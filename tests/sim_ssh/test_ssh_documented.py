@@ -114,6 +114,7 @@ def test_readme_ssh_example_rejects_exactly_sim05_and_down_cleans_up(tmp_path: P
         _cleanup(state)
 
 
+@pytest.mark.slow(minutes=5)
 def test_a_healthy_64_node_lab_is_admitted_whole(tmp_path: Path) -> None:
     """One 64-node lab start for every 64-node assertion (one test: xdist cannot split it over two workers)."""
     require_netns()

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 from sshrack import burnin, make_state_dir, require_mpirun, require_sim_ssh
 
-pytestmark = pytest.mark.sim_ssh
+# slow: one 8-node lab for the module (about 6 minutes on 2 cores): scheduled first (tests/tiers.py)
+pytestmark = [pytest.mark.sim_ssh, pytest.mark.slow(minutes=6)]
 
 NODES = [f"sim{i:02d}" for i in range(1, 9)]
 INFO_PREFIX = re.compile(r"^(\S+?):(\d+):\d+ \[\d+\] NCCL INFO ")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from burnin.collector.core import collect
 
 
@@ -17,6 +19,7 @@ def _shim(folder: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
+@pytest.mark.proc
 def test_hung_tool_times_out_and_others_still_run(tmp_path: Path, monkeypatch: object) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

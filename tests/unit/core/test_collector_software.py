@@ -86,6 +86,7 @@ def test_the_source_reads_the_kernel_and_records_missing_tools(tmp_path: Path,
     assert section["nccl"]["libraries"] == []
 
 
+@pytest.mark.proc
 def test_the_tools_run_from_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -175,6 +175,7 @@ def test_line_index_points_at_keys_and_items(engine: type, tmp_path: Path) -> No
     assert lines[(0,)] == 6 and lines[("0",)] == 6
 
 
+@pytest.mark.proc
 def test_cli_run_with_a_bomb_topology_exits_2_with_one_line(tmp_path: Path) -> None:
     shipped = (topologies_dir() / "hgx-h100-8gpu.yaml").read_text()
     path = write(tmp_path, shipped + laughs(20), "bomb.yaml")  # 9**20 nodes if expanded

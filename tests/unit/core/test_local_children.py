@@ -14,6 +14,8 @@ from burnin.transport import local
 from burnin.transport.base import CommandResult
 from burnin.transport.local import INTERRUPTED_ERROR, LocalTransport
 
+pytestmark = pytest.mark.proc
+
 
 @pytest.fixture(autouse=True)
 def _allow_children_again() -> Iterator[None]:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from burnin.transport.local import LocalTransport
+
+pytestmark = pytest.mark.proc
 
 
 def test_runs_argv_and_captures_output() -> None:

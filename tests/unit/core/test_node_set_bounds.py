@@ -95,6 +95,7 @@ ENTRY_POINTS = {
 }
 
 
+@pytest.mark.proc
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
 def test_every_entry_point_refuses_a_huge_set_with_one_line(entry: str, tmp_path: Path) -> None:
     args, named = ENTRY_POINTS[entry]

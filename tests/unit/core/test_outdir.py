@@ -66,6 +66,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.proc
 def test_the_kernel_releases_the_folder_when_its_owner_dies(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)

@@ -19,6 +19,7 @@ def _bare_python() -> str:
     pytest.skip("no python3")
 
 
+@pytest.mark.proc
 def test_runs_from_stdin_and_writes_nothing(tmp_path: Path) -> None:
     argv = stdin_argv(_bare_python(), ("--sources", "numa,kernel", "--root", str(tmp_path)))
     proc = subprocess.run(argv, input=collector_zipapp(), capture_output=True, cwd=tmp_path, timeout=60,
@@ -29,6 +30,7 @@ def test_runs_from_stdin_and_writes_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.proc
 def test_runs_as_a_zipapp_file(tmp_path: Path) -> None:
     path = tmp_path / "collector.pyz"
     path.write_bytes(collector_zipapp())

@@ -20,6 +20,8 @@ import pytest
 from burnin.sim import build_rack
 from burnin.topology.model import Topology
 
+pytestmark = pytest.mark.rack
+
 #: The parsers of what the probe's sources gather (burnin.collector.core.FAST_SOURCES), each with its source.
 PROBE_PARSERS = {
     "burnin.parsers", "burnin.parsers._common",

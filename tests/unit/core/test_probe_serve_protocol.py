@@ -19,6 +19,8 @@ from burnin.resources import topologies_dir
 from burnin.sim import build_rack
 from burnin.topology.model import Topology
 
+pytestmark = pytest.mark.rack
+
 TOKEN = "0123456789abcdef0123456789abcdef"
 
 

@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from burnin.dispatch.sim import SCRATCH_PREFIX, remove_abandoned
 
 
@@ -15,6 +17,7 @@ def _dead_pid() -> int:
     return proc.pid  # reaped: no process has it (until the kernel hands it out again)
 
 
+@pytest.mark.proc  # starts processes to get dead pids
 def test_only_the_folders_of_dead_processes_go(tmp_path: Path) -> None:
     dead = tmp_path / f"{SCRATCH_PREFIX}{_dead_pid()}-abc"
     (dead / "nodes" / "sim01").mkdir(parents=True)

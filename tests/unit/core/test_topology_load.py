@@ -95,6 +95,7 @@ def test_unknown_topology_name_lists_known() -> None:
         find_topology("dgx-b200-nonexistent")
 
 
+@pytest.mark.proc
 def test_cli_bad_topology_exits_2_without_traceback(tmp_path: Path) -> None:
     path = _broken(tmp_path, "count: 8", "count: eight")
     proc = subprocess.run(
@@ -132,6 +133,7 @@ def test_topology_with_a_key_written_twice_is_a_config_error(tmp_path: Path) -> 
     assert f"lines {first} and {first + 1}" in str(info.value)
 
 
+@pytest.mark.proc
 def test_cli_non_utf8_topology_exits_2_naming_the_byte_offset(tmp_path: Path) -> None:
     raw = (topologies_dir() / "hgx-h100-8gpu.yaml").read_bytes()
     offset = raw.index(b"description:")

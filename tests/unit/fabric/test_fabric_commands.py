@@ -142,6 +142,7 @@ def test_settings_are_frozen() -> None:
     assert FabricSettings().gpus_per_node == 8
 
 
+@pytest.mark.proc
 def test_a_missing_mpirun_is_the_reason_and_the_tool_it_was_to_start_is_not_blamed(h100_topology: Topology) -> None:
     from burnin.fabric.measure import nccl_measurement
 

@@ -92,18 +92,21 @@ def loopback(tool: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProc
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=full, check=False)
 
 
+@pytest.mark.rack
 def test_loopback_runs_the_client_against_the_server(fake_tool: Path, tmp_path: Path) -> None:
     proc = loopback(fake_tool, tmp_path)
     assert proc.returncode == 0 and proc.stdout == "client -d mlx5_0 -p 18515 localhost\n"
     assert proc.stderr == ""
 
 
+@pytest.mark.rack
 def test_loopback_retries_while_the_server_is_not_listening(fake_tool: Path, tmp_path: Path) -> None:
     proc = loopback(fake_tool, tmp_path, FAIL_CONNECTS="3")
     assert proc.returncode == 0 and proc.stdout.startswith("client ")
     assert (tmp_path / "tries").read_text().strip() == "4"
 
 
+@pytest.mark.rack
 def test_a_failing_client_is_not_retried_and_shows_the_server(fake_tool: Path, tmp_path: Path) -> None:
     proc = loopback(fake_tool, tmp_path, CLIENT_FAILS="1", SERVER_HANGS="1")
     assert proc.returncode == 1 and "Port number 1 state is Down" in proc.stdout
@@ -111,6 +114,7 @@ def test_a_failing_client_is_not_retried_and_shows_the_server(fake_tool: Path, t
     assert proc.stderr == "server: server started -d mlx5_0 -p 18515\n"  # the hung server was killed
 
 
+@pytest.mark.rack
 def test_a_server_that_never_listens_gives_up(fake_tool: Path, tmp_path: Path) -> None:
     proc = loopback(fake_tool, tmp_path, FAIL_CONNECTS="1000")
     assert proc.returncode == 1 and "Couldn't connect" in proc.stdout
@@ -148,6 +152,7 @@ def gbps(node: SimNode, hca: str, gpu: int | None) -> float:
     return m.bw_average_gbps
 
 
+@pytest.mark.rack
 def test_the_shim_prints_what_the_real_tool_prints(rack: dict[str, SimNode]) -> None:
     result = run(rack["sim01"], "mlx5_4", 4)
     assert result.exit_status == 0, result.stderr
@@ -159,26 +164,31 @@ def test_the_shim_prints_what_the_real_tool_prints(rack: dict[str, SimNode]) -> 
     assert report.setting("Number of qps") == "4" and report.rows[0].size_bytes == 1 << 20
 
 
+@pytest.mark.rack
 def test_a_healthy_node_writes_near_line_rate(rack: dict[str, SimNode]) -> None:
     for i in range(8):
         assert 380 < gbps(rack["sim01"], f"mlx5_{i}", i) < 395
         assert 385 < gbps(rack["sim01"], f"mlx5_{i}", None) < 400
 
 
+@pytest.mark.rack
 def test_slow_hca_halves_only_its_hca_from_both_memories(rack: dict[str, SimNode]) -> None:
     assert 185 < gbps(rack["sim02"], "mlx5_2", 2) < 200 and 185 < gbps(rack["sim02"], "mlx5_2", None) < 200
     assert gbps(rack["sim02"], "mlx5_1", 1) > 380 and gbps(rack["sim02"], "mlx5_3", None) > 380
 
 
+@pytest.mark.rack
 def test_a_gpu_on_x8_slows_only_its_gpudirect_path(rack: dict[str, SimNode]) -> None:
     assert gbps(rack["sim03"], "mlx5_3", 3) < 200 and gbps(rack["sim03"], "mlx5_3", None) > 380
     assert gbps(rack["sim03"], "mlx5_2", 2) > 380
 
 
+@pytest.mark.rack
 def test_loopback_does_not_see_the_link_rate(rack: dict[str, SimNode]) -> None:
     assert gbps(rack["sim07"], "mlx5_2", 2) > 380  # ib-rate-200: the link, not the HCA
 
 
+@pytest.mark.rack
 @pytest.mark.parametrize(("node", "hca", "gpu", "words"), [
     ("sim04", "mlx5_5", None, "Port number 1 state is Down"),
     ("sim05", "mlx5_7", 7, "No such device ID (7) exists in system"),

@@ -29,6 +29,8 @@ from burnin.sim import SimNode, build_rack
 from burnin.topology import Topology
 from burnin.transport.base import CommandResult
 
+pytestmark = pytest.mark.rack
+
 NODES = ["sim01", "sim02", "sim03"]
 
 

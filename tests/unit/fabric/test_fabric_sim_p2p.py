@@ -45,6 +45,7 @@ def off_diagonal(rows: tuple[tuple[float | None, ...], ...], gpu: int | None = N
             if r != c and v is not None and (gpu is None or gpu in (r, c))]
 
 
+@pytest.mark.rack
 def test_the_output_has_the_real_layout(rack: dict[str, SimNode], reference_dir: Path) -> None:
     ours = p2p(rack["sim01"]).splitlines()
     ref = (reference_dir / "p2pBandwidthLatencyTest" / "p2p-unidir-writes-matrix-h100-8gpu.txt").read_text()
@@ -65,12 +66,14 @@ def test_the_output_has_the_real_layout(rack: dict[str, SimNode], reference_dir:
     assert latency is not None and max(off_diagonal(latency.matrix)) < 3.0
 
 
+@pytest.mark.rack
 def test_the_burnin_reader_takes_the_whole_shim_output(rack: dict[str, SimNode]) -> None:
     result = CommandResult("sim01", ("p2pBandwidthLatencyTest",), 0, p2p(rack["sim01"]), "", 0.1)
     run = p2p_measurement(result, timeout_s=60)
     assert run.ok and run.devices == 8 and run.refused == ()
 
 
+@pytest.mark.rack
 def test_p2p_disabled_refuses_every_pair_with_the_gpu(rack: dict[str, SimNode]) -> None:
     report = parse_p2p_bandwidth(p2p(rack["sim02"]))
     refused = {(p.device, p.peer) for p in report.peer_access if not p.can_access}
@@ -85,6 +88,7 @@ def test_p2p_disabled_refuses_every_pair_with_the_gpu(rack: dict[str, SimNode]) 
     assert latency is not None and min(off_diagonal(latency.matrix, 3)) > 14
 
 
+@pytest.mark.rack
 def test_p2p_disabled_shows_in_nvbandwidth_and_nccl_too(rack: dict[str, SimNode]) -> None:
     from burnin.parsers.nccl_tests import parse_nccl_tests
     from burnin.parsers.nvbandwidth import parse_nvbandwidth
@@ -97,6 +101,7 @@ def test_p2p_disabled_shows_in_nvbandwidth_and_nccl_too(rack: dict[str, SimNode]
     assert busbw is not None and busbw < 30
 
 
+@pytest.mark.rack
 def test_nvlink_health_scales_the_p2p_bandwidth(rack: dict[str, SimNode]) -> None:
     down = parse_p2p_bandwidth(p2p(rack["sim03"])).find("bandwidth", p2p_enabled=True, bidirectional=False)
     slow = parse_p2p_bandwidth(p2p(rack["sim06"])).find("bandwidth", p2p_enabled=True, bidirectional=False)
@@ -106,6 +111,7 @@ def test_nvlink_health_scales_the_p2p_bandwidth(rack: dict[str, SimNode]) -> Non
     assert min(off_diagonal(slow.matrix)) == min(off_diagonal(slow.matrix, 3))
 
 
+@pytest.mark.rack
 def test_a_lost_gpu_stops_the_test_as_cuda_does(rack: dict[str, SimNode]) -> None:
     proc = tool(rack["sim05"], "p2pBandwidthLatencyTest")
     assert proc.returncode == 1 and proc.stderr == ""
@@ -115,11 +121,13 @@ def test_a_lost_gpu_stops_the_test_as_cuda_does(rack: dict[str, SimNode]) -> Non
     assert not run.ok and "stopped on a CUDA error" in run.reason
 
 
+@pytest.mark.rack
 def test_a_missing_gpu_leaves_seven(rack: dict[str, SimNode]) -> None:
     report = parse_p2p_bandwidth(p2p(rack["sim07"]))
     assert len(report.devices) == 7 and report.find("connectivity").matrix[0] == (1.0,) * 7  # type: ignore[union-attr]
 
 
+@pytest.mark.rack
 def test_help_and_unknown_tool(rack: dict[str, SimNode]) -> None:
     proc = tool(rack["sim01"], "p2pBandwidthLatencyTest", "--help")
     assert proc.returncode == 0 and proc.stdout.startswith("Usage:  p2pBandwidthLatencyTest [OPTION]...")
@@ -141,6 +149,7 @@ def counters(node: SimNode, gpu: int, link: int) -> tuple[int, int, bool]:
     return entry["recovery"], entry["replay"], entry["active"]
 
 
+@pytest.mark.rack
 def test_a_flaky_link_is_clean_at_rest_and_grows_with_each_tool(rack: dict[str, SimNode]) -> None:
     node = rack["sim04"]
     assert counters(node, 5, 7) == (0, 0, True)
@@ -154,6 +163,7 @@ def test_a_flaky_link_is_clean_at_rest_and_grows_with_each_tool(rack: dict[str, 
     assert counters(node, 5, 7) == (3, 450, True)  # ib_write_bw does not use NVLink
 
 
+@pytest.mark.rack
 def test_a_simulated_job_grows_every_flaky_member(rack: dict[str, SimNode]) -> None:
     before = counters(rack["sim04"], 5, 7)
     proc = tool(rack["sim01"], "all_reduce_perf", *PERF, env={"BURNIN_SIM_JOB_NODES": "sim01,sim04"})
@@ -162,6 +172,7 @@ def test_a_simulated_job_grows_every_flaky_member(rack: dict[str, SimNode]) -> N
     assert counters(rack["sim01"], 5, 7) == (0, 0, True)
 
 
+@pytest.mark.rack
 def test_healthy_nodes_keep_their_state_file(rack: dict[str, SimNode]) -> None:
     state = rack["sim01"].nvml_state
     text, mode = state.read_text(), state.stat().st_mode

@@ -54,6 +54,7 @@ def busbw(node: SimNode, env: dict[str, str] | None = None, collective: str = "a
     return value
 
 
+@pytest.mark.rack
 def test_perf_output_has_the_real_layout(rack: dict[str, SimNode], reference_dir: Path) -> None:
     ref = (reference_dir / "nccl-tests" / "all_reduce_perf-h100-dell-xe9680-2node-16gpu-ndr400.txt").read_text()
     proc = tool(rack["sim01"], "all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2", "-g", "8", "-w", "5")
@@ -76,6 +77,7 @@ def test_perf_output_has_the_real_layout(rack: dict[str, SimNode], reference_dir
     assert run.nccl_version and not run.truncated
 
 
+@pytest.mark.rack
 def test_single_node_busbw_follows_nvlink_health(rack: dict[str, SimNode]) -> None:
     healthy = busbw(rack["sim01"])
     assert 470 <= healthy <= 490  # NVLS
@@ -85,6 +87,7 @@ def test_single_node_busbw_follows_nvlink_health(rack: dict[str, SimNode]) -> No
     assert busbw(rack["sim02"]) == pytest.approx(healthy, rel=0.03)  # a slow HCA is invisible inside a node
 
 
+@pytest.mark.rack
 def test_a_job_goes_as_fast_as_its_slowest_rail(rack: dict[str, SimNode]) -> None:
     def pair(a: str, b: str, hca: str = ALL_RAILS) -> float:
         return busbw(rack[a], {"BURNIN_SIM_JOB_NODES": f"{a},{b}", "NCCL_IB_HCA": hca})
@@ -98,6 +101,7 @@ def test_a_job_goes_as_fast_as_its_slowest_rail(rack: dict[str, SimNode]) -> Non
     assert 300 <= pair("sim01", "sim02", "^=mlx5_2,mlx5_8,mlx5_9") <= 330  # 7 healthy compute rails
 
 
+@pytest.mark.rack
 def test_wrong_values_and_failed_bounds(rack: dict[str, SimNode]) -> None:
     proc = tool(rack["sim04"], "all_reduce_perf", *PERF)
     run = parse_nccl_tests(proc.stdout, "all_reduce")
@@ -107,6 +111,7 @@ def test_wrong_values_and_failed_bounds(rack: dict[str, SimNode]) -> None:
     assert parse_nccl_tests(joined.stdout, "all_reduce").out_of_bounds
 
 
+@pytest.mark.rack
 def test_a_hang_prints_the_first_rows_and_stops(rack: dict[str, SimNode]) -> None:
     proc = tool(rack["sim05"], "timeout", "-k", "1", "1", "all_reduce_perf", "-b", "8", "-e", "8G", "-g", "8")
     assert proc.returncode == 124
@@ -114,6 +119,7 @@ def test_a_hang_prints_the_first_rows_and_stops(rack: dict[str, SimNode]) -> Non
     assert run.truncated and 0 < len(run.rows) <= 12 and run.avg_busbw_gbps is None
 
 
+@pytest.mark.rack
 def test_mpi_membership_and_rank_zero_only(rack: dict[str, SimNode]) -> None:
     quiet = tool(rack["sim01"], "all_reduce_perf", *PERF, env={"PMI_RANK": "3", "SLURM_STEP_NODELIST": "sim[01-02]"})
     assert quiet.returncode == 0 and quiet.stdout == ""
@@ -125,16 +131,19 @@ def test_mpi_membership_and_rank_zero_only(rack: dict[str, SimNode]) -> None:
     assert parse_nccl_tests(alone.stdout, "all_reduce").nranks == 8  # no MPI: a process of its own
 
 
+@pytest.mark.rack
 def test_missing_gpu_fails_like_cuda(rack: dict[str, SimNode]) -> None:
     proc = tool(rack["sim07"], "all_reduce_perf", *PERF)
     assert proc.returncode == 1 and "invalid device ordinal" in proc.stderr
 
 
+@pytest.mark.rack
 def test_other_collectives(rack: dict[str, SimNode]) -> None:
     assert 350 <= busbw(rack["sim01"], collective="all_gather") <= 370
     assert 330 <= busbw(rack["sim01"], collective="alltoall") <= 345
 
 
+@pytest.mark.rack
 def test_nvbandwidth_has_the_real_layout(rack: dict[str, SimNode], reference_dir: Path) -> None:
     ref = (reference_dir / "nvbandwidth" / "d2d-memcpy-read-ce-a6000-6gpu-pcie-issue50.txt").read_text().splitlines()
     proc = tool(rack["sim01"], "nvbandwidth", "-i", "10", "-t", "device_to_device_memcpy_read_ce",
@@ -155,6 +164,7 @@ def test_nvbandwidth_has_the_real_layout(rack: dict[str, SimNode], reference_dir
     assert report.version == "v0.8" and report.driver_version == "535.183.01"
 
 
+@pytest.mark.rack
 def test_nvbandwidth_follows_gpu_health(rack: dict[str, SimNode]) -> None:
     def d2d(node: str) -> list[list[float | None]]:
         proc = tool(rack[node], "nvbandwidth", "-t", "device_to_device_memcpy_read_ce")

@@ -109,6 +109,7 @@ with Store(path) as store:
 """
 
 
+@pytest.mark.proc  # two writer processes
 def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "history.sqlite"
     writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name], stderr=subprocess.PIPE, text=True)

@@ -7,6 +7,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pytest
+
 from burnin.launch.base import Hold, JobSpec, MpirunOptions, NodeCommand
 from burnin.launch.gather import gather
 from burnin.launch.local import LocalLauncher
@@ -48,6 +50,7 @@ def test_one_nodes_transport_failure_is_that_nodes_result_and_the_others_go_on()
     assert launcher.hold(["n1"], Hold("x", "the test", 60)) is None  # nothing to hold over a transport
 
 
+@pytest.mark.proc
 def test_each_node_runs_its_own_command_with_its_input_and_environment(tmp_path: Path) -> None:
     launcher = TransportLauncher(LocalTransport(), name="local", log=CommandLog(tmp_path / "log"))
     results = launcher.per_node([
@@ -71,6 +74,7 @@ def test_a_job_is_mpirun_from_its_first_node_bounded_around_mpirun() -> None:
                                      "n1:2,n2:2", "--bind-to", "numa", "-x", "A=1", "all_reduce_perf", "-g", "1")
 
 
+@pytest.mark.proc
 def test_a_missing_mpirun_is_named_never_the_tool_it_was_to_start() -> None:
     launcher = TransportLauncher(LocalTransport(), name="local")
     spec = JobSpec(("n1", "n2"), ("all_reduce_perf",), 10, mpirun=MpirunOptions("/nonexistent/bin/mpirun"))
@@ -92,6 +96,7 @@ def test_a_simulated_job_is_one_process_on_its_first_node_told_its_members() -> 
     assert transport.ran[-1][1][4] == "mpirun"  # a site that asks for mpirun gets it on a simulated rack too
 
 
+@pytest.mark.proc
 def test_gathering_is_the_collector_launched_on_every_node(tmp_path: Path) -> None:
     launcher = TransportLauncher(LocalTransport(), name="local")
     done: list[str] = []

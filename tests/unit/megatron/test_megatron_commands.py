@@ -118,6 +118,7 @@ def test_srun_form(h100_topology: Topology) -> None:
     assert argv[sh + 4:sh + 10] == ["timeout", "-k", "10", "900", "python3", "pretrain_gpt.py"]
 
 
+@pytest.mark.proc
 def test_srun_rank_wrapper_exports_what_torch_reads(h100_topology: Topology) -> None:
     launch = training_launch(MegatronSettings(), h100_topology, ["gpu01", "gpu02"], form="srun")
     argv = launch.argv_by_node["gpu01"]
@@ -132,6 +133,7 @@ def test_srun_rank_wrapper_exports_what_torch_reads(h100_topology: Topology) -> 
         "NCCL_IB_HCA": HCAS, "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 
 
+@pytest.mark.proc
 @pytest.mark.parametrize(("local_rank", "numa"), [(0, "0"), (3, "0"), (4, "1"), (7, "1")])
 def test_numactl_wrapper_binds_each_local_rank_to_its_gpus_numa_node(h100_topology: Topology, local_rank: int,
                                                                       numa: str) -> None:
@@ -144,6 +146,7 @@ def test_numactl_wrapper_binds_each_local_rank_to_its_gpus_numa_node(h100_topolo
     assert out.split() == [f"--cpunodebind={numa}", f"--membind={numa}", "python3", "x.py"]
 
 
+@pytest.mark.proc
 def test_numactl_wrapper_refuses_a_rank_without_gpu(h100_topology: Topology) -> None:
     argv = training_launch(MegatronSettings(), h100_topology, ["gpu01"], form="torchrun").argv_by_node["gpu01"]
     sh = argv.index("sh")

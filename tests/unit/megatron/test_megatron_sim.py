@@ -31,6 +31,8 @@ from burnin.sim import SimNode, build_rack
 from burnin.topology.model import Topology
 from burnin.transport.local import LocalTransport
 
+pytestmark = pytest.mark.rack
+
 FAULTS = {"sim02": ["train-slow"], "sim04": ["train-hang"], "sim05": ["train-loss-nan"], "sim06": ["nccl-timeout"],
           "sim07": ["cpu-bind-wrong-numa"]}
 HEALTHY = ("sim01", "sim03", "sim08")

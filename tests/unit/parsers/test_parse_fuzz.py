@@ -17,6 +17,8 @@ from storage_samples import NO_REAL_SAMPLE
 from burnin.errors import ParseError
 from burnin.parsers import PARSERS, parse, to_jsonable
 
+pytestmark = pytest.mark.fuzz
+
 TOOLS = sorted(PARSERS)
 # BURNIN_FUZZ_EXAMPLES raises the count for a long local run.
 FUZZ = settings(

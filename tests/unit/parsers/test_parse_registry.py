@@ -57,6 +57,7 @@ def test_every_entry_imports(tool: str) -> None:
     assert callable(func) and get_parser(tool) is func
 
 
+@pytest.mark.proc
 def test_importing_the_package_is_lazy() -> None:
     code = "import sys, burnin.parsers as p; print(sorted(m for m in sys.modules if m.startswith('burnin.parsers.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

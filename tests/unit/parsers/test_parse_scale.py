@@ -22,6 +22,8 @@ from burnin.cli import parse_cmd
 from burnin.parsers import get_parser, iter_json, to_jsonable
 from burnin.parsers._common import iter_lines, split_lines
 
+pytestmark = pytest.mark.fuzz
+
 # tool -> (reference file, most the parser may allocate at its peak, in times the text)
 # Before streaming: dmesg-xid 3.4, lspci 2.6, nvidia-smi-q 8.1, ibstat 7.4, megatron-log 3.1, nccl-tests 5.2.
 BOUNDS: dict[str, tuple[str, float]] = {

@@ -56,6 +56,7 @@ def _assert_rack_is_clean(p: AddressPlan, names: Iterable[str]) -> None:
             assert seen.setdefault(ip, name) == name, f"{name} and {seen[ip]} share {ip}"
 
 
+@pytest.mark.fuzz
 def test_every_rack_size_up_to_the_netns_limit_and_the_capacity_is_clean(h100_topology: Topology) -> None:
     p = plan(h100_topology)
     assert p.capacity == 250  # /24 rails: .3 to .253, less nfs-home's .10
@@ -121,6 +122,7 @@ def test_build_rack_refuses_a_rack_past_the_plan(h100_topology: Topology, tmp_pa
     assert not (tmp_path / "nodes").exists()  # refused before anything is rendered
 
 
+@pytest.mark.rack
 def test_sim_run_past_the_limit_exits_2_with_one_line() -> None:
     proc = subprocess.run([sys.executable, "-m", "burnin.cli.main", "run", "--sim", "251"], capture_output=True,
                           text=True, timeout=120, check=False)
@@ -168,6 +170,7 @@ _OFFSET = st.integers(min_value=0, max_value=1023)
 @settings(max_examples=60, deadline=None)
 @given(rails=st.integers(min_value=0, max_value=8), netdevs=st.integers(min_value=0, max_value=3),
        spots=st.lists(st.tuples(st.integers(min_value=0, max_value=3), _OFFSET), min_size=1, max_size=4))
+@pytest.mark.fuzz
 def test_any_target_layout_gives_clean_racks_up_to_the_netns_limit(
         rails: int, netdevs: int, spots: list[tuple[int, int]]) -> None:
     """Targets anywhere in (or next to) the storage networks, any rail and netdev count."""

@@ -136,6 +136,7 @@ def test_healthy_node_matches_the_topology(healthy_node: SimNode, sim_topology: 
     assert types == {"identity"}
 
 
+@pytest.mark.rack
 def test_rebuild_is_idempotent_and_leaves_no_temporaries(sim_dir: Dirs, sim_topology: Topology,
                                                          tool: Tool) -> None:
     state_dir = sim_dir("idem")
@@ -152,6 +153,7 @@ def test_rebuild_is_idempotent_and_leaves_no_temporaries(sim_dir: Dirs, sim_topo
     assert tool(again[1], "ibstat").returncode == 0
 
 
+@pytest.mark.rack
 def test_apply_and_clear_faults_on_an_existing_node(sim_dir: Dirs, sim_topology: Topology, tool: Tool,
                                                     nvml_probe: Probe) -> None:
     node, = build_rack(sim_dir("apply"), sim_topology, ["b1"])
@@ -180,6 +182,7 @@ def test_apply_and_clear_faults_on_an_existing_node(sim_dir: Dirs, sim_topology:
         apply_fault(node.dir / "root", "thermal")
 
 
+@pytest.mark.rack
 def test_faults_compose_on_one_node(sim_dir: Dirs, sim_topology: Topology, nvml_probe: Probe) -> None:
     node, = build_rack(sim_dir("compose"), sim_topology, ["c1"],
                        {"c1": ["gpu-missing@gpu1", "acs-enabled@gpu1", "nic-affinity@gpu1", "thermal@gpu6",
@@ -198,6 +201,7 @@ def test_bad_rack_requests(sim_dir: Dirs, sim_topology: Topology) -> None:
         build_rack(sim_dir("bad"), sim_topology, ["d1"], {"d1": ["thermal@gpu8"]})
 
 
+@pytest.mark.rack
 def test_node_directory_can_be_moved(sim_dir: Dirs, sim_topology: Topology, tool: Tool) -> None:
     node, = build_rack(sim_dir("move"), sim_topology, ["e1"], {"e1": ["pcie-x8@gpu2"]})
     target = sim_dir("moved") / "elsewhere"
@@ -209,6 +213,7 @@ def test_node_directory_can_be_moved(sim_dir: Dirs, sim_topology: Topology, tool
     assert width.read_text().strip() == "8"
 
 
+@pytest.mark.rack
 def test_collector_style_pynvml_session_is_fast(healthy_node: SimNode,
                                                 env_of: Callable[[SimNode], dict[str, str]]) -> None:
     code = (
@@ -230,6 +235,7 @@ def test_collector_style_pynvml_session_is_fast(healthy_node: SimNode,
     assert float(proc.stdout) >= 0  # the whole session ran; its speed is bench/probe's to measure
 
 
+@pytest.mark.rack
 def test_building_64_nodes_is_quick(sim_dir: Dirs, sim_topology: Topology) -> None:
     state_dir = sim_dir("speed")
     nodes = build_rack(state_dir, sim_topology, [f"n{i:02d}" for i in range(1, 65)])
@@ -237,6 +243,7 @@ def test_building_64_nodes_is_quick(sim_dir: Dirs, sim_topology: Topology) -> No
     assert len({node.root for node in nodes}) == 64  # one tree each (speed: bench, not tests)
 
 
+@pytest.mark.rack
 def test_one_gpu_topology_without_nvlink(sim_dir: Dirs, sim_topology: Topology, nvml_probe: Probe, tool: Tool) -> None:
     gpu = dataclasses.replace(sim_topology.gpus.devices[0], hca=None)
     small = dataclasses.replace(

@@ -12,6 +12,8 @@ from burnin.sim import SimNode
 from burnin.sim.build import TRACE_ENV
 from burnin.sim.megatron import CONTAINER_RUNTIMES
 
+pytestmark = pytest.mark.rack
+
 HOST_RUNTIME = '#!/bin/sh\necho "host $0 $*" >> "{log}"\nexit 0\n'
 
 

@@ -18,6 +18,8 @@ from burnin.sim.build import render_node
 from burnin.topology import Topology
 from burnin.topology.model import DcgmSpec
 
+pytestmark = pytest.mark.rack
+
 DEPLOYMENT = ["Denylist", "NVML Library", "CUDA Main Library", "Permissions and OS Blocks", "Persistence Mode",
               "Environment Variables", "Page Retirement/Row Remap", "Graphics Processes", "Inforom"]
 

@@ -70,6 +70,7 @@ def test_burnin_faults_markdown_prints_and_updates_the_table(tmp_path: Path,
     assert (tmp_path / "plain.md").read_text() == "no markers\n"
 
 
+@pytest.mark.rack
 def test_a_fault_declared_beside_its_mutator_is_registered_listed_and_applied(tmp_path: Path) -> None:
     spec = gpu_fault("test-sw-power-cap", "GPU-05", "a software power cap holds the clocks back (a test's fault)",
                      "nvmlDeviceGetCurrentClocksEventReasons adds 0x4 (SwPowerCap)")

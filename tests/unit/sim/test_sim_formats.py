@@ -17,6 +17,8 @@ from burnin.parsers.nvidia_smi import parse_nvlink, parse_smi_query, parse_topo_
 from burnin.sim import SimNode, build_rack
 from burnin.topology import Topology
 
+pytestmark = pytest.mark.rack
+
 Tool = Callable[..., subprocess.CompletedProcess[str]]
 Dirs = Callable[[str], Path]
 

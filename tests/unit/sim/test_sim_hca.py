@@ -16,6 +16,7 @@ from burnin.topology import Topology
 Tool = Callable[..., subprocess.CompletedProcess[str]]
 
 
+@pytest.mark.rack
 def test_ibv_devinfo_shim_answers_like_the_tool(healthy_node: SimNode, tool: Tool) -> None:
     every = tool(healthy_node, "ibv_devinfo")
     assert every.returncode == 0 and every.stderr == ""

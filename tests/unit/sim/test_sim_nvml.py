@@ -27,6 +27,7 @@ def _pynvml(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, check=False)
 
 
+@pytest.mark.rack
 def test_library_compiles_into_a_fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = library_path()
@@ -96,6 +97,7 @@ def test_healthy_values_through_real_pynvml(healthy_nvml: dict[str, Any], sim_to
     assert first[0] == (1 << 56) - 1 and last[0] == ((1 << 64) - 1) ^ ((1 << 56) - 1)
 
 
+@pytest.mark.rack
 def test_lost_gpu_raises_gpu_is_lost(sim_dir: Dirs, sim_topology: Topology, env_of: Env) -> None:
     node, = build_rack(sim_dir("lost"), sim_topology, ["sim05"], {"sim05": ["gpu-lost@gpu2"]})
     code = (
@@ -117,6 +119,7 @@ def test_lost_gpu_raises_gpu_is_lost(sim_dir: Dirs, sim_topology: Topology, env_
     assert proc.stdout.splitlines() == ["8", f"lost {GPU_IS_LOST} GPU is lost", "lost by bus id"]
 
 
+@pytest.mark.rack
 def test_missing_gpu_leaves_seven(sim_dir: Dirs, sim_topology: Topology, nvml_probe: Probe) -> None:
     node, = build_rack(sim_dir("missing"), sim_topology, ["sim06"], {"sim06": ["gpu-missing@gpu3"]})
     nv = nvml_probe([node])["sim06"]
@@ -126,6 +129,7 @@ def test_missing_gpu_leaves_seven(sim_dir: Dirs, sim_topology: Topology, nvml_pr
     assert buses[3] == "00000000:9D:00.0"  # later GPUs shift down an index
 
 
+@pytest.mark.rack
 def test_errors_and_uninitialized(healthy_node: SimNode, env_of: Env) -> None:
     code = (
         "import pynvml as n\n"
@@ -155,6 +159,7 @@ def test_errors_and_uninitialized(healthy_node: SimNode, env_of: Env) -> None:
                                         "after shutdown"]
 
 
+@pytest.mark.rack
 def test_no_state_file_means_driver_not_loaded(healthy_node: SimNode, env_of: Env) -> None:
     env = {**env_of(healthy_node), "BURNIN_SIM_NVML": str(healthy_node.dir / "absent")}
     code = (
@@ -168,6 +173,7 @@ def test_no_state_file_means_driver_not_loaded(healthy_node: SimNode, env_of: En
     assert proc.stdout.strip() == "not loaded", proc.stderr
 
 
+@pytest.mark.rack
 def test_state_is_reread_at_each_init(sim_dir: Dirs, sim_topology: Topology, env_of: Env) -> None:
     node, = build_rack(sim_dir("reread"), sim_topology, ["sim07"])
     code = (

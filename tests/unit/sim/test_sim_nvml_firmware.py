@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from burnin.parsers.nvidia_smi import parse_smi_query
 from burnin.sim import SimNode, build_rack
 from burnin.sim.build import render_node
@@ -74,6 +76,7 @@ def _probe(env: dict[str, str]) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.rack
 def test_healthy_firmware_as_the_real_h100_capture(healthy_node: SimNode, env_of: Env,
                                                    sim_topology: Topology) -> None:
     firmware = sim_topology.gpus.firmware
@@ -89,6 +92,7 @@ def test_healthy_firmware_as_the_real_h100_capture(healthy_node: SimNode, env_of
     assert out["after_shutdown"] == 1  # NVML_ERROR_UNINITIALIZED
 
 
+@pytest.mark.rack
 def test_vbios_mismatch_changes_the_target_gpu_only(sim_dir: Dirs, sim_topology: Topology, env_of: Env) -> None:
     node, = build_rack(sim_dir("vbios"), sim_topology, ["sim02"], {"sim02": ["vbios-mismatch@gpu3"]})
     out = _probe(env_of(node))
@@ -100,6 +104,7 @@ def test_vbios_mismatch_changes_the_target_gpu_only(sim_dir: Dirs, sim_topology:
     assert [g.vbios_version for g in parse_smi_query(smi.stdout).gpus] == vbios
 
 
+@pytest.mark.rack
 def test_an_unreported_version_is_not_supported_and_a_lost_gpu_is_lost(sim_dir: Dirs, sim_topology: Topology,
                                                                       env_of: Env) -> None:
     node, = build_rack(sim_dir("fw-na"), sim_topology, ["sim03"], {"sim03": ["gpu-lost@gpu1"]})
@@ -123,6 +128,7 @@ FIRMWARE_LINES = [
 ]
 
 
+@pytest.mark.rack
 def test_the_nvidia_smi_shim_prints_the_inforom_section(healthy_node: SimNode, env_of: Env) -> None:
     text = subprocess.run(["nvidia-smi", "-q"], env=env_of(healthy_node), capture_output=True, text=True,
                           timeout=30, check=False).stdout
@@ -150,6 +156,7 @@ def test_gpu_state_defaults_are_the_captures() -> None:
         "2.1", "7.16", "")
 
 
+@pytest.mark.rack
 def test_the_collector_records_an_unreadable_version_and_inv02_is_incomplete(
         sim_dir: Dirs, sim_topology: Topology, env_of: Env) -> None:
     """Collector (real pynvml) -> facts -> INV-02: an error is kept by field name, never read as a version."""

@@ -28,6 +28,8 @@ from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult
 from burnin.transport.local import LocalTransport
 
+pytestmark = pytest.mark.rack
+
 NAMES = ["sim01", "sim02", "sim03", "sim04"]
 RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+Group\s+0\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)")
 ROW = re.compile(r"^\s*(\d+)\s+\d+\s+float\s+sum\s+-1\s+\S+\s+\S+\s+(\S+)")

@@ -52,6 +52,7 @@ def _sysfs_lids(node: SimNode) -> dict[str, tuple[int, int, str]]:
     return out
 
 
+@pytest.mark.rack
 @pytest.mark.parametrize("name", ["healthy", "unswept", "split"])
 def test_sysfs_ibstat_and_ibv_devinfo_agree_on_the_subnet_manager(rack: dict[str, SimNode], tool: Tool,
                                                                   name: str) -> None:
@@ -71,6 +72,7 @@ def test_sysfs_ibstat_and_ibv_devinfo_agree_on_the_subnet_manager(rack: dict[str
         assert vport.state_code == int(state.split(":")[0])
 
 
+@pytest.mark.rack
 def test_a_healthy_node_has_one_sm_and_a_lid_on_every_infiniband_port(rack: dict[str, SimNode]) -> None:
     lids = _sysfs_lids(rack["healthy"])
     compute = {name: value for name, value in lids.items() if name not in ("mlx5_8", "mlx5_9")}
@@ -80,6 +82,7 @@ def test_a_healthy_node_has_one_sm_and_a_lid_on_every_infiniband_port(rack: dict
     assert {(lid, sm) for name, (lid, sm, _) in lids.items() if name in ("mlx5_8", "mlx5_9")} == {(0, 0)}
 
 
+@pytest.mark.rack
 def test_sm_unreachable_leaves_its_port_in_init_without_lids(rack: dict[str, SimNode], twins: dict[str, SimNode],
                                                             tool: Tool) -> None:
     lids = _sysfs_lids(rack["unswept"])
@@ -93,6 +96,7 @@ def test_sm_unreachable_leaves_its_port_in_init_without_lids(rack: dict[str, Sim
     assert (ca.ports[0].state, ca.ports[0].physical_state) == ("Initializing", "LinkUp")
 
 
+@pytest.mark.rack
 def test_sm_split_gives_one_port_another_sm(rack: dict[str, SimNode], twins: dict[str, SimNode]) -> None:
     lids = _sysfs_lids(rack["split"])
     healthy = _sysfs_lids(twins["split"])
@@ -100,6 +104,7 @@ def test_sm_split_gives_one_port_another_sm(rack: dict[str, SimNode], twins: dic
     assert {k: v for k, v in lids.items() if k != "mlx5_7"} == {k: v for k, v in healthy.items() if k != "mlx5_7"}
 
 
+@pytest.mark.rack
 def test_sm_split_picks_a_lid_no_other_port_names(tmp_path: Path, sim_topology: Topology) -> None:
     (node,) = build_rack(tmp_path, sim_topology, ["n1"], {"n1": ["sm-split@mlx5_0"]})
     apply_fault(node.dir, parse_fault_spec("sm-split@mlx5_1", sim_topology))
@@ -113,6 +118,7 @@ def test_sm_faults_refuse_an_ethernet_port(tmp_path: Path, sim_topology: Topolog
         build_rack(tmp_path, sim_topology, ["n1"], {"n1": [fault]})
 
 
+@pytest.mark.rack
 def test_the_software_tools_print_the_nodes_stack(rack: dict[str, SimNode], tool: Tool) -> None:
     node = rack["healthy"]
     ofed = tool(node, "ofed_info", "-s")
@@ -132,6 +138,7 @@ def test_the_software_tools_print_the_nodes_stack(rack: dict[str, SimNode], tool
     assert library.is_symlink() and Path(library.resolve()).name == "libnccl.so.2.21.5"
 
 
+@pytest.mark.rack
 def test_kernel_drift_moves_only_the_kernel(rack: dict[str, SimNode], twins: dict[str, SimNode], tool: Tool) -> None:
     drift, healthy = rack["drift"], twins["drift"]
     assert (drift.root / "proc/sys/kernel/osrelease").read_text().strip() == "5.15.0-91-generic"
@@ -144,6 +151,7 @@ def test_kernel_drift_moves_only_the_kernel(rack: dict[str, SimNode], twins: dic
     assert state.host.model_copy(update={"kernel_release": twin.host.kernel_release}) == twin.host
 
 
+@pytest.mark.rack
 def test_kernel_drift_on_a_node_that_runs_the_alternative(tmp_path: Path, sim_topology: Topology) -> None:
     software = SoftwareManifest(source="test", kernel="5.15.0-91-generic")
     topology = replace(sim_topology, software=software)
@@ -151,6 +159,7 @@ def test_kernel_drift_on_a_node_that_runs_the_alternative(tmp_path: Path, sim_to
     assert node.state().host.kernel_release == "5.15.0-112-generic"
 
 
+@pytest.mark.rack
 def test_a_healthy_node_follows_the_topologys_manifest(tmp_path: Path, sim_topology: Topology, tool: Tool) -> None:
     software = SoftwareManifest(source="test", kernel="6.8.0-1015-nvidia", ofed="OFED-internal-24.10-1.1.4",
                                 nccl="2.18.5", dcgm="3.3.1")
@@ -162,6 +171,7 @@ def test_a_healthy_node_follows_the_topologys_manifest(tmp_path: Path, sim_topol
     assert (node.root / "usr/lib/x86_64-linux-gnu/libnccl.so.2.18.5").is_file()
 
 
+@pytest.mark.rack
 def test_dcgmi_names_no_hostengine_version_while_the_hostengine_is_down(tmp_path: Path, sim_topology: Topology,
                                                                         tool: Tool) -> None:
     from burnin.sim.build import render_node

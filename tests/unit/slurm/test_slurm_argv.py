@@ -98,6 +98,7 @@ def _python3_shim(tmp_path: Path) -> dict[str, str]:
     return {"PATH": f"{shim_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+@pytest.mark.proc
 def test_task_script_frames_the_collector_output(tmp_path: Path) -> None:
     collector = _fake_collector(tmp_path, "import json, sys\n"
                                 "print(json.dumps({'sources': {}, 'argv': sys.argv[1:]}))\n")
@@ -113,6 +114,7 @@ def test_task_script_frames_the_collector_output(tmp_path: Path) -> None:
     assert json.loads(result.stdout) == {"sources": {}, "argv": ["--sources", "all"]}
 
 
+@pytest.mark.proc
 def test_task_script_reports_a_hung_collector_as_timed_out(tmp_path: Path) -> None:
     collector = _fake_collector(tmp_path, "import time\ntime.sleep(60)\n")
     argv = collect_command(str(collector), [], 1)

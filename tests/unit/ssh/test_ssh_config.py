@@ -167,6 +167,7 @@ def test_remote_command_quotes_every_word() -> None:
         remote_command(["true"], {"A;B": "1"})
 
 
+@pytest.mark.proc
 @pytest.mark.parametrize(("exit_code", "signal_line"), [(0, ""), (3, ""), (139, "signal 11 (SIGSEGV)")])
 def test_remote_command_runs_in_a_posix_shell(exit_code: int, signal_line: str) -> None:
     import subprocess

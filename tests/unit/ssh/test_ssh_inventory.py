@@ -168,6 +168,7 @@ def test_many_nodes_and_a_big_group_keep_order_without_duplicates(tmp_path: Path
     assert inv.select("n00002,n[00001-00003],@all") == ["n00002", "n00001", "n00003", *names[:1], *names[4:]]
 
 
+@pytest.mark.proc
 def test_cli_run_with_a_bomb_inventory_exits_2_with_one_line(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -33,6 +33,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.proc
 def test_the_remote_command_still_reads_the_session_input() -> None:
     line = remote_command(["sh", "-c", "read x; echo got $x; exit 4"], timeout=30)
     proc = subprocess.run(["sh", "-c", line], input="payload\n", capture_output=True, text=True, timeout=WAIT_S,
@@ -40,6 +41,7 @@ def test_the_remote_command_still_reads_the_session_input() -> None:
     assert (proc.returncode, proc.stdout) == (4, "got payload\n"), proc.stderr
 
 
+@pytest.mark.proc
 @pytest.mark.parametrize("shell", ["sh", "bash"])
 def test_a_signal_to_the_login_shells_group_stops_the_command_and_its_children(shell: str, tmp_path: Path) -> None:
     """As sshd does it: killpg(login shell, SIGTERM). The command and its child run under timeout(1),

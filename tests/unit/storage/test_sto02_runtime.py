@@ -256,6 +256,7 @@ def opened(stdout: str) -> dict[str, list[str]]:
     return {h.host: [f"{d.name}/{d.transport}" for d in h.net_devices["IB"]] for h in parse_nccl_info(stdout).hosts}
 
 
+@pytest.mark.rack
 def test_simulated_nccl_opens_what_each_nodes_configuration_selects(rack: dict[str, SimNode]) -> None:
     own = perf(rack["sim01"], JOB)
     assert own.returncode == 0, own.stderr
@@ -269,6 +270,7 @@ def test_simulated_nccl_opens_what_each_nodes_configuration_selects(rack: dict[s
     assert set(map(tuple, opened(burnins.stdout).values())) == {("mlx5_3/IB",)}  # the environment wins
 
 
+@pytest.mark.rack
 def test_simulated_nccl_is_quiet_below_info_and_honours_the_subsystems(rack: dict[str, SimNode]) -> None:
     warn = perf(rack["sim01"], {**JOB, "NCCL_DEBUG": "WARN"})
     assert warn.returncode == 0 and "NCCL INFO" not in warn.stdout
@@ -276,6 +278,7 @@ def test_simulated_nccl_is_quiet_below_info_and_honours_the_subsystems(rack: dic
     assert "NET/IB : Using" not in no_net.stdout and "NCCL_SOCKET_IFNAME set by environment" in no_net.stdout
 
 
+@pytest.mark.rack
 def test_an_mpi_rank_prints_its_own_hosts_lines(rack: dict[str, SimNode]) -> None:
     env = {"PMI_RANK": "1", "SLURM_STEP_NODELIST": "sim[01-03]", "NCCL_DEBUG": "INFO"}
     rank1 = perf(rack["sim02"], env)

@@ -323,6 +323,7 @@ def rack(sim_base: Path, sto_topology: Topology) -> list[SimNode]:
                       {"sim02": ["storage-mtu-1500"], "sim03": ["storage-route-via-ib"]})
 
 
+@pytest.mark.rack
 def test_simulated_nodes_through_the_local_transport(rack: list[SimNode], sto_topology: Topology,
                                                     healthy_storage_facts: dict[str, Any]) -> None:
     by_name = {n.name: n for n in rack}
@@ -347,6 +348,7 @@ def _ping(node: SimNode, *argv: str) -> subprocess.CompletedProcess[str]:
 DF = ("-n", "-M", "do", "-s", "8972", "-c", "3", "-i", "0.2", "-W", "1")
 
 
+@pytest.mark.rack
 def test_shim_prints_what_the_parser_reads(rack: list[SimNode]) -> None:
     healthy, mtu1500, _ = rack
     answered = parse_ping(_ping(healthy, *DF, NEAR).stdout)
@@ -367,6 +369,7 @@ def test_shim_prints_what_the_parser_reads(rack: list[SimNode]) -> None:
     assert _ping(healthy, *DF, "-I", "eth9", NEAR).stderr == "ping: SO_BINDTODEVICE eth9: No such device\n"
 
 
+@pytest.mark.rack
 def test_shim_follows_the_vrf_and_the_policy_table(sim_base: Path, sto_topology: Topology) -> None:
     vrf = with_routing(sto_topology, StorageRouting(vrf="vrf-st"), "site-vrf")
     node, = build_rack(sim_base / "pathmtu-vrf", vrf, ["sim01"], {"sim01": ["storage-mtu-1500"]})

@@ -108,6 +108,7 @@ def test_vrf_membership_is_required_when_designed(facts: dict[str, Any], sto_top
     expect(judge("STO-01", facts, site), FAIL, "not in VRF storage (master none)")
 
 
+@pytest.mark.rack
 @pytest.mark.parametrize("routing", [StorageRouting(table=100), StorageRouting(vrf="vrf-storage")],
                          ids=["policy-table", "vrf"])
 def test_routing_designs_pass_healthy_and_catch_the_ipoib_route(faulted: Gather, sto_topology: Topology,
@@ -204,6 +205,7 @@ def test_missing_bluefield_netdev_fails(facts: dict[str, Any], sto_topology: Top
         expect(judge(check_id, facts, sto_topology), FAIL, "enp41s0f0np0 absent from /sys/class/net")
 
 
+@pytest.mark.rack
 def test_qos_without_pfc_and_with_pcp_trust_fails(faulted: Gather, sto_topology: Topology) -> None:
     data = faulted(sto_topology, "qos-pfc-off")
     expect(judge("STO-05", data, sto_topology), FAIL, "enp41s0f0np0 trust dscp, PFC on none, ECN on 3")
@@ -211,12 +213,14 @@ def test_qos_without_pfc_and_with_pcp_trust_fails(faulted: Gather, sto_topology:
     expect(judge("STO-05", data, sto_topology), FAIL, "enp177s0f0np0 trust dscp, PFC on 3, ECN on none")
 
 
+@pytest.mark.rack
 def test_nic_mode_is_named_with_the_mlxconfig_value(faulted: Gather, sto_topology: Topology) -> None:
     verdict = judge("STO-06", faulted(sto_topology, "bf-nic-mode"), sto_topology)
     expect(verdict, FAIL, "enp41s0f0np0 0000:29:00.0 NIC mode (INTERNAL_CPU_OFFLOAD_ENGINE DISABLED(1)",
            "expected DPU mode on enp41s0f0np0/enp177s0f0np0")
 
 
+@pytest.mark.rack
 def test_designed_nic_mode_passes_a_nic_mode_bluefield(faulted: Gather, sto_topology: Topology) -> None:
     assert sto_topology.storage is not None
     netdevs = tuple(dataclasses.replace(n, mode="nic") if i == 0 else n
@@ -235,6 +239,7 @@ def test_bluefield_mode_from_mlxconfig_codes(engine: int | None, model: int | No
 # ------------------------------------------------------------------ STO-07
 
 
+@pytest.mark.rack
 def test_arp_leak_names_every_netdev(faulted: Gather, sto_topology: Topology) -> None:
     verdict = judge("STO-07", faulted(sto_topology, "arp-leak"), sto_topology)
     expect(verdict, FAIL, "enp41s0f0np0 arp_ignore=0 arp_announce=0",

@@ -13,6 +13,7 @@ import dataclasses
 import json
 from typing import Any
 
+import pytest
 from storage_support import Gather, with_routing
 from test_sto_checks import FAIL, INCOMPLETE, PASS, TARGET, expect, judge, nccl_conf
 
@@ -40,6 +41,7 @@ def test_a_virtual_ipoib_netdev_names_no_rdma_device(facts: dict[str, Any], sto_
     expect(verdict, FAIL, f"{TARGET} routed via ib0.8001 (IPoIB) (expected")
 
 
+@pytest.mark.rack
 def test_a_pass_names_the_policy_table_but_not_main(faulted: Gather, facts: dict[str, Any],
                                                      sto_topology: Topology) -> None:
     main = judge("STO-01", facts, sto_topology)

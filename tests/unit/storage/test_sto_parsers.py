@@ -196,6 +196,7 @@ echo "@@unreachable"; ip -j route get 8.8.8.8 2>&1 || echo "exit $?"
 '''
 
 
+@pytest.mark.rack
 @pytest.mark.skipif(not _ns_available(), reason="needs root and `unshare -n` (a network namespace of its own)")
 def test_live_iproute2_outputs() -> None:
     """This machine's iproute2, in a namespace of its own: text and JSON give the same records."""

@@ -38,6 +38,7 @@ def test_storage_faults_are_registered_with_their_checks() -> None:
                and FAULTS[name].target_kind == "node" for name in STORAGE_FAULTS)
 
 
+@pytest.mark.rack
 def test_ip_shim_text_and_json_agree(healthy_node: SimNode) -> None:
     for args, parser in ((("route",), parse_ip_route), (("route", "show", "table", "all"), parse_ip_route),
                          (("route", "get", "10.20.8.11"), parse_ip_route), (("-d", "link"), parse_ip_link),
@@ -48,6 +49,7 @@ def test_ip_shim_text_and_json_agree(healthy_node: SimNode) -> None:
         assert parser(text.stdout) == parser(data.stdout), args
 
 
+@pytest.mark.rack
 def test_ip_shim_routes_targets_through_the_bluefields(healthy_node: SimNode) -> None:
     near = parse_ip_route(run(healthy_node, "ip", "-j", "route", "get", "10.20.0.10").stdout).routes[0]
     assert (near.dev, near.gateway, near.prefsrc) == ("enp41s0f0np0", None, "10.20.0.3")  # sim01: .3
@@ -63,6 +65,7 @@ def test_ip_shim_routes_targets_through_the_bluefields(healthy_node: SimNode) ->
     assert run(healthy_node, "ip", "-x", "route").returncode == 255
 
 
+@pytest.mark.rack
 def test_brief_addresses_and_ibdev2netdev(healthy_node: SimNode) -> None:
     brief = {i.name: i for i in parse_ip_addr(run(healthy_node, "ip", "-br", "addr").stdout).interfaces}
     assert brief["enp177s0f0np0"].addresses[0].local == "10.20.4.3"
@@ -73,6 +76,7 @@ def test_brief_addresses_and_ibdev2netdev(healthy_node: SimNode) -> None:
     assert next(e for e in verbose.entries if e.device == "mlx5_9").pci == "0000:b1:00.0"
 
 
+@pytest.mark.rack
 def test_vendor_tool_shims(healthy_node: SimNode) -> None:
     query = run(healthy_node, "mlxconfig", "-d", "29:00.0", "q", "INTERNAL_CPU_OFFLOAD_ENGINE")
     device, = parse_mlxconfig_query(query.stdout).devices
@@ -132,6 +136,7 @@ def test_route_via_ib_follows_the_routing_design(sto_topology: Topology) -> None
         assert route.table == ({None: None, "vrf-st": "1000"}[vrf] if routing is None or vrf else "100")
 
 
+@pytest.mark.rack
 def test_vrf_shows_in_link_details_and_route_tables(sim_base: Path, sto_topology: Topology) -> None:
     topology = with_routing(sto_topology, StorageRouting(vrf="vrf-st"), "site-vrf")
     node, = build_rack(sim_base / "vrf-shims", topology, ["sim01"])

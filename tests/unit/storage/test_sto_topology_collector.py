@@ -117,6 +117,7 @@ def test_collector_reads_the_node_like_the_checks_need(healthy_storage_facts: di
     assert set(nic["mlnx_qos"]) == {"enp41s0f0np0", "enp177s0f0np0"}
 
 
+@pytest.mark.rack
 def test_job_environment_is_recorded(healthy_node: SimNode, sto_topology: Topology) -> None:
     data = collect(healthy_node, sto_topology, env={"NCCL_IB_HCA": "^=mlx5_8,mlx5_9", "NCCL_CONF_FILE": "/etc/x.conf"})
     nccl = data["storage"]["nccl"]
@@ -124,12 +125,14 @@ def test_job_environment_is_recorded(healthy_node: SimNode, sto_topology: Topolo
     assert nccl["files"]["/etc/x.conf"] == {"present": False, "text": None, "error": None}
 
 
+@pytest.mark.rack
 def test_invalid_target_from_the_controller_fails_the_source(healthy_node: SimNode, sto_topology: Topology) -> None:
     data = collect(healthy_node, sto_topology, sources="storage,storage-route=10.0.0.1;reboot")
     assert data["sources"]["storage"]["ok"] is False
     assert "is not an IP address" in data["sources"]["storage"]["error"]
 
 
+@pytest.mark.rack
 def test_missing_ip_tool_is_incomplete_with_the_cause(healthy_node: SimNode, sto_topology: Topology,
                                                       tmp_path: Path) -> None:
     """A node without iproute2: routes and addresses are not measured, and the checks say why."""

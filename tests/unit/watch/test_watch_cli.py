@@ -15,6 +15,7 @@ def _burnin(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*BURNIN, *args], capture_output=True, text=True, timeout=60, check=False)
 
 
+@pytest.mark.proc
 @pytest.mark.parametrize(("args", "message"), [
     (["watch", "--topology", "nosuch"], "unknown topology 'nosuch'"),
     (["watch", "--node", "a b"], "invalid node name 'a b'"),
@@ -32,6 +33,7 @@ def test_watch_usage_errors(tmp_path: Path, args: list[str], message: str) -> No
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.proc
 def test_sim_up_watch_needs_slurm(tmp_path: Path) -> None:
     result = _burnin("sim", "up", "--ssh", "2", "--watch", "--state", str(tmp_path / "lab"))
     assert result.returncode == 2

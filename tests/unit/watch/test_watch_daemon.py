@@ -368,6 +368,7 @@ def test_no_gpu_warning_only_when_neither_sysfs_nor_nvml_can_name_one(tmp_path: 
     assert "no GPU listed" not in said and "watching (kernel log none;" in said
 
 
+@pytest.mark.proc
 def test_the_fallback_probe_reports_a_check_when_it_starts_failing_and_runs_when_due(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real fast probe, in-process, on a simulated node (its environment: the node's tools and tree)."""

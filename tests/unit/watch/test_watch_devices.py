@@ -16,6 +16,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> SimNode:
     return build_node(tmp_path_factory.mktemp("devices") / "node", find_topology("hgx-h100-8gpu"), "sim01")
 
 
+@pytest.mark.rack
 def test_a_simulated_h100_nodes_devices(node: SimNode) -> None:
     devices = read_devices(str(node.root))
     assert len(devices.gpus) == 8 and devices.has_gpu("0000:1b:00") and devices.has_gpu("00000000:1B:00.0")

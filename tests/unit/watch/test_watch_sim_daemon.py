@@ -17,6 +17,8 @@ from burnin.sim import SimNode, apply_fault, build_node
 from burnin.sim.events import KMSG_FILE, append_nvml_events
 from burnin.topology import find_topology
 
+pytestmark = pytest.mark.daemon
+
 BURNIN = [str(Path(sys.executable).parent / "burnin")]
 if not Path(BURNIN[0]).exists():
     BURNIN = [sys.executable, "-m", "burnin.cli.main"]

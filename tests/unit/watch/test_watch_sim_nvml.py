@@ -14,6 +14,8 @@ from burnin.sim import SimNode, apply_fault, build_node, clear_faults
 from burnin.sim.events import KMSG_FILE, NVML_EVENTS_FILE, append_nvml_events
 from burnin.topology import find_topology
 
+pytestmark = pytest.mark.rack
+
 # Runs as the node: registers the GPUs named on argv for Xid + DBE events, says "ready", then
 # prints what each wait returns (an event, or the NVML error code) for the number of waits asked.
 # Every wait but the last expects an event and may take up to a minute (the test applies its faults
