@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("burnin.cli.history_cmd", "a node's timeline, a check's failures and trends from the fleet's history"),
     "diff": ("burnin.cli.diff_cmd", "what changed between two runs: newly failing, admitted, incomplete, moved"),
     "reliability": ("burnin.cli.reliability_cmd", "failure rates, job MTTF, MTTR, availability, repeat offenders"),
+    "breaker": ("burnin.cli.breaker_cmd", "the fleet-wide circuit breaker: how many nodes burnin may take out "
+                                          "per window, status, allow N more"),
 }
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3

@@ -20,12 +20,14 @@ layer (:mod:`burnin.transport.slurm_jobs`), shared with the dispatcher.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
+from burnin.breaker.guard import Admission, guard
 from burnin.gate.decide import check_ids_text, reason_checks, unjudged
 from burnin.nodes import fold, validate_name
 from burnin.text import printable
@@ -193,8 +195,39 @@ def _apply(decisions: Mapping[str, NodeDecision], *, dry_run: bool, timeout: flo
     if read_error:
         (err or sys.stderr).write(printable(f"burnin gate: cannot read node states: {read_error}") + "\n")
     actions = plan(decisions, current, read_error=read_error)
-    ok = execute(actions, dry_run=dry_run, timeout=timeout, client=client, out=out or sys.stdout, err=err)
+    out = out or sys.stdout
+    with _breaker(actions, dry_run=dry_run, timeout=timeout, client=client, err=err) as (actions, admission):
+        ok = execute(actions, dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
+    if admission.held:
+        out.write(printable(f"burnin gate: the breaker held {len(admission.held)} of "
+                            f"{len(admission.held) + len(admission.allowed)} drain(s) "
+                            f"({fold(admission.held)}): their verdicts stand, only the drain was withheld; "
+                            "`burnin breaker allow N` widens the budget") + "\n")
     return actions, ok and read_error is None
+
+
+@contextlib.contextmanager
+def _breaker(actions: Sequence[GateAction], *, dry_run: bool, timeout: float, client: SlurmRunner,
+             err: TextIO | None) -> Iterator[tuple[list[GateAction], Admission]]:
+    """The actions with every drain the breaker holds turned into a keep (docs/breaker.md); the claim file
+    is held until the caller has sent the drains."""
+    reasons = {node: action.note for action in actions if action.action == "drain" for node in action.nodes}
+    with guard(sorted(reasons), by="gate", reasons=reasons, client=client, timeout=timeout,
+               dry_run=dry_run) as admission:
+        for note in admission.notes:
+            (err or sys.stderr).write(printable(note) + "\n")
+        guarded: list[GateAction] = []
+        for action in actions:
+            if action.action != "drain" or not admission.held.keys() & set(action.nodes):
+                guarded.append(action)
+                continue
+            allowed = [node for node in action.nodes if node not in admission.held]
+            if allowed:
+                guarded.append(GateAction(tuple(allowed), "drain", action.note,
+                                          tuple(drain_argv(fold(allowed), action.note))))
+            guarded += [GateAction((node,), "keep", admission.line(node).removeprefix(f"{node}: "))
+                        for node in action.nodes if node in admission.held]
+        yield guarded, admission
 
 
 def drain_action(node: str, reason: str, info: SlurmNode) -> GateAction:
@@ -230,7 +263,11 @@ def drain(node: str, reason: str, *, dry_run: bool = False, timeout: float = DEF
     action = drain_action(node, reason, info)
     if action.action == "keep":
         return info.drained and info.ours
-    return execute([action], dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
+    with _breaker([action], dry_run=dry_run, timeout=timeout, client=client, err=err) as (_, admission):
+        if admission.held:
+            (err or sys.stderr).write(printable(f"burnin: {admission.line(node)}") + "\n")
+            return False
+        return execute([action], dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
 
 
 def resume_if_ours(node: str, *, passed: Collection[str], dry_run: bool = False,

@@ -16,9 +16,10 @@ def test_evict_drains_first_then_requeues_every_job() -> None:
     outcome = SlurmActor("sim01", client=slurm).evict(REASON)
     assert outcome.out_of_pool and outcome.ok
     assert outcome.requeued == ("41", "42")
-    assert slurm.commands() == ["scontrol --oneliner", "scontrol update", "squeue --noheader",
-                                "scontrol requeue", "scontrol requeue"]
-    assert slurm.calls[1] == ["scontrol", "update", "NodeName=sim01", "State=DRAIN", f"Reason={REASON}"]
+    # the node's state, the fleet's drains for the breaker's budget, the drain, the jobs, their requeues
+    assert slurm.commands() == ["scontrol --oneliner", "scontrol --oneliner", "scontrol update",
+                                "squeue --noheader", "scontrol requeue", "scontrol requeue"]
+    assert slurm.calls[2] == ["scontrol", "update", "NodeName=sim01", "State=DRAIN", f"Reason={REASON}"]
     assert slurm.jobs == [] and slurm.state.endswith("+DRAIN") and slurm.reason == REASON
 
 
@@ -58,7 +59,7 @@ def test_failed_drain_never_requeues() -> None:
 def test_drain_only_drains() -> None:
     slurm = FakeSlurm(jobs=["7"])
     outcome = SlurmActor("sim01", client=slurm).drain("burnin: GPU-03 gpu1 row remapping failure")
-    assert outcome.ok and slurm.commands() == ["scontrol --oneliner", "scontrol update"]
+    assert outcome.ok and slurm.commands() == ["scontrol --oneliner", "scontrol --oneliner", "scontrol update"]
     assert slurm.jobs == ["7"]
 
 
