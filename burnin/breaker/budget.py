@@ -37,6 +37,11 @@ class Settings:
     nodes: int = DEFAULT_NODES
     percent: float = DEFAULT_PERCENT
     window_s: float = DEFAULT_WINDOW_S
+    record: frozenset[str] = frozenset()  # check ids in record mode (shadow): their drains are only recorded
+
+    def record_only(self, checks: tuple[str, ...] | None) -> bool:
+        """A drain for ``checks`` is only recorded when every one of them is in record mode (none unread)."""
+        return bool(checks) and checks is not None and all(check in self.record for check in checks)
 
     def base_limit(self, total: int) -> int:
         return max(self.nodes, math.floor(total * self.percent / 100.0))

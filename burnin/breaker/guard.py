@@ -22,6 +22,7 @@ from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
 
 HELD = "held by the breaker"
+RECORDED = "record mode"
 
 
 def fleet_argv() -> list[str]:
@@ -35,11 +36,18 @@ class Admission:
 
     allowed: list[str]
     held: dict[str, str] = field(default_factory=dict)
+    recorded: dict[str, str] = field(default_factory=dict)  # record-mode checks: the drain is only recorded
     budget: Budget | None = None
     notes: list[str] = field(default_factory=list)  # the claim file or held log could not be written
 
+    def withheld(self) -> dict[str, str]:
+        """Every node not drained: record mode or the budget."""
+        return {**self.recorded, **self.held}
+
     def line(self, node: str) -> str:
-        """The one-line log of a held node."""
+        """The one-line log of a node held or recorded only."""
+        if node in self.recorded:
+            return f"{node}: {RECORDED} ({self.recorded[node]}); still rejected, not drained (burnin breaker status)"
         return f"{node}: {HELD} ({self.held[node]}); still rejected, not drained (burnin breaker status)"
 
 
@@ -52,32 +60,36 @@ def read_fleet(client: SlurmRunner, timeout: float) -> tuple[Fleet | None, str |
 
 @contextlib.contextmanager
 def guard(nodes: Sequence[str], *, by: str, reasons: Mapping[str, str] | None = None,
-          client: SlurmRunner | None = None, timeout: float = QUICK_TIMEOUT, dry_run: bool = False,
-          folder: Path | None = None, clock: Callable[[], float] = time.time) -> Iterator[Admission]:
+          checks: Mapping[str, tuple[str, ...] | None] | None = None, client: SlurmRunner | None = None,
+          timeout: float = QUICK_TIMEOUT, dry_run: bool = False, folder: Path | None = None,
+          clock: Callable[[], float] = time.time) -> Iterator[Admission]:
     """Decide which of ``nodes`` may be taken out now; keep the claim file while the caller drains them.
 
     ``by`` names the caller in the held log (``gate``, ``watch``); ``reasons`` the drain reason of each
-    node. With ``dry_run`` the held log is not written.
+    node, ``checks`` the check ids it names (a node whose every check is in record mode is only
+    recorded). With ``dry_run`` the held log is not written.
     """
     if not nodes:
         yield Admission([])
         return
     folder = folder or state.directory()
     with state.claim(nodes, by, folder) as problem:
-        admission = _decide(nodes, client or SlurmClient(), timeout, folder, clock())
+        admission = _decide(nodes, checks or {}, client or SlurmClient(), timeout, folder, clock())
         if problem:
             admission.notes.append(f"breaker: {problem}; deciding without it")
-        if admission.held and not dry_run:
+        if admission.withheld() and not dry_run:
             now = clock()
             error = state.record_held([{"at": round(now, 3), "node": node, "by": by, "cause": cause,
+                                        "mode": "record" if node in admission.recorded else "held",
                                         "reason": (reasons or {}).get(node, "")}
-                                       for node, cause in admission.held.items()], folder)
+                                       for node, cause in admission.withheld().items()], folder)
             if error:
                 admission.notes.append(f"breaker: held nodes not recorded: {error}")
         yield admission
 
 
-def _decide(nodes: Sequence[str], client: SlurmRunner, timeout: float, folder: Path, now: float) -> Admission:
+def _decide(nodes: Sequence[str], checks: Mapping[str, tuple[str, ...] | None], client: SlurmRunner,
+            timeout: float, folder: Path, now: float) -> Admission:
     try:
         settings, allowance = state.load(folder)
     except UsageError as exc:
@@ -86,6 +98,8 @@ def _decide(nodes: Sequence[str], client: SlurmRunner, timeout: float, folder: P
     if fleet is None:
         cause = f"burnin's drains in Slurm cannot be read: {printable(error or '', limit=200)}"
         return Admission([], dict.fromkeys(nodes, cause))
+    recorded = {node: f"{','.join(ids or ())} would take it out" for node in nodes
+                if settings.record_only(ids := checks.get(node))}
     plan = budget(fleet, settings, now, allowance)
-    allowed, held = admit(plan, nodes, now)
-    return Admission(allowed, held, plan)
+    allowed, held = admit(plan, [node for node in nodes if node not in recorded], now)
+    return Admission(allowed, held, recorded, plan)

@@ -54,6 +54,12 @@ def _number(value: object, path: Path, key: str, *, minimum: float) -> float:
     return float(value)
 
 
+def _check_ids(value: object, path: Path) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise UsageError(f"{path}: settings.record must be a list of check ids, not {printable(repr(value))}")
+    return frozenset(value)
+
+
 def load(folder: Path | None = None) -> tuple[Settings, Allowance | None]:
     """The settings (defaults for what the file does not set) and the allowance, if any."""
     folder = folder or directory()
@@ -67,6 +73,7 @@ def load(folder: Path | None = None) -> tuple[Settings, Allowance | None]:
         nodes=int(_number(raw.get("nodes", defaults.nodes), path, "settings.nodes", minimum=0)),
         percent=_number(raw.get("percent", defaults.percent), path, "settings.percent", minimum=0),
         window_s=_number(raw.get("window_s", defaults.window_s), path, "settings.window_s", minimum=1),
+        record=_check_ids(raw.get("record", []), path),
     )
     allow = data.get("allow")
     allowance = None
@@ -83,7 +90,8 @@ def save(*, folder: Path | None = None, settings: Settings | None = None,
     folder = folder or directory()
     data = _document(folder)
     if settings is not None:
-        data["settings"] = {"nodes": settings.nodes, "percent": settings.percent, "window_s": settings.window_s}
+        data["settings"] = {"nodes": settings.nodes, "percent": settings.percent, "window_s": settings.window_s,
+                            "record": sorted(settings.record)}
     if allowance is not None:
         data["allow"] = {"extra": allowance.extra, "granted": allowance.granted, "until": allowance.until}
     path = folder / SETTINGS_FILE

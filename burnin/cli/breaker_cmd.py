@@ -58,6 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     settings.add_argument("--nodes", type=_count, help="at least this many nodes per window (default 2)")
     settings.add_argument("--percent", type=_percent, help="or this %% of the nodes, if more (default 5)")
     settings.add_argument("--window", type=_seconds, help="the window: 600, 10m, 1h (default 10m)")
+    settings.add_argument("--record", metavar="IDS", help="check ids in record mode (shadow: their drains are only "
+                                                          "recorded), comma-separated; '' for none")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,8 +92,11 @@ def _set(args: argparse.Namespace) -> int:
     changes = {key: value for key, value in (("nodes", args.nodes), ("percent", args.percent),
                                               ("window_s", args.window)) if value is not None}
     settings = replace(settings, **changes)
+    if args.record is not None:
+        settings = replace(settings, record=frozenset(c.strip() for c in args.record.split(",") if c.strip()))
     path = state.save(settings=settings)
-    print(f"burnin breaker: at most {settings.describe()} ({path})")
+    record = f"; record mode: {','.join(sorted(settings.record))}" if settings.record else ""
+    print(f"burnin breaker: at most {settings.describe()}{record} ({path})")
     return 0
 
 
@@ -112,7 +117,8 @@ def _status(*, as_json: bool) -> int:
     held = state.read_held(now - settings.window_s)
     if as_json:
         document = {
-            "settings": {"nodes": settings.nodes, "percent": settings.percent, "window_s": settings.window_s},
+            "settings": {"nodes": settings.nodes, "percent": settings.percent, "window_s": settings.window_s,
+                         "record": sorted(settings.record)},
             "nodes": fleet.total, "limit": plan.limit, "allowed_extra": plan.extra, "room": plan.room,
             "counted": [{"node": n, "drained_at": at} for n, at in sorted(plan.counted.items())],
             "held": held,
@@ -127,9 +133,12 @@ def _status(*, as_json: bool) -> int:
     for node, at in sorted(plan.counted.items()):
         when = "time unreadable (counted)" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
         print(f"  {node}  drained {when}")
-    print(f"held by the breaker in the last {window_text(settings.window_s)}: {len(held)}")
+    if settings.record:
+        print(f"record mode (drains only recorded) for: {', '.join(sorted(settings.record))}")
+    print(f"held by the breaker or recorded in the last {window_text(settings.window_s)}: {len(held)}")
     for entry in held:
         when = time.strftime("%H:%M:%S", time.localtime(entry["at"]))
-        print(printable(f"  {entry.get('node')}  {when} by {entry.get('by')}: {entry.get('cause')}"
+        what = "recorded" if entry.get("mode") == "record" else "held"
+        print(printable(f"  {entry.get('node')}  {when} {what} by {entry.get('by')}: {entry.get('cause')}"
                         f" [{entry.get('reason')}]", limit=400))
     return 0

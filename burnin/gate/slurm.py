@@ -200,9 +200,12 @@ def _apply(decisions: Mapping[str, NodeDecision], *, dry_run: bool, timeout: flo
         ok = execute(actions, dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)
     if admission.held:
         out.write(printable(f"burnin gate: the breaker held {len(admission.held)} of "
-                            f"{len(admission.held) + len(admission.allowed)} drain(s) "
+                            f"{len(admission.withheld()) + len(admission.allowed)} drain(s) "
                             f"({fold(admission.held)}): their verdicts stand, only the drain was withheld; "
                             "`burnin breaker allow N` widens the budget") + "\n")
+    if admission.recorded:
+        out.write(printable(f"burnin gate: record mode: {fold(admission.recorded)} not drained, only recorded; "
+                            "their verdicts stand") + "\n")
     return actions, ok and read_error is None
 
 
@@ -212,21 +215,23 @@ def _breaker(actions: Sequence[GateAction], *, dry_run: bool, timeout: float, cl
     """The actions with every drain the breaker holds turned into a keep (docs/breaker.md); the claim file
     is held until the caller has sent the drains."""
     reasons = {node: action.note for action in actions if action.action == "drain" for node in action.nodes}
-    with guard(sorted(reasons), by="gate", reasons=reasons, client=client, timeout=timeout,
+    checks = {node: reason_checks(reason) for node, reason in reasons.items()}
+    with guard(sorted(reasons), by="gate", reasons=reasons, checks=checks, client=client, timeout=timeout,
                dry_run=dry_run) as admission:
         for note in admission.notes:
             (err or sys.stderr).write(printable(note) + "\n")
         guarded: list[GateAction] = []
         for action in actions:
-            if action.action != "drain" or not admission.held.keys() & set(action.nodes):
+            withheld = admission.withheld()
+            if action.action != "drain" or not withheld.keys() & set(action.nodes):
                 guarded.append(action)
                 continue
-            allowed = [node for node in action.nodes if node not in admission.held]
+            allowed = [node for node in action.nodes if node not in withheld]
             if allowed:
                 guarded.append(GateAction(tuple(allowed), "drain", action.note,
                                           tuple(drain_argv(fold(allowed), action.note))))
             guarded += [GateAction((node,), "keep", admission.line(node).removeprefix(f"{node}: "))
-                        for node in action.nodes if node in admission.held]
+                        for node in action.nodes if node in withheld]
         yield guarded, admission
 
 
@@ -264,7 +269,7 @@ def drain(node: str, reason: str, *, dry_run: bool = False, timeout: float = DEF
     if action.action == "keep":
         return info.drained and info.ours
     with _breaker([action], dry_run=dry_run, timeout=timeout, client=client, err=err) as (_, admission):
-        if admission.held:
+        if admission.withheld():
             (err or sys.stderr).write(printable(f"burnin: {admission.line(node)}") + "\n")
             return False
         return execute([action], dry_run=dry_run, timeout=timeout, client=client, out=out, err=err)

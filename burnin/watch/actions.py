@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from burnin.breaker.guard import HELD, guard
+from burnin.breaker.guard import HELD, RECORDED, guard
+from burnin.gate.decide import reason_checks
 from burnin.gate.slurm import drain_action, drain_argv, read_nodes
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
@@ -118,11 +119,15 @@ class SlurmActor:
         action = drain_action(self.node, reason, info)  # the gate's own rule: never over someone else's hold
         if action.action == "keep":
             return Outcome((Step("# keep", True, printable(action.note, limit=300)),), out_of_pool=True)
-        with guard([self.node], by="watch", reasons={self.node: action.note}, client=self.client,
+        with guard([self.node], by="watch", reasons={self.node: action.note},
+                   checks={self.node: reason_checks(action.note)}, client=self.client,
                    timeout=self.timeout) as admission:  # the fleet's budget (docs/breaker.md)
             if admission.held:  # stays in service; the daemon retries, so it is asked again later
-                why = admission.line(self.node).removeprefix(f"{self.node}: ")
+                why = f"{admission.held[self.node]}; not drained, the node stays in service (burnin breaker status)"
                 return Outcome((Step(f"# {HELD}", False, printable(why, limit=300)),), out_of_pool=False)
+            if admission.recorded:  # a check in record mode (shadow): what it would have done, nothing more
+                why = f"{admission.recorded[self.node]}: {action.note}; only recorded"
+                return Outcome((Step(f"# {RECORDED}", False, printable(why, limit=300)),), out_of_pool=False)
             step, _ = self._run(action.argv)
         return Outcome((step,), out_of_pool=step.ok)
 

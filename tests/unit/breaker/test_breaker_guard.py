@@ -61,7 +61,7 @@ def test_settings_and_allowance_are_kept_together_and_default_when_absent(folder
 
 
 @pytest.mark.parametrize("text", ["{", "[]", '{"settings": {"nodes": -1}}', '{"settings": {"window_s": "x"}}',
-                                  '{"settings": 3}', '{"allow": {"extra": true}}'])
+                                  '{"settings": 3}', '{"allow": {"extra": true}}', '{"settings": {"record": "IB-01"}}'])
 def test_a_broken_settings_file_is_a_usage_error_naming_it(folder: Path, text: str) -> None:
     (folder / state.SETTINGS_FILE).write_text(text)
     with pytest.raises(UsageError, match=r"breaker\.json"):
@@ -152,3 +152,29 @@ def test_the_watch_held_by_the_breaker_leaves_the_node_in_service_and_its_jobs_r
     state.save(allowance=Allowance(1, time.time() - 1, time.time() + 600))  # allow 1: the retry drains
     assert SlurmActor("sim01", client=slurm).drain("burnin: XID-01 gpu3 Xid 79").out_of_pool
     assert slurm.updates() == ["NodeName=sim01"]
+
+
+def test_a_check_in_record_mode_is_only_recorded_and_spends_no_budget(folder: Path) -> None:
+    state.save(settings=Settings(nodes=1, percent=0.0, record=frozenset({"IB-01"})))
+    slurm = Slurm(["sim01", "sim02", "sim03"])
+    decisions = {"sim01": NodeDecision("sim01", admitted=False, failed=("IB-01",), reasons=("IB-01 port down",)),
+                 "sim02": NodeDecision("sim02", admitted=False, failed=("IB-01", "GPU-10"),
+                                       reasons=("IB-01 port down", "GPU-10 links down")),
+                 "sim03": _rejected("sim03")}
+    out = io.StringIO()
+    apply_gate(decisions, dry_run=False, client=slurm, out=out, err=io.StringIO())
+    assert slurm.updates() == ["NodeName=sim02"]  # a check that acts: drained, spending the one node of room
+    assert "burnin gate: sim01: record mode (IB-01 would take it out); still rejected, not drained" in out.getvalue()
+    assert "burnin gate: sim03: held by the breaker (1 of 1 nodes" in out.getvalue()
+    assert {h["node"]: h["mode"] for h in state.read_held(0.0)} == {"sim01": "record", "sim03": "held"}
+
+
+def test_the_watch_in_record_mode_drains_nothing_and_says_what_it_would_have_done(folder: Path) -> None:
+    state.save(settings=Settings(record=frozenset({"XID-01"})))
+    slurm = Slurm(["sim01"])
+    outcome = SlurmActor("sim01", client=slurm).evict("burnin: XID-01 gpu3 Xid 79")
+    assert not outcome.out_of_pool and slurm.updates() == []
+    assert [s.command for s in outcome.steps] == ["# record mode"]
+    assert outcome.steps[0].detail == "XID-01 would take it out: burnin: XID-01 gpu3 Xid 79; only recorded"
+    assert Settings(record=frozenset({"A"})).record_only(None) is False  # ids that cannot be read: act
+    assert Settings(record=frozenset({"A"})).record_only(()) is False

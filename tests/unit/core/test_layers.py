@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "burnin.argtypes", "burnin.nodes", "burnin.evaluate", "burnin.facts", "burnin.suite", "burnin.parsers",
               "burnin.topology", "burnin.inventory", "burnin.collector", "burnin.counters", "burnin.history")),
     ("transport", ("burnin.transport",)),
-    ("launch", ("burnin.launch", "burnin.gate")),
+    ("launch", ("burnin.launch", "burnin.breaker", "burnin.gate")),
     ("workloads", ("burnin.fabric", "burnin.megatron", "burnin.storage")),
     ("checks", ("burnin.checks",)),
     ("check users", ("burnin.sim", "burnin.soak", "burnin.outcomes", "burnin.golden")),
