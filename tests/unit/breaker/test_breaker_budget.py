@@ -74,3 +74,14 @@ def test_times_and_windows_as_text() -> None:
     assert parse_time("Unknown") is None and parse_time("") is None
     assert [window_text(s) for s in (600, 7200, 90)] == ["10 min", "2 h", "90 s"]
     assert Settings().describe() == "the larger of 2 nodes and 5% per 10 min"
+
+
+def test_an_allowance_starts_the_moment_it_is_granted() -> None:
+    assert Allowance(1, granted=NOW, until=NOW + 1).active(NOW)
+
+
+@pytest.mark.parametrize(("count", "tail"), [(5, "a5 at 18:40:00)"), (6, "a5 at 18:40:00 and 1 more)")])
+def test_the_cause_names_five_nodes_then_counts_the_rest(count: int, tail: str) -> None:
+    plan = budget(parse_fleet(""), Settings(nodes=count), NOW)
+    admit(plan, [f"a{n}" for n in range(1, count + 1)], NOW)
+    assert plan.cause().endswith(tail), plan.cause()
