@@ -21,10 +21,13 @@ settings.load_profile("burnin")
 
 # Every burnin run records into its history database (burnin.history.store): the tests' runs, and the
 # subprocesses they start, record into one of this test process's own, never the machine's state folder.
+# Likewise burnin's state directory (counter baselines, the breaker's budget and lock): this test
+# process's own, never /var/lib/burnin, so no two test processes share a baseline or a claim.
+_STATE = tempfile.mkdtemp(prefix="burnin-test-state-")
+atexit.register(shutil.rmtree, _STATE, True)
 if "BURNIN_HISTORY" not in os.environ:
-    _HISTORY_DIR = tempfile.mkdtemp(prefix="burnin-test-history-")
-    atexit.register(shutil.rmtree, _HISTORY_DIR, True)
-    os.environ["BURNIN_HISTORY"] = str(Path(_HISTORY_DIR) / "history.sqlite")
+    os.environ["BURNIN_HISTORY"] = str(Path(_STATE) / "history.sqlite")
+os.environ.setdefault("BURNIN_STATE_DIR", str(Path(_STATE) / "state"))
 
 
 @pytest.fixture(scope="session")
