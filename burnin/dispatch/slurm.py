@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -89,6 +90,10 @@ class SlurmDispatcher:
         self.client: SlurmClient = client or SlurmClient()
         self.log_file = log_file
         self._log = CommandLog(log_file)
+        # The gather's launchers still holding an allocation: close() releases them from the main thread, so
+        # an interrupt that ends the process never leaves a job behind a worker thread that did not get there.
+        self._holding: set[SlurmLauncher] = set()
+        self._holding_lock = threading.Lock()
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, topology_name: str, out_dir: Path) -> SlurmDispatcher:
@@ -158,6 +163,8 @@ class SlurmDispatcher:
 
         nodes = [*group.usable, *group.recheck]
         launcher = SlurmLauncher(self._jobs(), log=self._log, stage_dir=self.stage_dir)
+        with self._holding_lock:
+            self._holding.add(launcher)
         how = Hold("recheck" if group.recheck else "collector", "", time_limit_s=2 * timeout + 4 * SLACK_S,
                    wait_s=min(timeout, RECHECK_WAIT) if group.recheck else timeout, exclusive=False,
                    tasks_per_node=1)
@@ -167,6 +174,8 @@ class SlurmDispatcher:
                 return {node: not_started(node, ("srun",), failure) for node in nodes}
             return launcher.collect(nodes, args, timeout_s=timeout)
         finally:
+            with self._holding_lock:
+                self._holding.discard(launcher)
             launcher.close()
 
     def _jobs(self) -> SlurmJobs:
@@ -183,4 +192,10 @@ class SlurmDispatcher:
 
 
     def close(self) -> None:
-        self.client.close()
+        with self._holding_lock:
+            left, self._holding = list(self._holding), set()
+        try:
+            for launcher in left:  # an interrupted gather: its allocation is released here (scancel)
+                launcher.close()
+        finally:
+            self.client.close()

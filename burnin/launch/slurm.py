@@ -167,6 +167,7 @@ class SlurmLauncher:
         self._log = log
         self._stage_dir = stage_dir.rstrip("/") or "/"
         self._allocation: Allocation | None = None
+        self._releasing = threading.Lock()
         self._label = "job"
         self._refused: dict[str, str] = {}
         self._usable: list[str] = []
@@ -219,7 +220,8 @@ class SlurmLauncher:
         return failure
 
     def release(self) -> None:
-        allocation, self._allocation = self._allocation, None
+        with self._releasing:  # once, whichever thread gets here first (a worker, or close() after an interrupt)
+            allocation, self._allocation = self._allocation, None
         try:
             if allocation is not None and allocation.job_id and self._shipped:
                 # A step of its own, after every other one: nodes sharing a file system must not lose a
