@@ -216,7 +216,10 @@ def _breaker(actions: Sequence[GateAction], *, dry_run: bool, timeout: float, cl
     is held until the caller has sent the drains."""
     reasons = {node: action.note for action in actions if action.action == "drain" for node in action.nodes}
     checks = {node: reason_checks(reason) for node, reason in reasons.items()}
-    with guard(sorted(reasons), by="gate", reasons=reasons, checks=checks, client=client, timeout=timeout,
+    # A budget too small for every drain goes first to nodes a check found broken, then to those held
+    # for what the run could not measure (RUN: a dry or partial run, unreadable ids), each by name.
+    first = sorted(reasons, key=lambda node: (not any(c != "RUN" for c in checks[node] or ()), node))
+    with guard(first, by="gate", reasons=reasons, checks=checks, client=client, timeout=timeout,
                dry_run=dry_run) as admission:
         for note in admission.notes:
             (err or sys.stderr).write(printable(note) + "\n")

@@ -115,6 +115,20 @@ def test_the_gate_drains_the_budget_and_keeps_the_rest_in_service_with_one_line_
     assert "the breaker held 1 of 3 drain(s) (sim03)" in out.getvalue()
 
 
+def test_a_small_budget_goes_to_broken_nodes_before_unmeasured_ones(folder: Path) -> None:
+    """sim01 and sim02 were not measured (RUN: the run held every node), sim03 failed a check: the two
+    nodes of room drain sim03 first, then sim01; sim02 stays in service."""
+    unmeasured = {n: NodeDecision(n, admitted=False, incomplete=("RUN",), reasons=("RUN dry run: launched nothing",))
+                  for n in ("sim01", "sim02")}
+    broken = NodeDecision("sim03", admitted=False, failed=("TOP-04",), incomplete=("RUN",),
+                          reasons=("TOP-04 ACS enabled", "RUN dry run: launched nothing"))
+    slurm = Slurm(["sim01", "sim02", "sim03", "sim04"])
+    out = io.StringIO()
+    apply_gate({**unmeasured, "sim03": broken}, dry_run=False, client=slurm, out=out, err=io.StringIO())
+    assert sorted(slurm.updates()) == ["NodeName=sim01", "NodeName=sim03"], slurm.updates()
+    assert "burnin gate: sim02: held by the breaker" in out.getvalue()
+
+
 def test_a_gate_dry_run_shows_what_the_breaker_would_hold(folder: Path) -> None:
     out = io.StringIO()
     apply_gate({n: _rejected(n) for n in ("sim01", "sim02", "sim03")}, dry_run=True,
