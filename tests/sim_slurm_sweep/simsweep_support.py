@@ -81,11 +81,13 @@ class SweepLab:
             time.sleep(0.1)
 
     def sweep(self, out: Path, *args: str, partition: str = SWEEP_PARTITION,
-              nodes: str = "sim[01-06]") -> subprocess.Popen[str]:
-        """``burnin sweep --nodes sim[01-06] --partition sweep --out OUT ARGS...``, started (not waited for)."""
+              nodes: str = "sim[01-06]", state_dir: Path | None = None) -> subprocess.Popen[str]:
+        """``burnin sweep --nodes sim[01-06] --partition sweep --out OUT ARGS...``, started (not waited for);
+        ``state_dir``: burnin's state directory (the breaker's settings) for this sweep."""
         argv = [*BURNIN, "sweep", "--nodes", nodes, "--partition", partition, "--out", str(out),
                 "--poll", "0.5", *args]
-        return subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env = {**self.env, "BURNIN_STATE_DIR": str(state_dir)} if state_dir is not None else self.env
+        return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def node_python(self, node: str, script: str) -> None:
         """Replace the node's ``python3`` (what the collector runs under) with a shell script."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from simsweep_support import WAIT_S, SweepLab, status, sweep_doc
+from simsweep_support import BURNIN, WAIT_S, SweepLab, status, sweep_doc
 
 pytestmark = pytest.mark.sim_slurm
 
@@ -85,7 +86,14 @@ def test_sweep_fails_closed_and_judges_a_bad_majority_node_by_node(sweep_lab: Sw
     lab.fault("sim04", "acs-enabled")
     lab.node_python("sim05", 'exec env BURNIN_SIM_NODE=sim01 /usr/bin/python3 "$@"\n')  # says it is sim01
     _blocked_collector(lab, "sim06", tmp_path)  # an operator cancels its job meanwhile
-    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "30", "--gate", "slurm")
+    # four drains in minutes: more than the breaker's default room (2), widened here (docs/breaker.md)
+    state_dir = tmp_path / "state"
+    widened = subprocess.run([*BURNIN, "breaker", "set", "--nodes", "6"], env={**lab.env,
+                             "BURNIN_STATE_DIR": str(state_dir)}, capture_output=True, text=True, timeout=120,
+                             check=False)
+    assert widened.returncode == 0, widened.stdout + widened.stderr
+    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "30", "--gate", "slurm",
+                      state_dir=state_dir)
     try:
         lab.wait_for("sim06's collector started", lambda: (tmp_path / "started-sim06").exists())
         sim06 = [j for j in lab.sweep_jobs() if j.nodes == "sim06"]
