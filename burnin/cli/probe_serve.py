@@ -31,9 +31,10 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 if TYPE_CHECKING:
     from burnin.probe import ProbeResult
@@ -178,8 +179,21 @@ class Server:
         self.act(result, drain="drain" in flags, undrain="undrain" in flags, gate=self.args.gate,
                  metrics=self.args.metrics)
         line = printable(result.line()).replace("\n", " ")
-        # A source that outlived its timeout was abandoned in its thread: the server goes with it.
-        return f"{result.exit_code} {line}", threading.active_count() == 1
+        # A source that outlived its timeout was abandoned in its thread, or a tool it ran was killed at its
+        # timeout (whose thread may or may not be back yet): the server goes with it either way.
+        return f"{result.exit_code} {line}", not timed_out(result.facts) and threading.active_count() == 1
+
+
+def timed_out(facts: Mapping[str, Any]) -> bool:
+    """Whether a source, or a command a source ran, was stopped at its timeout in this gathering."""
+    for section in ("sources", "commands"):
+        records = facts.get(section)
+        if not isinstance(records, Mapping):
+            continue
+        for record in records.values():
+            if isinstance(record, Mapping) and "timed out" in str(record.get("error") or ""):
+                return True
+    return False
 
 
 def _read_line(connection: socket.socket) -> bytes:

@@ -21,6 +21,7 @@ from burnin.sim import SimNode, apply_fault, build_rack, parse_fault_spec
 from burnin.topology.model import Topology
 
 SOURCE_TIMEOUT = "60"  # a failure limit on a loaded machine, not a measurement
+WAIT_S = 300  # how long a server may take to end (a failure limit on a loaded machine, not a measurement)
 
 RECORDING_GATE = '''
 import json, os
@@ -99,7 +100,7 @@ class Lab:
     def stop(self) -> None:
         if self.server is not None and self.server.poll() is None:
             self.server.terminate()
-            self.server.communicate(timeout=60)
+            self.server.communicate(timeout=WAIT_S)
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_a_source_that_hangs_is_incomplete_and_the_server_exits_after_answering(
     assert proc.returncode == 2, proc.stdout
     assert proc.stdout.startswith("burnin: INCOMPLETE ") and "timed out" in proc.stdout
     assert lab.server is not None
-    assert lab.server.wait(timeout=60) == 0  # its abandoned thread goes with it; systemd starts a fresh one
+    assert lab.server.wait(timeout=WAIT_S) == 0  # its abandoned thread goes with it; systemd starts a fresh one
     assert lab.one_shot_runs() == []
 
 
@@ -193,4 +194,4 @@ def test_a_server_whose_burnin_changed_on_disk_answers_stale_and_exits(lab: Lab)
     proc = lab.ask("--drain")
     assert proc.returncode == 0 and proc.stdout.startswith("burnin: OK (")
     assert lab.one_shot_runs() == ["--drain"]
-    assert lab.server is not None and lab.server.wait(timeout=60) == 0
+    assert lab.server is not None and lab.server.wait(timeout=WAIT_S) == 0

@@ -166,3 +166,13 @@ def test_an_error_acting_is_reported_for_the_client_to_fall_back(server: Server)
     server.act = Recorder(error=RuntimeError("scontrol vanished"))
     keep, reply = _ask(server, f"burnin-probe/1 {TOKEN} drain\n".encode())
     assert keep and reply == "error RuntimeError\n"
+
+
+def test_a_gathering_with_a_timed_out_source_or_tool_ends_the_server() -> None:
+    """Whether the hung tool's thread is back yet or not, a timeout ends the server after its answer."""
+    from burnin.cli.probe_serve import timed_out
+
+    assert timed_out({"sources": {"dmesg": {"ok": False, "error": "timed out after 3 s"}}})
+    assert timed_out({"sources": {}, "commands": {"dmesg": {"argv": ["dmesg"], "error": "dmesg timed out after 3 s"}}})
+    assert not timed_out({"sources": {"nvml": {"ok": True}}, "commands": {"dmesg": {"error": None}}})
+    assert not timed_out({"sources": "garbage", "commands": {"x": "not a record"}})
