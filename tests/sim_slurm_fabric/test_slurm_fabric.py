@@ -26,7 +26,8 @@ def test_slow_hca_node_is_named_and_drained_alone(fabric_cluster: tuple[Path, di
                   "--gate", "slurm", "--out", str(tmp_path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     gate = json.loads((tmp_path / "gate.json").read_text())
-    assert gate["rejected"] == "sim04" and gate["admitted"] == "sim[01-03,05-08]"
+    assert gate["rejected"] == "sim04" and gate["admitted"] == "sim[01-03,05-08]", (
+        {node: d["reasons"] for node, d in gate["nodes"].items()}, proc.stdout[-3000:], proc.stderr[-3000:])
     decision = gate["nodes"]["sim04"]
     # IB-08 names the slow HCA on the node alone; it then stays out of the multi-node runs
     assert decision["failed"] == ["IB-08"] and sorted(decision["incomplete"]) == ["NCCL-03", "NCCL-04"]
