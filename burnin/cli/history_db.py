@@ -1,9 +1,10 @@
 """``burnin history`` asking the history database: a node's timeline, a check's failures, the runs, the
 trends, and ``burnin history import PATH...`` (past run folders and journals into it).
 
-Shared by ``burnin diff`` and ``burnin reliability``: ``--history FILE`` (default ``$BURNIN_HISTORY``, else
-``history.sqlite`` in burnin's state directory) and how a store is opened for reading (a file that is missing,
-not SQLite or of a newer schema is one line and exit 2).
+Shared by ``burnin diff`` and ``burnin reliability``: ``--history FILE|URL`` (default ``$BURNIN_HISTORY``, else
+``history.sqlite`` in burnin's state directory; a ``postgresql://`` URL names a PostgreSQL database) and how a
+store is opened for reading (a file that is missing, not SQLite or of a newer schema, a server that cannot be
+reached, is one line and exit 2).
 """
 
 from __future__ import annotations
@@ -19,10 +20,18 @@ if TYPE_CHECKING:
     from burnin.history.store import Store
 
 
+def history_target(text: str) -> Path | str:
+    """``--history``: a ``postgresql://`` URL as it is, anything else a SQLite file's path."""
+    from burnin.history.backend import is_url
+
+    return text if is_url(text) else Path(text)
+
+
 def add_history_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--history", type=Path, default=None, metavar="FILE",
-                        help="the history database (default: $BURNIN_HISTORY, else history.sqlite in burnin's "
-                             "state directory: /var/lib/burnin as root, $BURNIN_STATE_DIR if set)")
+    parser.add_argument("--history", type=history_target, default=None, metavar="FILE|URL",
+                        help="the history database: a SQLite file or a postgresql://USER@HOST/DB URL (default: "
+                             "$BURNIN_HISTORY, else history.sqlite in burnin's state directory: /var/lib/burnin "
+                             "as root, $BURNIN_STATE_DIR if set)")
 
 
 def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from burnin.history.measure import measurement
-from burnin.history.store import STATUS_CODES, Store, default_path
+from burnin.history.store import STATUS_CODES, Store, Target, default_path
 from burnin.text import printable
 
 FLUSH_S = 1.0
@@ -66,7 +66,7 @@ class RunRecorder:
         self._last_flush = time.monotonic()
 
     @classmethod
-    def start(cls, path: Path | None, *, kind: str, out_dir: Path, topology: str, nodes: Sequence[str],
+    def start(cls, path: Target | None, *, kind: str, out_dir: Path, topology: str, nodes: Sequence[str],
               warn: Callable[[str], None] = _stderr) -> RunRecorder:
         if path is None:
             return cls(None, None, warn)
@@ -91,7 +91,7 @@ class RunRecorder:
             return
         try:
             action()
-        except Exception as exc:  # noqa: BLE001 - sqlite3, OSError, a hostile value: warn once, stop recording
+        except Exception as exc:  # noqa: BLE001 - the database, OSError, a hostile value: warn once, stop recording
             store, self.store = self.store, None
             self.warn(f"burnin: history: stopped recording in {store.path} ({type(exc).__name__}: {exc}); "
                       "gate.json and the reports are written as ever")
@@ -179,7 +179,7 @@ def _ids(value: object) -> list[str]:
 
 @contextlib.contextmanager
 def recording(out_dir: Path, *, nodes: Sequence[str], topology: str, kind: str = "run",
-              path: Path | None = None, warn: Callable[[str], None] = _stderr) -> Iterator[RunRecorder]:
+              path: Target | None = None, warn: Callable[[str], None] = _stderr) -> Iterator[RunRecorder]:
     """Record the run whose suites run inside the ``with`` (hand :attr:`RunRecorder.plugins` to pytest);
     ``path``: the history (default: ``$BURNIN_HISTORY`` or the state directory's; ``off``: none)."""
     try:

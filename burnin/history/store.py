@@ -1,15 +1,17 @@
-"""The fleet's memory: one SQLite file under the state directory (``history.sqlite``).
+"""The fleet's memory: one SQLite file under the state directory (``history.sqlite``), or a PostgreSQL
+database (``--history postgresql://...`` or ``$BURNIN_HISTORY``) for fleets with several controllers.
 
 Every run records its verdicts (with the measured value where the check measured a number), its gate
 decisions and the gate actions, so that ``burnin history NODE``, ``burnin diff`` and ``burnin reliability``
 can answer from it. WAL mode and a busy timeout let several writers (two runs, an import, the watch) share
 the file without losing a row; each writer's transactions are short (one node's verdicts at a time).
 
-The schema is versioned (``PRAGMA user_version``) and migrated forward by :data:`MIGRATIONS`, one
-transaction each, under a write lock (two processes opening a new file migrate it once). A file this burnin
-cannot read (not SQLite, unreadable, no permission) or written by a newer burnin (a schema version above
-:data:`SCHEMA_VERSION`) is a :class:`HistoryError` naming the file and the cause; it is never migrated
-backwards.
+The schema is versioned (SQLite's ``PRAGMA user_version``, PostgreSQL's ``burnin_schema`` table) and
+migrated forward by :data:`MIGRATIONS`, one transaction each, under a write lock (two processes opening a new
+database migrate it once; :mod:`burnin.history.backend` keeps what differs between the two databases). A
+database this burnin cannot use (not SQLite, unreadable, no permission, no server) or written by a newer burnin
+(a schema version above :data:`SCHEMA_VERSION`) is a :class:`HistoryError` naming it and the cause; it is
+never migrated backwards.
 
 Names (nodes, checks, units) are stored once each and referred to by number; a name that is no valid
 Unicode text or is absurdly long is stored as its printable form (:func:`safe_text`), so a hostile record
@@ -20,18 +22,16 @@ from __future__ import annotations
 
 import math
 import os
-import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from burnin.errors import UsageError
+from burnin.history.backend import DatabaseError, HistoryError, Target, connect, is_url
 from burnin.text import printable
 
 HISTORY_FILE = "history.sqlite"
 HISTORY_ENV = "BURNIN_HISTORY"
 """A history file to use instead of the state directory's, or ``off`` (runs record nothing)."""
 OFF = "off"
-BUSY_TIMEOUT_MS = 30_000
 NAME_LIMIT = 255
 TEXT_LIMIT = 2000
 
@@ -101,17 +101,17 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class HistoryError(UsageError):
-    """The history file cannot be used (unreadable, not SQLite, newer schema): one line, exit 2."""
+__all__ = ["HistoryError", "Store", "Target", "default_path", "open_history"]
 
 
-def default_path() -> Path | None:
-    """``$BURNIN_HISTORY``, else ``history.sqlite`` in burnin's state directory; None when set to ``off``."""
+def default_path() -> Target | None:
+    """``$BURNIN_HISTORY`` (a file or a ``postgresql://`` URL), else ``history.sqlite`` in burnin's state
+    directory; None when set to ``off``."""
     configured = os.environ.get(HISTORY_ENV, "").strip()
     if configured.lower() == OFF:
         return None
     if configured:
-        return Path(configured)
+        return configured if is_url(configured) else Path(configured)
     from burnin.counters import state_dir
 
     return state_dir() / HISTORY_FILE
@@ -136,63 +136,46 @@ def finite(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _shown(path: Path) -> str:
-    return printable(str(path), limit=200)
-
-
 class Store:
     """An open history file (schema at :data:`SCHEMA_VERSION`)."""
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        """Open (``create``: and make, with its folder) the history; HistoryError when it cannot be used."""
-        self.path = path
-        if not create and not path.exists():
-            raise HistoryError(f"history {_shown(path)}: no such file (no run recorded yet?)")
+    def __init__(self, target: Target, *, create: bool = True) -> None:
+        """Open (``create``: and make a missing file, with its folder) the history; HistoryError when it cannot
+        be used."""
+        self.db = connect(target, create=create)
+        self.path = self.db.label
+        """How the history is named in messages (a URL without its password)."""
         try:
-            if create:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                      check_same_thread=False)
-        except (OSError, sqlite3.Error) as exc:
-            raise HistoryError(f"history {_shown(path)}: cannot open ({_cause(exc)})") from None
-        try:
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self._migrate()
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA synchronous = NORMAL")
-            self.db.execute("PRAGMA foreign_keys = OFF")
-        except sqlite3.Error as exc:
+            tune = getattr(self.db, "tune", None)
+            if tune is not None:
+                tune()
+        except DatabaseError as exc:
             self.db.close()
-            raise HistoryError(f"history {_shown(path)}: cannot be used ({_cause(exc)})") from None
-        except HistoryError:
+            raise HistoryError(f"history {self.path}: cannot be used ({exc.why})") from None
+        except BaseException:
             self.db.close()
             raise
         self._names: dict[tuple[str, str], int] = {}
 
-    def _version(self) -> int:
-        row = self.db.execute("PRAGMA user_version").fetchone()
-        return int(row[0])
-
     def _migrate(self) -> None:
-        version = self._version()  # reads the header: a file that is not SQLite fails here
+        version = self.db.schema_version()  # reads the header: a file that is not SQLite fails here
         if version > SCHEMA_VERSION:
-            raise HistoryError(f"history {_shown(self.path)}: written by a newer burnin (schema {version}; "
+            raise HistoryError(f"history {self.path}: written by a newer burnin (schema {version}; "
                                f"this burnin reads up to {SCHEMA_VERSION}); not touched")
         if version == SCHEMA_VERSION:
             return
-        self.db.execute("BEGIN IMMEDIATE")  # one migrating writer at a time; the others wait, then see it done
+        self.db.begin_migration()  # one migrating writer at a time; the others wait, then see it done
         try:
-            version = self._version()
+            version = self.db.schema_version()
             if version > SCHEMA_VERSION:
-                raise HistoryError(f"history {_shown(self.path)}: written by a newer burnin (schema {version})")
+                raise HistoryError(f"history {self.path}: written by a newer burnin (schema {version})")
             for number in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        self.db.execute(statement)
-            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            self.db.execute("COMMIT")
+                self.db.run_migration(MIGRATIONS[number])
+            self.db.set_schema_version(SCHEMA_VERSION)
+            self.db.commit()
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self.db.rollback()
             raise
 
     def close(self) -> None:
@@ -214,8 +197,10 @@ class Store:
             return found
         text = safe_text(name, NAME_LIMIT)
         row = self.db.execute(f"SELECT id FROM {table} WHERE name = ?", (text,)).fetchone()  # noqa: S608
+        if row is None:  # new: added here, or by another writer since (then nothing returns: read it again)
+            row = self.db.execute(f"INSERT INTO {table} (name) VALUES (?) ON CONFLICT DO NOTHING RETURNING id",  # noqa: S608
+                                  (text,)).fetchone()
         if row is None:
-            self.db.execute(f"INSERT OR IGNORE INTO {table} (name) VALUES (?)", (text,))  # noqa: S608
             row = self.db.execute(f"SELECT id FROM {table} WHERE name = ?", (text,)).fetchone()  # noqa: S608
         self._names[key] = int(row[0])
         return self._names[key]
@@ -233,13 +218,12 @@ class Store:
 
     def add_run(self, *, kind: str, started: float, out_dir: str = "", topology: str = "", host: str = "",
                 pid: int | None = None, nodes: int = 0, origin: str | None = None) -> int:
-        cursor = self.db.execute(
+        row = self.db.execute(
             "INSERT INTO runs (kind, started, out_dir, topology, host, pid, nodes, origin) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (kind, started, safe_text(out_dir), safe_text(topology, NAME_LIMIT), safe_text(host, NAME_LIMIT),
-             pid, nodes, None if origin is None else safe_text(origin)))
-        assert cursor.lastrowid is not None
-        return int(cursor.lastrowid)
+             pid, nodes, None if origin is None else safe_text(origin))).fetchone()
+        return int(row[0])
 
     def add_verdicts(self, run: int, rows: Iterable[tuple[str, str, str, float | None, str | None,
                                                           str, str, str]]) -> int:
@@ -248,16 +232,16 @@ class Store:
         node_ids: dict[str, int] = {}
         check_ids: dict[str, int] = {}
         unit_ids: dict[str, int] = {}
-        self.db.execute("BEGIN IMMEDIATE")
+        self.db.begin()
         try:
             prepared = []
             for node, check, status, value, unit, measured, expected, reason in rows:
                 code = STATUS_CODES.get(status, INCOMPLETE)
                 detail = None
                 if code != PASS:
-                    detail = self.db.execute(
-                        "INSERT INTO details (measured, expected, reason) VALUES (?, ?, ?)",
-                        (safe_text(measured), safe_text(expected), safe_text(reason))).lastrowid
+                    detail = int(self.db.execute(
+                        "INSERT INTO details (measured, expected, reason) VALUES (?, ?, ?) RETURNING id",
+                        (safe_text(measured), safe_text(expected), safe_text(reason))).fetchone()[0])
                 number = finite(value) if code in (PASS, FAIL) else None
                 node_id = node_ids.get(node)
                 if node_id is None:
@@ -272,12 +256,12 @@ class Store:
                         unit_id = unit_ids[unit] = self.name_id("unit_names", unit)
                 prepared.append((run, node_id, check_id, code, number, unit_id, detail))
             cursor = self.db.executemany(
-                "INSERT OR IGNORE INTO verdicts (run, node, check_id, status, value, unit, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", prepared)
+                "INSERT INTO verdicts (run, node, check_id, status, value, unit, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", prepared)
             added = max(0, cursor.rowcount)
-            self.db.execute("COMMIT")
+            self.db.commit()
         except BaseException:
-            self._rollback()
+            self.db.rollback()
             raise
         return added
 
@@ -285,29 +269,31 @@ class Store:
                    decisions: Sequence[tuple[str, bool, Sequence[str], Sequence[str], str]],
                    partial: bool = False, interrupted: bool = False, dry_run: bool = False) -> None:
         """The run's gate decisions ``(node, admitted, failed, incomplete, reason)`` and its end, at once."""
-        self.db.execute("BEGIN IMMEDIATE")
+        self.db.begin()
         try:
             self.db.executemany(
-                "INSERT OR REPLACE INTO decisions (run, node, admitted, failed, incomplete, reason) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO decisions (run, node, admitted, failed, incomplete, reason) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (run, node) DO UPDATE SET admitted = excluded.admitted, failed = excluded.failed, "
+                "incomplete = excluded.incomplete, reason = excluded.reason",
                 [(run, self.name_id("node_names", node), int(admitted),
                   ",".join(safe_text(c, NAME_LIMIT) for c in failed),
                   ",".join(safe_text(c, NAME_LIMIT) for c in incomplete), safe_text(reason))
                  for node, admitted, failed, incomplete, reason in decisions])
             self.db.execute("UPDATE runs SET finished = ?, partial = ?, interrupted = ?, dry_run = ?, "
-                            "nodes = max(nodes, ?) WHERE id = ?",
-                            (finished, int(partial), int(interrupted), int(dry_run), len(decisions), run))
-            self.db.execute("COMMIT")
+                            "nodes = CASE WHEN nodes > ? THEN nodes ELSE ? END WHERE id = ?",
+                            (finished, int(partial), int(interrupted), int(dry_run), len(decisions),
+                             len(decisions), run))
+            self.db.commit()
         except BaseException:
-            self._rollback()
+            self.db.rollback()
             raise
 
     def add_action(self, *, at: float, node: str, action: str, check_ids: Sequence[str] = (), reason: str = "",
                    source: str = "", run: int | None = None, origin: str | None = None) -> bool:
         """A gate action (drain, resume, evict, taint) on a node; False when ``origin`` was recorded before."""
         cursor = self.db.execute(
-            "INSERT OR IGNORE INTO actions (at, node, action, check_ids, reason, source, run, origin) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO actions (at, node, action, check_ids, reason, source, run, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (at, self.name_id("node_names", node), safe_text(action, NAME_LIMIT),
              ",".join(safe_text(c, NAME_LIMIT) for c in check_ids), safe_text(reason), safe_text(source),
              run, None if origin is None else safe_text(origin)))
@@ -317,20 +303,9 @@ class Store:
         row = self.db.execute("SELECT id FROM runs WHERE origin = ?", (safe_text(origin),)).fetchone()
         return None if row is None else int(row[0])
 
-    def _rollback(self) -> None:
-        try:
-            self.db.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
 
 
-def _cause(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
-
-
-def open_history(path: Path | None = None, *, create: bool = False) -> Store:
+def open_history(path: Target | None = None, *, create: bool = False) -> Store:
     """The history to read (``path``, else :func:`default_path`); HistoryError when there is none to use."""
     target = path if path is not None else default_path()
     if target is None:
