@@ -260,6 +260,10 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
         finally:
             dispatcher.close()
     decisions = _judge(state, store, settings, topology, out_dir, command)
+    if not command["dry_run"]:
+        from burnin.history.recorder import record_finished
+
+        record_finished(out_dir, kind="soak")  # the soak's own verdicts (BRN and all) beside its acceptance run's
     _print_summary(state, decisions, topology.name, time.monotonic() - started, out_dir)
     if gate is not None:
         gate.apply(decisions, dry_run=bool(command["dry_run"]))

@@ -42,8 +42,9 @@ def _verdict_rows(folder: Path) -> list[tuple[str, str, str, float | None, str |
 
 
 def import_paths(store: Store, paths: Sequence[Path], journals: Iterable[Path] = (), *,
-                 now: float | None = None) -> Imported:
-    """Read ``paths`` and ``journals`` (UsageError on a file that is not burnin's) and add what is new."""
+                 now: float | None = None, kind: str = "import") -> Imported:
+    """Read ``paths`` and ``journals`` (UsageError on a file that is not burnin's) and add what is new, each run
+    as a run of ``kind`` (``soak``: a soak recording its own verdicts as it ends)."""
     inputs = collect(paths, journals, now=now)
     result = Imported(inputs)
     by_origin: dict[str, list[Observation]] = defaultdict(list)
@@ -57,7 +58,7 @@ def import_paths(store: Store, paths: Sequence[Path], journals: Iterable[Path] =
             result.runs_known += 1
             continue
         observations = by_origin.get(summary["path"], [])
-        run = store.add_run(kind="import", started=float(summary["at"]), out_dir=origin, nodes=len(observations),
+        run = store.add_run(kind=kind, started=float(summary["at"]), out_dir=origin, nodes=len(observations),
                             origin=origin)
         result.verdicts += store.add_verdicts(run, _verdict_rows(folder))
         store.finish_run(run, finished=float(summary["at"]), decisions=[

@@ -192,3 +192,22 @@ def recording(out_dir: Path, *, nodes: Sequence[str], topology: str, kind: str =
         yield recorder
     finally:
         recorder.finish(out_dir)
+
+
+def record_finished(out_dir: Path, *, kind: str, path: Target | None = None,
+                    warn: Callable[[str], None] = _stderr) -> bool:
+    """Record a run folder whose verdicts were written at its end (a soak: its gate.json and verdicts.json) as a
+    run of ``kind``; once only (keyed by the folder: a resumed soak that ends again adds nothing). Never raises:
+    a history that cannot be used is one warning line, as for a run. True when something was recorded."""
+    try:
+        target = path if path is not None else default_path()
+        if target is None:
+            return False
+        from burnin.history.importer import import_paths
+
+        with Store(target) as store:
+            found = import_paths(store, [out_dir], kind=kind)
+    except Exception as exc:  # noqa: BLE001 - the history never costs a soak its verdicts
+        warn(f"burnin: history: not recorded: {exc}")
+        return False
+    return found.runs > 0

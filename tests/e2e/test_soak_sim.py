@@ -130,6 +130,31 @@ def test_killed_soak_resumes_with_the_same_verdicts(tmp_path: Path) -> None:
     assert after[:counted] == before  # the samples before the kill are kept, as they were
     assert after == _lines(whole / "samples.jsonl")
 
+    # the soak's own verdicts are in the history, once, beside its acceptance run (issue 22 item 2)
+    assert _soak_failures(cut) == {"sim01": ["GPU-02"], "sim02": ["GPU-11"], "sim03": ["BRN-04"],
+                                   "sim04": ["GPU-04"], "sim06": ["BRN-02"]}
+    again = burnin("soak", "--resume", str(cut))  # a finished soak judged again: recorded once only
+    assert again.returncode == 1, again.stderr[-3000:]
+    assert _soak_runs(cut) == 1
+
+
+def _soak_runs(out: Path) -> int:
+    from burnin.history.store import Store
+
+    with Store(Path(os.environ["BURNIN_HISTORY"]), create=False) as store:
+        return int(store.db.execute("SELECT count(*) FROM runs WHERE kind = 'soak' AND out_dir = ?",
+                                    (str(out.resolve()),)).fetchone()[0])
+
+
+def _soak_failures(out: Path) -> dict[str, list[str]]:
+    from burnin.history.query import find_run, node_states
+    from burnin.history.store import Store
+
+    with Store(Path(os.environ["BURNIN_HISTORY"]), create=False) as store:
+        run = find_run(store, str(out))
+        assert run.kind == "soak"
+        return {node: state.failed for node, state in node_states(store, run).items() if not state.admitted}
+
 
 @pytest.mark.parametrize(("args", "message"), [
     (["soak", "--sim", "2"], "--duration is required"),
