@@ -261,7 +261,7 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
             dispatcher.close()
     decisions = _judge(state, store, settings, topology, out_dir, command)
     if not command["dry_run"]:
-        from burnin.history.recorder import record_finished
+        from burnin.history.importer import record_finished
 
         record_finished(out_dir, kind="soak")  # the soak's own verdicts (BRN and all) beside its acceptance run's
     _print_summary(state, decisions, topology.name, time.monotonic() - started, out_dir)

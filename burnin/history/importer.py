@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from burnin.history.load import Inputs, collect
-from burnin.history.recorder import VERDICTS_FILE, verdict_row
+from burnin.history.recorder import VERDICTS_FILE, stderr_line, verdict_row
 from burnin.history.records import Observation
-from burnin.history.store import Store
+from burnin.history.store import Store, Target, default_path
 
 
 @dataclass
@@ -75,3 +75,20 @@ def import_paths(store: Store, paths: Sequence[Path], journals: Iterable[Path] =
         else:
             result.actions_known += 1
     return result
+
+
+def record_finished(out_dir: Path, *, kind: str, path: Target | None = None,
+                    warn: Callable[[str], None] = stderr_line) -> bool:
+    """Record a run folder whose verdicts were written at its end (a soak: its gate.json and verdicts.json) as a
+    run of ``kind``; once only (keyed by the folder: a resumed soak that ends again adds nothing). Never raises:
+    a history that cannot be used is one warning line, as for a run. True when something was recorded."""
+    try:
+        target = path if path is not None else default_path()
+        if target is None:
+            return False
+        with Store(target) as store:
+            found = import_paths(store, [out_dir], kind=kind)
+    except Exception as exc:  # noqa: BLE001 - the history never costs a soak its verdicts
+        warn(f"burnin: history: not recorded: {exc}")
+        return False
+    return found.runs > 0

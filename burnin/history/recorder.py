@@ -35,7 +35,7 @@ VERDICTS_FILE = "verdicts.json"
 Row = tuple[str, str, str, "float | None", "str | None", str, str, str]
 
 
-def _stderr(line: str) -> None:
+def stderr_line(line: str) -> None:
     print(printable(line, limit=400), file=sys.stderr)
 
 
@@ -57,7 +57,7 @@ def verdict_row(props: dict[str, Any]) -> Row | None:
 class RunRecorder:
     """One run's recording; every method is safe to call after the history failed (it then does nothing)."""
 
-    def __init__(self, store: Store | None, run: int | None, warn: Callable[[str], None] = _stderr) -> None:
+    def __init__(self, store: Store | None, run: int | None, warn: Callable[[str], None] = stderr_line) -> None:
         self.store = store
         self.run = run
         self.warn = warn
@@ -67,7 +67,7 @@ class RunRecorder:
 
     @classmethod
     def start(cls, path: Target | None, *, kind: str, out_dir: Path, topology: str, nodes: Sequence[str],
-              warn: Callable[[str], None] = _stderr) -> RunRecorder:
+              warn: Callable[[str], None] = stderr_line) -> RunRecorder:
         if path is None:
             return cls(None, None, warn)
         try:
@@ -179,7 +179,7 @@ def _ids(value: object) -> list[str]:
 
 @contextlib.contextmanager
 def recording(out_dir: Path, *, nodes: Sequence[str], topology: str, kind: str = "run",
-              path: Target | None = None, warn: Callable[[str], None] = _stderr) -> Iterator[RunRecorder]:
+              path: Target | None = None, warn: Callable[[str], None] = stderr_line) -> Iterator[RunRecorder]:
     """Record the run whose suites run inside the ``with`` (hand :attr:`RunRecorder.plugins` to pytest);
     ``path``: the history (default: ``$BURNIN_HISTORY`` or the state directory's; ``off``: none)."""
     try:
@@ -193,21 +193,3 @@ def recording(out_dir: Path, *, nodes: Sequence[str], topology: str, kind: str =
     finally:
         recorder.finish(out_dir)
 
-
-def record_finished(out_dir: Path, *, kind: str, path: Target | None = None,
-                    warn: Callable[[str], None] = _stderr) -> bool:
-    """Record a run folder whose verdicts were written at its end (a soak: its gate.json and verdicts.json) as a
-    run of ``kind``; once only (keyed by the folder: a resumed soak that ends again adds nothing). Never raises:
-    a history that cannot be used is one warning line, as for a run. True when something was recorded."""
-    try:
-        target = path if path is not None else default_path()
-        if target is None:
-            return False
-        from burnin.history.importer import import_paths
-
-        with Store(target) as store:
-            found = import_paths(store, [out_dir], kind=kind)
-    except Exception as exc:  # noqa: BLE001 - the history never costs a soak its verdicts
-        warn(f"burnin: history: not recorded: {exc}")
-        return False
-    return found.runs > 0
