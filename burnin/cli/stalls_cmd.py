@@ -61,8 +61,12 @@ def run(args: argparse.Namespace) -> int:
     records: list[StallRecord] = []
     doubts: list[Doubt] = []
     owners: dict[str, str] = {}
+    read: set[Path] = set()
     for path in args.journals:
         origin, lines = _lines(path)
+        if Path(origin).resolve() in read:
+            continue  # the same journal named twice (a file and its folder)
+        read.add(Path(origin).resolve())
         found, doubted, nodes = read_stalls(lines, origin, now)
         for node in nodes:
             if node in owners and owners[node] != origin:
