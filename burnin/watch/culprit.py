@@ -6,8 +6,9 @@ node's counters were last seen changing: in ``(counters_changed_after, counters_
 the watch); ``counters_changed_at`` None means they never moved while its watch ran (from ``watched_since``),
 so they stopped at or before that, at an unknown time.
 
-Episodes: the stalls whose spans (last change .. found) overlap, merged. In an episode of two nodes or more,
-a node is named only when its counters stopped, with ``margin`` seconds to spare (clocks of two nodes
+Episodes: the stalls whose spans overlap, merged: a span runs from the counters' stop to the stall's end (its
+``stall-ended`` record; without one the stall is still on, or its watch stopped: open). In an episode of two
+nodes or more, a node is named only when its counters stopped, with ``margin`` seconds to spare (clocks of two nodes
 differ), before every other node's could have: its interval ends before each other one begins. Fail closed,
 never blame: one node alone is not compared with anything; intervals that overlap, or a node whose counters
 never moved while watched, name nobody; and any record that could not be read or trusted (a torn or garbled
@@ -17,6 +18,7 @@ and says why.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -39,6 +41,7 @@ class StallRecord:
     watched_since: float
     action: str
     origin: str  # file:line
+    ended_at: float | None = None  # its stall-ended record's time; None: still stalled (or its watch stopped)
 
     @property
     def stopped_from(self) -> float:
@@ -103,6 +106,7 @@ def read_stalls(lines: Sequence[str], origin: str, now: float) -> tuple[list[Sta
     records: list[StallRecord] = []
     doubts: list[Doubt] = []
     nodes: set[str] = set()
+    ends: dict[float, float] = {}  # a stall's since -> when it ended
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -116,12 +120,22 @@ def read_stalls(lines: Sequence[str], origin: str, now: float) -> tuple[list[Sta
             continue
         if isinstance(entry.get("node"), str):
             nodes.add(entry["node"])
+        if entry.get("kind") == "stall-ended":
+            figures = entry.get("stall")
+            figures = figures if isinstance(figures, dict) else {}
+            since, ended = finite_time(figures.get("since")), finite_time(figures.get("ended_at"))
+            if since is None or ended is None:
+                doubts.append(Doubt(where, "a stall-ended entry without its times"))
+            else:
+                ends[since] = ended
+            continue
         if entry.get("kind") != "stall":
             continue
         try:
             records.append(_record(entry, where, now))
         except ValueError as exc:
             doubts.append(Doubt(where, str(exc)))
+    records = [dataclasses.replace(r, ended_at=ends.get(r.since)) for r in records]
     if len(nodes) > 1:
         doubts.append(Doubt(origin, f"names {len(nodes)} nodes ({', '.join(sorted(nodes)[:5])}): a watch's "
                                     "journal is one node's"))
@@ -129,15 +143,15 @@ def read_stalls(lines: Sequence[str], origin: str, now: float) -> tuple[list[Sta
 
 
 def episodes(records: Iterable[StallRecord]) -> list[Episode]:
-    """Stalls whose spans (counters stopped .. stall found) overlap, merged; in time order."""
+    """Stalls whose spans (counters stopped .. stall ended, or open) overlap, merged; in time order."""
     found: list[Episode] = []
     end = -math.inf
     for record in sorted(records, key=lambda r: (r.stopped_by, r.node)):
         if not found or record.stopped_by > end:
             found.append(Episode())
-            end = record.found_at
+            end = -math.inf
         found[-1].records.append(record)
-        end = max(end, record.found_at)
+        end = max(end, math.inf if record.ended_at is None else record.ended_at)
     return found
 
 
@@ -180,4 +194,5 @@ def describe(record: StallRecord) -> str:
         assert record.changed_after is not None
         moved = (f"counters last moved between {time_text(record.changed_after)} and "
                  f"{time_text(record.changed_at)}")
-    return f"{record.node}: {moved}; stall found {time_text(record.found_at)} ({record.action or '?'})"
+    ended = "still on (or its watch stopped)" if record.ended_at is None else f"over {time_text(record.ended_at)}"
+    return f"{record.node}: {moved}; stall found {time_text(record.found_at)} ({record.action or '?'}), {ended}"

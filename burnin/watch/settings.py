@@ -39,8 +39,12 @@ class StallSettings(_Model):
 
     @property
     def max_gap_s(self) -> float:
-        """Samples further apart than this (the watch stopped, the host froze) start the watching again."""
-        return 3 * self.interval_s
+        """Samples further apart than this (the watch stopped, the host froze) start the watching again.
+
+        Counters are cumulative: unchanged across a gap, they moved nothing in it; the gap only hides the GPUs'
+        state. So a late sample (a loaded host) does not restart the watching; a stopped watch does.
+        """
+        return max(3 * self.interval_s, 60.0)
 
     def idle_power_w(self, limit_w: float | None) -> float | None:
         """The most a GPU with enforced limit ``limit_w`` may draw to count as idle (None: cannot tell)."""

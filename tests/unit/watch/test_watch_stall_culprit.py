@@ -27,6 +27,13 @@ def stall(node: str, changed_after: float | None, changed_at: float | None, *, f
                       "interval_s": 10.0, "policy": "alert", "gpus": []}}
 
 
+def ended(entry: dict[str, Any], at: float) -> dict[str, Any]:
+    """The stall-ended entry the watch writes when ``entry``'s stall is over."""
+    figures = {**entry["stall"], "ended_at": at, "why": "IB traffic again"}
+    return {"node": entry["node"], "kind": "stall-ended", "check": "NCCL-05", "action": "record", "detected_at": at,
+            "stall": figures}
+
+
 def journal(tmp_path: Path, node: str, *entries: dict[str, Any], extra: str = "") -> Path:
     path = tmp_path / node / "events.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +79,8 @@ def test_a_node_never_seen_moving_is_named_when_its_watch_began_before_the_other
 
 def test_one_node_alone_and_separate_episodes(tmp_path: Path) -> None:
     later = T0 + 2000
-    paths = [journal(tmp_path, "sim01", stall("sim01", T0 - 10, T0), stall("sim01", later - 10, later)),
+    first = stall("sim01", T0 - 10, T0)
+    paths = [journal(tmp_path, "sim01", first, ended(first, T0 + 400), stall("sim01", later - 10, later)),
              journal(tmp_path, "sim02", stall("sim02", later + 20, later + 30))]
     assert verdicts(*paths) == [(None, "only sim01 stalled: nothing to compare it with"),
                                 ("sim01", "likely culprit: sim01 (its counters stopped first, at least 20.0 s "
@@ -86,6 +94,7 @@ def test_one_node_alone_and_separate_episodes(tmp_path: Path) -> None:
     (json.dumps(stall("sim02", T0 - 10, T0, found=NOW + 3 * 86400)) + "\n", "is in the future"),
     (json.dumps({"node": "sim02", "kind": "stall"}) + "\n", "without its node or its 'stall' figures"),
     (json.dumps(stall("sim07", T0 - 10, T0)) + "\n", "names 2 nodes (sim02, sim07)"),
+    (json.dumps({"node": "sim02", "kind": "stall-ended", "stall": {}}) + "\n", "a stall-ended entry without"),
 ])
 def test_forged_or_missing_data_names_nobody_and_says_so(tmp_path: Path, forged: str, why: str) -> None:
     paths = [journal(tmp_path, "sim02", stall("sim02", T0 - 10, T0), extra=forged),
@@ -101,7 +110,7 @@ def test_the_command_reports_episodes_as_text_and_json(tmp_path: Path, capsys: p
     assert main(["stalls", str(one.parent), str(two)]) == 0
     out = capsys.readouterr().out
     assert "burnin stalls: 2 journals, 2 stalls in 1 episodes" in out and "likely culprit: sim02" in out
-    assert "sim02: counters last moved between" in out
+    assert "sim02: counters last moved between" in out and "still on (or its watch stopped)" in out
     assert main(["stalls", str(one), str(two), "--json", "-", "--since", "10m"]) == 0  # found an hour ago: none
     assert json.loads(capsys.readouterr().out)["episodes"] == []
     assert main(["stalls", str(one), str(one.parent)]) == 0  # one node's journal twice is not two nodes
