@@ -82,6 +82,11 @@ class StallWatch:
         self.last_sample = sample
         self._say_unreadable(sample)
         result = self.detector.feed(sample)
+        if self.metrics is not None:  # before the event: the metrics never lag the journal
+            try:
+                write_text_atomic(self.metrics, self.exposition())
+            except OSError as exc:
+                self.log(f"stall metrics: cannot write {self.metrics}: {exc.strerror or exc}")
         if isinstance(result, Stall):
             details = stall_details(result, self.node, self.settings)
             self.emit(WatchEvent("sampler", Kind.STALL, "", None, result.describe(), result.at, details=details))
@@ -90,11 +95,6 @@ class StallWatch:
             details["ended_at"], details["why"] = round(result.at, 6), result.why
             self.emit(WatchEvent("sampler", Kind.STALL_ENDED, "", None, f"stall over: {result.why}", result.at,
                                  details=details))
-        if self.metrics is not None:
-            try:
-                write_text_atomic(self.metrics, self.exposition())
-            except OSError as exc:
-                self.log(f"stall metrics: cannot write {self.metrics}: {exc.strerror or exc}")
         return result
 
     def _say_unreadable(self, sample: Sample) -> None:
