@@ -8,9 +8,9 @@ or a stuck rank: the compute processes are still there, 100% utilisation (a spin
 up, power back at idle, and the counters frozen (the pump leaves them alone). Clearing the faults is "no job".
 
 The node's state holds no time (it is replayed from its fault list), so the counters cannot advance by
-themselves: the render writes ``job.json`` beside the node's state (what the pump may advance: the compute
-HCAs' counter files while the job is running) and :func:`pump` adds one step to each. A render (any fault
-applied) puts the counters back to the state's values: the watch sees that as one more change.
+themselves: the render of a node with a job writes ``job.json`` beside the node's state (what the pump may
+advance: the compute HCAs' counter files while the job is running) and :func:`pump` adds one step to each.
+A render (any fault applied) puts the counters back to the state's values: the watch sees one more change.
 """
 
 from __future__ import annotations
@@ -73,7 +73,10 @@ def traffic_files(state: NodeState) -> list[str]:
 
 
 def write_marker(node_dir: Path, state: NodeState) -> None:
-    """``job.json``: the job's state and, while it runs, the files :func:`pump` advances."""
+    """``job.json``: the job's state and, while it runs, the files :func:`pump` advances; none without a job."""
+    if state.host.job is None:
+        (node_dir / JOB_FILE).unlink(missing_ok=True)
+        return
     files = traffic_files(state) if state.host.job == "running" else []
     replace_file(node_dir / JOB_FILE, json.dumps({"job": state.host.job, "advance": files}) + "\n")
 
