@@ -71,3 +71,4 @@ def test_drain_asks_the_breaker_first_and_drains_once_it_has_room(tmp_path: Path
     w._retry_due(w.clock())
     assert slurm.state == "MIXED+DRAIN" and slurm.reason.startswith("burnin: NCCL-05 collective stalled")
     assert "scontrol requeue" not in [" ".join(c[:2]) for c in slurm.calls]  # drained: the job is not requeued
+    assert "sim01 DRAIN NCCL-05 collective stalled: 8 GPUs" in out.getvalue()
