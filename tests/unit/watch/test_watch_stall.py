@@ -194,3 +194,30 @@ def test_a_stall_alerts_by_default_and_drains_by_policy_as_check_nccl_05() -> No
     assert drain.action is Action.DRAIN and drain.reason() == "burnin: NCCL-05 collective stalled: ..."
     ended = WatchEvent("sampler", Kind.STALL_ENDED, "", None, "stall over", T0, details={"since": T0 - 60})
     assert classify(ended, Policy(stall=Action.DRAIN)).action is Action.RECORD
+
+
+def test_the_boundaries_idle_power_at_the_threshold_and_a_gap_at_its_limit() -> None:
+    at_threshold = StallDetector(StallSettings(interval_s=10, after_s=60))  # idle: <= 20% of 700 W = 140 W
+    assert [type(r) for r in run(at_threshold, [sample(T0 + 10 * i, gpus(power=140)) for i in range(7)])] == [Stall]
+    above = StallDetector(StallSettings(interval_s=10, after_s=60))
+    assert run(above, [sample(T0 + 10 * i, gpus(power=140.5)) for i in range(7)]) == []
+    spaced = StallDetector(SETTINGS)  # samples exactly max_gap_s (60 s) apart: still one unbroken watching
+    assert [r.at for r in run(spaced, [sample(T0 + 60 * i) for i in range(3)])] == [T0 + 60]
+    again = StallDetector(SETTINGS)  # a sample at the time of the last one: the clock did not move, start again
+    run(again, [sample(T0), sample(T0 + 10)])
+    again.feed(sample(T0 + 10))
+    assert again.watched_since == T0 + 10
+
+
+@pytest.mark.parametrize(("after", "why"), [
+    (sample(T0 + 70, NO_JOB), "no job on the node any more"),
+    (sample(T0 + 70, WORKING), "the GPUs are working (or idle) again"),
+    (sample(T0 + 70, counter=None), "the counters could not be read (unreadable)"),
+    (sample(T0 + 70, counter=6), "IB traffic again"),
+    (sample(T0 + 500), "the samples broke off (the watch was not sampling)"),
+])
+def test_a_stall_ends_with_its_reason(after: Sample, why: str) -> None:
+    detector = StallDetector(SETTINGS)
+    assert [type(r) for r in run(detector, [sample(T0 + 10 * i) for i in range(7)])] == [Stall]
+    ended = detector.feed(after)
+    assert isinstance(ended, StallEnded) and ended.why == why and detector.stall is None
