@@ -221,3 +221,17 @@ def test_a_stall_ends_with_its_reason(after: Sample, why: str) -> None:
     assert [type(r) for r in run(detector, [sample(T0 + 10 * i) for i in range(7)])] == [Stall]
     ended = detector.feed(after)
     assert isinstance(ended, StallEnded) and ended.why == why and detector.stall is None
+
+
+def test_one_gpu_with_a_process_is_a_job_and_busy_means_at_the_threshold_or_above() -> None:
+    mixed = tuple(GpuSample(i, 90.0, 70.0, 700.0, 1980, 1 if i == 0 else 0) for i in range(8))
+    detector = StallDetector(SETTINGS)  # utilisation_pct 90: exactly 90 is busy
+    results = run(detector, [sample(T0 + 10 * i, mixed) for i in range(7)])
+    assert [type(r) for r in results] == [Stall]
+    assert isinstance(results[0], Stall) and "8 GPUs at 90% utilisation" in results[0].describe()
+    few = StallDetector(SETTINGS)
+    (stall,) = run(few, [sample(T0 + 10 * i, gpus(count=3)) for i in range(7)])
+    assert isinstance(stall, Stall) and "stalled: gpu0,gpu1,gpu2 at 100%" in stall.describe()
+    four = StallDetector(SETTINGS)
+    (stall,) = run(four, [sample(T0 + 10 * i, gpus(count=4)) for i in range(7)])
+    assert isinstance(stall, Stall) and "stalled: 4 GPUs at" in stall.describe()

@@ -27,11 +27,16 @@ def stall(node: str, changed_after: float | None, changed_at: float | None, *, f
                       "interval_s": 10.0, "policy": "alert", "gpus": []}}
 
 
-def ended(entry: dict[str, Any], at: float) -> dict[str, Any]:
+def ended(entry: dict[str, Any], at: float | None) -> dict[str, Any]:
     """The stall-ended entry the watch writes when ``entry``'s stall is over."""
     figures = {**entry["stall"], "ended_at": at, "why": "IB traffic again"}
     return {"node": entry["node"], "kind": "stall-ended", "check": "NCCL-05", "action": "record", "detected_at": at,
             "stall": figures}
+
+
+def field(entry: dict[str, Any], **figures: Any) -> dict[str, Any]:
+    """``entry`` with some of its stall figures replaced (a forged or damaged record)."""
+    return {**entry, "stall": {**entry["stall"], **figures}}
 
 
 def journal(tmp_path: Path, node: str, *entries: dict[str, Any], extra: str = "") -> Path:
@@ -95,6 +100,12 @@ def test_one_node_alone_and_separate_episodes(tmp_path: Path) -> None:
     (json.dumps({"node": "sim02", "kind": "stall"}) + "\n", "without its node or its 'stall' figures"),
     (json.dumps(stall("sim07", T0 - 10, T0)) + "\n", "names 2 nodes (sim02, sim07)"),
     (json.dumps({"node": "sim02", "kind": "stall-ended", "stall": {}}) + "\n", "a stall-ended entry without"),
+    (json.dumps(ended(stall("sim02", T0 - 10, T0), None)) + "\n", "a stall-ended entry without"),
+    (json.dumps(field(stall("sim02", T0 - 10, T0), watched_since=None)) + "\n", "must be times"),
+    (json.dumps(field(stall("sim02", T0 - 10, T0), counters_changed_after=None)) + "\n", "both null"),
+    (json.dumps(field(stall("sim02", T0 - 10, T0), counters_changed_at="soon")) + "\n", "both null"),
+    (json.dumps(stall("sim02", T0, T0)) + "\n", "times out of order"),
+    (json.dumps(field(stall("sim02", T0 - 10, T0), found_at=T0 - 1)) + "\n", "times out of order"),
 ])
 def test_forged_or_missing_data_names_nobody_and_says_so(tmp_path: Path, forged: str, why: str) -> None:
     paths = [journal(tmp_path, "sim02", stall("sim02", T0 - 10, T0), extra=forged),
@@ -130,3 +141,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert main(["stalls", str(other)]) == 2
     assert "not a burnin watch journal" in capsys.readouterr().err
     assert main(["stalls", str(other), "--margin", "-1"]) == 2
+
+
+def test_named_only_before_every_other_node_by_more_than_the_margin(tmp_path: Path) -> None:
+    three = [journal(tmp_path, "sim02", stall("sim02", T0 - 10, T0)),
+             journal(tmp_path, "sim01", stall("sim01", T0 + 20, T0 + 30)),
+             journal(tmp_path, "sim03", stall("sim03", T0 - 5, T0 + 5))]  # before sim01, not before sim03
+    assert verdicts(*three)[0][0] is None
+    exact = [journal(tmp_path, "sim02", stall("sim02", T0 - 10, T0)),
+             journal(tmp_path, "sim01", stall("sim01", T0 + 1, T0 + 10))]  # exactly the margin: not more
+    assert verdicts(*exact)[0][0] is None
+    assert verdicts(*exact, margin=0.5)[0][0] == "sim02"
+
+
+def test_a_stall_that_ended_as_another_began_is_one_episode(tmp_path: Path) -> None:
+    first = stall("sim01", T0 - 10, T0)
+    paths = [journal(tmp_path, "sim01", first, ended(first, T0 + 400)),
+             journal(tmp_path, "sim02", stall("sim02", T0 + 390, T0 + 400))]
+    assert verdicts(*paths)[0][0] == "sim01"
