@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("burnin.cli.sim_cmd", "start, stop or fault simulated racks behind real sshd or Slurm"),
     "report": ("burnin.cli.report_cmd", "render a run's report.html again from its output folder"),
     "watch": ("burnin.cli.watch_cmd", "node daemon: evict or drain this node within a second of a GPU/IB fault"),
+    "stalls": ("burnin.cli.stalls_cmd", "the watch's stalled collectives across nodes: whose counters stopped first"),
     "sweep": ("burnin.cli.sweep_cmd", "Slurm: the node suite on idle nodes only, one preemptible job per node, "
                                       "within a window"),
     "soak": ("burnin.cli.soak_cmd", "burn-in: hours of load on every node while every health signal is watched"),

@@ -51,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", default=os.environ.get("BURNIN_TOPOLOGY", "hgx-h100-8gpu"),
                         metavar="NAME|FILE", help="node type for the fallback probe (default: $BURNIN_TOPOLOGY "
                                                   "or hgx-h100-8gpu)")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="site settings (YAML): the stall detector's thresholds and policy alert|drain "
+                             "(docs/watch.md, 'Stalled collectives'); default: the built-in ones")
+    parser.add_argument("--metrics", type=Path, metavar="FILE",
+                        help="write the stall detector's state as a Prometheus textfile after every sample "
+                             "(e.g. node_exporter's textfile folder/burnin-watch.prom), atomically")
     parser.add_argument("--dry-run", action="store_true", help="print the Slurm commands instead of running them")
 
 
@@ -83,9 +89,11 @@ def run(args: argparse.Namespace) -> int:
     from burnin.watch.daemon import WatchConfig, Watcher
     from burnin.watch.events import Action, Policy
     from burnin.watch.records import LogFormat
+    from burnin.watch.settings import load_settings
 
     node = validate_name(args.node or local_node_name())
-    find_topology_fast(args.topology)  # for the fallback probe: a wrong name is a usage error now
+    topology = find_topology_fast(args.topology)  # for the fallback probe: a wrong name is a usage error now
+    settings = load_settings(args.config)
     state_dir = _state_dir(args.state_dir)
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -96,8 +104,10 @@ def run(args: argparse.Namespace) -> int:
         kernel_log_format=LogFormat(args.kernel_log_format),
         root=node_env.root(), use_nvml=not args.no_nvml,
         probe_interval=args.probe_interval, dedupe_window=args.dedupe_window,
-        policy=Policy(ib_port_down=Action[args.ib_port_down.upper()]), dry_run=args.dry_run,
-        topology=args.topology,
+        policy=Policy(ib_port_down=Action[args.ib_port_down.upper()],
+                      stall=Action.DRAIN if settings.stall.policy == "drain" else Action.RECORD),
+        dry_run=args.dry_run, topology=args.topology, stall=settings.stall,
+        compute_hcas=tuple(hca.name for hca in topology.compute_hcas) or None, metrics=args.metrics,
     )
     stop = threading.Event()
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from burnin.errors import UsageError
-from burnin.sim import storage
+from burnin.sim import job, storage
 from burnin.sim.addressing import plan as address_plan
 from burnin.sim.events import record_changes
 from burnin.sim.faults import Fault, parse_fault_spec, validate_fault
@@ -144,6 +144,7 @@ def render_node(node_dir: Path, state: NodeState, library: Path | None = None) -
     scripts.files = {tool: _traced(state.name, text) for tool, text in scripts.files.items()}
     sync_tree(node_dir, "bin", scripts, mode=0o755)
     replace_file(node_dir / STATE_FILE, state.model_dump_json(indent=1))
+    job.write_marker(node_dir, state)  # what a running job's traffic pump advances (faults job-*)
     return SimNode(state.name, node_dir)
 
 

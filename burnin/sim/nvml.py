@@ -109,6 +109,8 @@ def _gpu_lines(index: int, gpu: GpuState) -> list[str]:
         "power_enforced_mw": gpu.power_enforced_mw, "power_default_mw": gpu.power_default_mw,
         "power_limit_mw": gpu.power_limit_mw, "power_min_mw": gpu.power_min_mw,
         "power_max_mw": gpu.power_max_mw, "power_usage_mw": gpu.power_usage_mw,
+        "utilization_gpu": gpu.utilization_pct, "clock_sm": gpu.sm_clock_mhz,
+        "compute_pids": _ints(gpu.compute_pids),
         "pcie_gen_current": gpu.pcie_gen_current, "pcie_gen_max": gpu.pcie_gen_max,
         "pcie_gen_gpu_max": gpu.pcie_gen_gpu_max, "pcie_width_current": gpu.pcie_width_current,
         "pcie_width_max": gpu.pcie_width_max, "pcie_replay": gpu.pcie_replay,

@@ -50,6 +50,7 @@ enum {
 #define NVLINK_COUNTERS 5
 #define MEMORY_LOCATIONS 8
 #define THRESHOLDS 8
+#define MAX_PROCS 16
 
 /* nvmlEventType* bits (nvml.h) */
 #define EVENT_SINGLE_BIT_ECC 0x1ULL
@@ -98,6 +99,8 @@ typedef struct {
     unsigned minor, module_id;
     unsigned recovery_action;
     unsigned nvlink_speed_mbps;
+    unsigned utilization_gpu, clock_sm;
+    unsigned compute_pids[MAX_PROCS]; /* 0 ends the list */
 } sim_gpu;
 
 typedef struct {
@@ -210,6 +213,9 @@ static const field GPU_FIELDS[] = {
     F_UINT("minor", minor),
     F_UINT("module_id", module_id),
     F_UINT("recovery_action", recovery_action),
+    F_UINT("utilization_gpu", utilization_gpu),
+    F_UINT("clock_sm", clock_sm),
+    F_ULIST("compute_pids", compute_pids, MAX_PROCS),
 };
 
 static void copy_str(char *dst, size_t size, const char *src) {
@@ -732,6 +738,53 @@ UINT_GETTER(nvmlDeviceGetGpuMaxPcieLinkGeneration, pcie_gen_gpu_max)
 UINT_GETTER(nvmlDeviceGetCurrPcieLinkWidth, pcie_width_curr)
 UINT_GETTER(nvmlDeviceGetMaxPcieLinkWidth, pcie_width_max)
 UINT_GETTER(nvmlDeviceGetPcieReplayCounter, pcie_replay)
+
+/* What `burnin watch` samples for a stalled collective (burnin.sim.job sets a job's figures). */
+typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *util) {
+    DEVICE_OR_RETURN(dev);
+    if (util == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    util->gpu = dev->utilization_gpu;
+    util->memory = dev->utilization_gpu / 2;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t dev, unsigned int type, unsigned int *clock) {
+    DEVICE_OR_RETURN(dev);
+    if (clock == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (type != 1) return NVML_ERROR_NOT_SUPPORTED; /* NVML_CLOCK_SM only */
+    *clock = dev->clock_sm;
+    return NVML_SUCCESS;
+}
+
+/* nvmlProcessInfo_v2_t / _v3: pid, usedGpuMemory, gpuInstanceId, computeInstanceId */
+typedef struct { unsigned int pid; unsigned long long used; unsigned int gi, ci; } nvmlProcessInfo_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
+                                                            nvmlProcessInfo_t *infos) {
+    DEVICE_OR_RETURN(dev);
+    if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned n = 0;
+    while (n < MAX_PROCS && dev->compute_pids[n] != 0) n++;
+    if (*count < n || (n > 0 && infos == NULL)) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        infos[i].pid = dev->compute_pids[i];
+        infos[i].used = 1ULL << 30;
+        infos[i].gi = 0xFFFFFFFFu;
+        infos[i].ci = 0xFFFFFFFFu;
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
+                                                            nvmlProcessInfo_t *infos) {
+    return nvmlDeviceGetComputeRunningProcesses_v3(dev, count, infos);
+}
 
 EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t dev, unsigned int *min_mw,
                                                                  unsigned int *max_mw) {

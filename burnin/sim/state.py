@@ -40,6 +40,8 @@ ECC_KEYS = tuple(
     for where in ("dram", "sram")
 )
 NVLINK_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")
+# The port's traffic counters (sysfs ports/1/counters): the data ones count 4-byte words, as the kernel's do.
+IB_TRAFFIC_COUNTERS = ("port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets")
 # GPU firmware of the real 8x H100 HGX capture (nvidia-smi -q, driver 535.183.01): a topology may name its own.
 H100_VBIOS = "96.00.74.00.01"
 H100_INFOROM_IMAGE = "G520.0200.00.05"
@@ -91,6 +93,12 @@ class GpuState(_Model):
     power_min_mw: int = 200000
     power_max_mw: int = 700000
     power_usage_mw: int = 71970
+    utilization_pct: int = 0
+    """nvmlDeviceGetUtilizationRates' gpu figure: the share of the last sample period a kernel ran (faults job-*)."""
+    sm_clock_mhz: int = 345
+    """nvmlDeviceGetClockInfo(SM): an idle H100 parks at 345 MHz, a busy one runs near 1980."""
+    compute_pids: list[int] = Field(default_factory=list)
+    """nvmlDeviceGetComputeRunningProcesses: the compute processes on the GPU (a job: faults job-*)."""
     pcie_gen_current: int = 5
     pcie_gen_max: int = 5
     pcie_gen_gpu_max: int = 5
@@ -143,6 +151,8 @@ class HcaState(_Model):
     sm_lid: int = 0
     cap_mask: int = 0
     counters: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(IB_COUNTERS, 0))
+    traffic: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(IB_TRAFFIC_COUNTERS, 0))
+    """The port's traffic counters at render time; a running job's pump advances the files (burnin.sim.job)."""
     max_mtu: int = 4096
     active_mtu: int = 4096
     """ibv_devinfo's active_mtu, in bytes (IB-09)."""
@@ -210,6 +220,8 @@ class HostState(_Model):
     """MemTotal of each NUMA node in kB (TOP-09); a node left out has burnin.sim.host.NODE_MEMORY_KIB."""
     nccl_wrong: bool = False
     nccl_hang: bool = False
+    job: str | None = None
+    """A job on the node as ``burnin watch`` sees it (burnin.sim.job): None, ``running`` or ``stalled``."""
     megatron_faults: list[str] = Field(default_factory=list)
     """Workload faults that only the Megatron and placement-probe stand-ins read (burnin.sim.megatron)."""
     xids: list[XidEvent] = Field(default_factory=list)

@@ -142,7 +142,7 @@ def _infiniband(tree: Tree, state: NodeState, hca: HcaState, device_path: str) -
                        ("sm_lid", f"0x{hca.sm_lid:x}"), ("lid_mask_count", "0"), ("sm_sl", "0"),
                        ("cap_mask", f"0x{hca.cap_mask:08x}"), ("gids/0", _gid(hca.port_guid, ethernet))):
         tree.file(f"{port}/{name}", text)
-    for name, value in hca.counters.items():
+    for name, value in (*hca.counters.items(), *hca.traffic.items()):
         tree.file(f"{port}/counters/{name}", str(value))
     # mlx5 shows a 128-entry pkey table on an InfiniBand port and a single entry on a RoCE one.
     table = PKEY_TABLE_IB if not ethernet else 1

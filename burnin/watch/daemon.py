@@ -33,6 +33,8 @@ from burnin.watch.kmsg import events_from_record
 from burnin.watch.lanes import EventLanes
 from burnin.watch.nvml import NvmlWatch
 from burnin.watch.records import KernelRecord, LogFormat
+from burnin.watch.settings import StallSettings
+from burnin.watch.stallwatch import StallWatch
 
 PROBE_GRACE_S = 3.0  # NVML gets this long to come up before the first fallback probe
 RETRY_S = 2.0
@@ -53,6 +55,9 @@ class WatchConfig:
     policy: Policy = field(default_factory=Policy)
     dry_run: bool = False
     topology: str = "hgx-h100-8gpu"
+    stall: StallSettings | None = None  # the stall detector (None or not enabled: off)
+    compute_hcas: tuple[str, ...] | None = None  # whose traffic counters it reads (None: every InfiniBand HCA)
+    metrics: Path | None = None  # the stall detector's Prometheus textfile
 
 
 @dataclass
@@ -94,6 +99,10 @@ class Watcher:
         if config.kernel_log is not None:
             self.kernel = KernelLog(config.kernel_log, self._kernel_record, self.log, fmt=config.kernel_log_format)
         self._retries: list[_Retry] = []
+        self.stalls: StallWatch | None = None
+        if config.stall is not None and config.stall.enabled:
+            self.stalls = StallWatch(config.node, config.stall, root=config.root, hcas=config.compute_hcas,
+                                     emit=self.events.put, log=self.log, clock=clock, metrics=config.metrics)
         self._probe_failing: tuple[str, ...] = ()
         self._probe_topology: Any = None
         self._probe_broken: str | None = None
@@ -231,6 +240,7 @@ class Watcher:
             "detected_at": round(event.detected_at, 6), "acted_at": round(acted_at, 6),
             "kernel_usec": event.kernel_usec, "kernel_seq": event.kernel_seq,
             "dry_run": self.config.dry_run,
+            **({"stall": event.details} if event.details is not None else {}),
             "out_of_pool": outcome.out_of_pool if outcome else None,
             "requeued": list(outcome.requeued) if outcome else [],
             "steps": [step.to_json() for step in outcome.steps] if outcome else [],
@@ -239,6 +249,8 @@ class Watcher:
     def _say(self, entry: dict[str, Any], outcome: Outcome | None) -> None:
         took = entry["acted_at"] - entry["detected_at"]
         verb = {"evict": "EVICT", "drain": "DRAIN", "record": "record"}.get(entry["action"], "no action")
+        if entry["kind"] == Kind.STALL.value and entry["action"] == "record":
+            verb = "ALERT"  # the stall policy's default: the stuck rank's node is often not the faulty one
         line = (f"burnin watch: {entry['node']} {verb} {entry['check']} {entry['cause']} "
                 f"[{entry['source']}, {took:.3f} s]")
         if entry["note"]:
@@ -324,6 +336,8 @@ class Watcher:
         if self.kernel is not None:
             threads.append(threading.Thread(target=self.kernel.run, args=(stop,), name="burnin-kmsg",
                                             daemon=True))
+        if self.stalls is not None:
+            threads.append(threading.Thread(target=self.stalls.run, args=(stop,), name="burnin-stall", daemon=True))
         for thread in threads:
             thread.start()
         source = self.config.kernel_log or "none"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from burnin.checks import xid as xid_table
 
@@ -61,6 +62,11 @@ class Kind(str, enum.Enum):
     SXID_FATAL = "sxid-fatal"
     SXID = "sxid"
     PROBE_FAIL = "probe-fail"
+    STALL = "stall"
+    STALL_ENDED = "stall-ended"
+
+
+STALL_CHECK = "NCCL-05"  # the catalog's "correctness and hangs": a collective that stops progressing
 
 
 NVML_KINDS: dict[int, Kind] = {
@@ -103,7 +109,7 @@ class WatchEvent:
     ``label``: how to name the device (``gpu3``), when known.
     """
 
-    source: str  # nvml | kmsg | probe
+    source: str  # nvml | kmsg | probe | sampler
     kind: Kind
     device: str
     code: int | None
@@ -114,6 +120,7 @@ class WatchEvent:
     kernel_seq: int | None = None
     checks: tuple[str, ...] = ()  # probe events: the failed check ids
     foreign: str = ""  # why the device is not this node's ("not a GPU of this node"): recorded, never acted on
+    details: dict[str, Any] | None = field(default=None, compare=False)  # a stall's figures (burnin.watch.stall)
 
     @property
     def subject(self) -> str:
@@ -138,9 +145,11 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """Site choices: what an IB port going down does (the catalog makes it fatal: evict)."""
+    """Site choices: what an IB port going down does (the catalog makes it fatal: evict); what a stall does
+    (default alert: recorded and reported, the stuck rank's node often not the faulty one; or drain)."""
 
     ib_port_down: Action = Action.EVICT
+    stall: Action = Action.RECORD
 
 
 _BUS = re.compile(r"(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})(?:\.[0-7])?")
@@ -187,6 +196,10 @@ def classify(event: WatchEvent, policy: Policy | None = None) -> Decision:
     elif event.kind is Kind.PROBE_FAIL:
         check_ids = ",".join(event.checks) or "probe"
         return Decision(Action.DRAIN, check_ids, event.text, (check_ids, event.kind.value, "", ""))
+    elif event.kind in (Kind.STALL, Kind.STALL_ENDED):
+        action = policy.stall if event.kind is Kind.STALL else Action.RECORD
+        since = str((event.details or {}).get("since", ""))  # one incident per stall
+        return Decision(action, STALL_CHECK, event.text, (STALL_CHECK, event.kind.value, "", since))
     else:
         action, check_id, what = _FIXED[event.kind]
         if event.kind in (Kind.SXID_FATAL, Kind.SXID) and event.code is not None:

@@ -119,9 +119,10 @@ def test_healthy_node_matches_the_topology(healthy_node: SimNode, sim_topology: 
         assert read(f"{base}/ports/1/state") == "4: ACTIVE" and read(f"{base}/ports/1/phys_state") == "5: LinkUp"
         assert refs["ib_rate_gbps"].admits(float(read(f"{base}/ports/1/rate").split()[0]))
         counters = root / base / "ports/1/counters"
-        errors = [c for c in counters.iterdir() if not c.name.endswith("_data")]  # _data: STO-03's byte counters
+        traffic = ("_data", "_packets")  # _data: STO-03's byte counters; both: the watch's stall detector
+        errors = [c for c in counters.iterdir() if not c.name.endswith(traffic)]
         assert len(errors) == 12 and {c.name for c in counters.iterdir()} - {c.name for c in errors} == {
-            "port_xmit_data", "port_rcv_data"}
+            "port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets"}
         assert all(c.read_text().strip() == "0" for c in errors)
         assert read(f"sys/bus/pci/devices/{hca.bus_id}/numa_node") == str(hca.numa_node)
     assert read("sys/devices/system/node/online") == "0-1"
