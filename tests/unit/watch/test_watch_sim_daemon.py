@@ -46,7 +46,8 @@ class Watch:
         path = self.state / "events.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
-    def wait_for(self, what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
+    def wait_for(self, what: str, check: Callable[[], bool], timeout: float = 120.0) -> None:
+        """``timeout``: a failure bound, never a measurement (a loaded 2-core machine starts a watch slowly)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if check():
