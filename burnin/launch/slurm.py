@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -172,6 +173,9 @@ class SlurmLauncher:
         self._refused: dict[str, str] = {}
         self._usable: list[str] = []
         self._shipped: dict[str, str] = {}  # digest -> path on the nodes
+        # Job ids are no names: they start again at 1 after slurmctld loses its state, and two clusters (or
+        # containers) may share a node's /tmp; another run's clean-up must never remove this run's file.
+        self._token = secrets.token_hex(4)
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()
 
@@ -366,7 +370,7 @@ class SlurmLauncher:
                 self._scratch = tempfile.TemporaryDirectory(prefix="burnin-ship-")
             local = Path(self._scratch.name) / digest
             local.write_bytes(data)
-            dest = f"{self._stage_dir}/burnin-{self._label}-{job_id}-{digest}-{name}"
+            dest = f"{self._stage_dir}/burnin-{self._label}-{job_id}-{self._token}-{digest}-{name}"
             shipped = self._client_run(sbcast_argv(job_id, str(local), dest, timeout_s=SHIP_TIMEOUT_S / 2),
                                        SHIP_TIMEOUT_S)
             if not shipped.ok:

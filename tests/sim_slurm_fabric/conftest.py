@@ -40,7 +40,7 @@ def _cluster(tmp_path_factory: pytest.TempPathFactory, name: str, nodes: list[st
         lab.down(state)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def fabric_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
     yield from _cluster(tmp_path_factory, "slurmfab", NODES, "sim04:slow-hca")
 

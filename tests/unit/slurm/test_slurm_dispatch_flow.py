@@ -104,7 +104,8 @@ def test_one_allocation_one_step_shipped_and_cleaned(tmp_path: Path) -> None:
     assert kinds == ["scontrol", "salloc", "sbcast", "srun-label", "srun", "scancel"]
     sbcast = client.calls[2]
     dest = sbcast[-1]
-    assert re.fullmatch(r"/tmp/burnin-collector-1-[0-9a-f]{16}-collector\.pyz", dest)  # its content's digest
+    # the job, this launcher's own token (job ids repeat across clusters), the content's digest
+    assert re.fullmatch(r"/tmp/burnin-collector-1-[0-9a-f]{8}-[0-9a-f]{16}-collector\.pyz", dest)
     step = client.calls[3]
     assert step[step.index("sh") + 3] == dest  # the task runs the shipped file ...
     assert client.calls[4][-3:] == ("rm", "-f", dest)  # ... and a later step removes it
