@@ -89,6 +89,7 @@ class Layout:
         self.munge = state / "munge"
         self.munge_socket = self.munge / "munge.socket"
         self.munge_key = self.munge / "munge.key"
+        self.shared = self.slurm / "shared"
 
     def lab_file(self) -> Path:
         return self.state / LAB_FILE
@@ -284,6 +285,9 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
     topology_name = _topology_name(topology)
     for node in rack:
         env = node_environment(node.environment(), str(node.bin_dir), layout.conf)
+        # this cluster's own "shared file system" for the simulator's rendezvous (another lab's jobs on this
+        # machine may carry the same job ids and ports)
+        env["BURNIN_SIM_SHARED_DIR"] = str(layout.shared)
         if topology_name:
             env["BURNIN_TOPOLOGY"] = topology_name
         (layout.env / f"{node.name}.task").write_text(task_exports(env), encoding="utf-8")
@@ -362,7 +366,7 @@ def down(state: Path) -> None:
 def _prepare_dirs(layout: Layout, names: Sequence[str]) -> None:
     for stale in (layout.ctld, layout.spool, layout.run):
         shutil.rmtree(stale, ignore_errors=True)  # a fresh cluster: no drains from last time
-    for directory in (layout.ctld, layout.run, layout.log, layout.env, layout.bin, layout.munge,
+    for directory in (layout.ctld, layout.run, layout.log, layout.env, layout.bin, layout.munge, layout.shared,
                       *(layout.spool / name for name in names)):
         directory.mkdir(parents=True, exist_ok=True)
     layout.munge.chmod(0o755)  # munged wants its socket directory reachable by all
