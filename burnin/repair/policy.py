@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-RESET = "reset"
-REBOOT = "reboot"
-VENDOR = "vendor"
 Step = Literal["reset", "reboot", "vendor"]
+RESET: Step = "reset"
+REBOOT: Step = "reboot"
+VENDOR: Step = "vendor"
 STEPS: tuple[Step, ...] = (RESET, REBOOT, VENDOR)
 
 Outcome = Literal["pass", "fail", "incomplete", "not-taken"]
@@ -173,7 +173,7 @@ def incidents_from(entries: Iterable[Mapping[str, object]], node: str, klass: st
             step, outcome = entry.get("step"), entry.get("outcome")
             if step in STEPS and outcome in ("pass", "fail", "incomplete", "not-taken"):
                 last = incidents[-1]
-                incidents[-1] = Incident(last.opened, (*last.attempts, Attempt(when, step, outcome)))  # type: ignore[arg-type]
+                incidents[-1] = Incident(last.opened, (*last.attempts, Attempt(when, step, outcome)))
         elif kind == "close" and incidents and not incidents[-1].closed:
             last = incidents[-1]
             incidents[-1] = Incident(last.opened, last.attempts, True)

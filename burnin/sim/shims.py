@@ -35,7 +35,9 @@ case "$*" in
   "--query-compute-apps=pid --format=csv,noheader -i "[0-9]*) exit 0 ;;
   "-r -i "[0-9]*|"--gpu-reset -i "[0-9]*|"-r --id="[0-9]*|"--gpu-reset --id="[0-9]*)
     i=${*##* }; i=${i#--id=}
-    case "$i" in *[!0-9]*) echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."; exit 2 ;; esac
+    case "$i" in
+      *[!0-9]*) echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."; exit 2 ;;
+    esac
     exec "@PYTHON@" -m burnin.sim.reset gpu "${0%/*}/.." "$i" ;;
   *) echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."; exit 2 ;;
 esac
