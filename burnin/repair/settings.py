@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from burnin.errors import ConfigError
 from burnin.repair.policy import DEFAULT_CLASSES, DEFAULT_LADDERS, STEPS, VENDOR, Ladder, Step
@@ -34,6 +34,17 @@ from burnin.repair.policy import DEFAULT_CLASSES, DEFAULT_LADDERS, STEPS, VENDOR
 CONFIG_ENV = "BURNIN_REPAIR_CONFIG"
 SETTINGS_FILE = "repair.yaml"
 SUITES = ("node", "fabric", "megatron", "storage")
+
+
+def _ladder_steps(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    if not steps or steps[-1] != VENDOR:
+        raise ValueError("a ladder must end with vendor (a node that keeps failing leaves)")
+    if list(steps) != sorted(set(steps), key=STEPS.index):
+        raise ValueError(f"a ladder names each step once, in the order {' -> '.join(STEPS)}")
+    return steps
+
+
+LadderSteps = Annotated[tuple[Step, ...], AfterValidator(_ladder_steps)]
 
 
 class Acceptance(BaseModel):
@@ -66,20 +77,14 @@ class RepairSettings(BaseModel):
     incidents: int = Field(default=3, ge=1)
     days: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     incomplete_retries: int = Field(default=1, ge=0)
-    ladders: dict[str, tuple[Step, ...]] = Field(default_factory=lambda: dict(DEFAULT_LADDERS))
+    ladders: dict[str, LadderSteps] = Field(default_factory=lambda: dict(DEFAULT_LADDERS))
     classes: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_CLASSES))
     acceptance: Acceptance = Acceptance()
     reboot: Reboot = Reboot()
 
     @field_validator("ladders")
     @classmethod
-    def _ladders(cls, ladders: dict[str, tuple[Step, ...]]) -> dict[str, tuple[Step, ...]]:
-        for klass, steps in ladders.items():
-            if not steps or steps[-1] != VENDOR:
-                raise ValueError(f"the {klass} ladder must end with vendor (a node that keeps failing leaves)")
-            if list(steps) != sorted(set(steps), key=STEPS.index):
-                raise ValueError(f"the {klass} ladder must name each step once, in the order "
-                                 f"{' -> '.join(STEPS)}")
+    def _defaults_kept(cls, ladders: dict[str, LadderSteps]) -> dict[str, LadderSteps]:
         return {**DEFAULT_LADDERS, **ladders}  # a site's ladders replace the defaults by class
 
     @model_validator(mode="after")
