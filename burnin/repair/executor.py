@@ -36,7 +36,7 @@ from burnin.repair.journal import Journal
 from burnin.repair.policy import REBOOT, RESET, VENDOR, Decision, incident_class, incidents_from, next_step
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmRunner
-from burnin.transport.slurm_jobs import SlurmNode, burnin_reason, drain_argv, read_nodes, resume_argv
+from burnin.transport.slurm_jobs import REASON_LIMIT, SlurmNode, burnin_reason, drain_argv, read_nodes, resume_argv
 
 if TYPE_CHECKING:
     from burnin.repair.settings import RepairSettings
@@ -320,7 +320,10 @@ def _vendor(repair: Repair, node: str, info: SlurmNode, klass: str, checks: Sequ
     base = {"node": node, "class": klass, "checks": list(checks)}
     files = gather_bundle(repair, node, info, klass, checks, now)
     path = bundles.write_bundle(repair.bundle_dir, node, now, files)
-    reason = burnin_reason(f"{check_ids_text(checks)} {VENDOR_MARK}: {path}")
+    reason = f"burnin: {check_ids_text(checks)} {VENDOR_MARK}: {path}"
+    if len(printable(reason)) > REASON_LIMIT:  # a cut path names no file: the bundle's name, in the state folder
+        reason = f"burnin: {check_ids_text(checks)} {VENDOR_MARK}: {path.name}"
+    reason = burnin_reason(reason)
     result = repair.client.run(drain_argv(node, reason), timeout=repair.timeout)
     note = "" if result.ok else f" (the reason could not be set: {result.describe_failure()})"
     repair.journal.add({**base, "at": repair.clock(), "event": "close", "how": "vendor", "bundle": str(path),
