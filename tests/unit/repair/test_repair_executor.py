@@ -116,7 +116,7 @@ def test_a_vendor_path_too_long_for_a_reason_names_the_bundle_file(tmp_path: Pat
     repair.bundle_dir = tmp_path / ("deep" * 40)
     result = repair_node(repair, "n1")
     assert result.result == "vendor" and result.bundle is not None
-    state, reason = slurm.nodes["n1"]
+    _state, reason = slurm.nodes["n1"]
     assert reason == f"burnin: GPU-04 sent to vendor: {result.bundle.name}"
 
 
