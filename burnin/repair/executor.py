@@ -218,7 +218,14 @@ def _commands(repair: Repair, node: str, decision: Decision, info: SlurmNode) ->
             return ["# no GPU named in the reason: the reset cannot be taken (the ladder climbs)"]
         return [f"# on {node}: " + shlex.join(argv) for i in gpus for argv in (in_use_argv(i), reset_argv(i))]
     if decision.step == REBOOT:
-        return [shlex.join(reboot_argv(node, _reboot_reason(info, "?"), repair.settings.reboot.nextstate))]
+        from burnin.transport.slurm import create_reservation_argv, delete_reservation_argv
+
+        reason = _reboot_reason(info, incident_class(reason_checks(info.reason) or ()))
+        name = reservation_name(node)
+        return [shlex.join(create_reservation_argv(name, [node], "<you>")),
+                shlex.join(reboot_argv(node, reason, repair.settings.reboot.nextstate)),
+                f"# wait until {node} is back, then:", shlex.join(drain_argv(node, reason)),
+                shlex.join(delete_reservation_argv(name))]
     return [f"# write the vendor bundle in {repair.bundle_dir} and drain {node} naming it"]
 
 
@@ -248,8 +255,38 @@ def _reset(repair: Repair, node: str, info: SlurmNode) -> tuple[bool, str]:
     return True, f"reset {', '.join(done)}"
 
 
+def reservation_name(node: str) -> str:
+    return f"burnin-repair-{node}"
+
+
 def _reboot(repair: Repair, node: str, info: SlurmNode, klass: str) -> tuple[bool, str]:
-    argv = reboot_argv(node, _reboot_reason(info, klass), repair.settings.reboot.nextstate)
+    """Reboot through Slurm inside a maintenance reservation of the node, and drain it again once back.
+
+    Slurm clears a drain at the reboot, and a site with ``ReturnToService=2`` returns even a node left DOWN
+    to service as it registers: the reservation keeps every job off it until burnin's drain is back on it
+    (a drain that fails keeps the reservation: the node stays out either way)."""
+    import os
+    import pwd
+
+    from burnin.transport.slurm import create_reservation_argv, delete_reservation_argv
+
+    reason = _reboot_reason(info, klass)
+    name = reservation_name(node)
+    held = repair.client.run(create_reservation_argv(name, [node], pwd.getpwuid(os.getuid()).pw_name),
+                             timeout=repair.timeout)
+    if not held.ok:
+        return False, f"cannot reserve the node for its reboot: {held.describe_failure()}"
+    back, detail = _reboot_and_wait(repair, node, reason)
+    drained = repair.client.run(drain_argv(node, reason), timeout=repair.timeout)
+    if not drained.ok:
+        return False, (f"{detail}; cannot drain it again ({drained.describe_failure()}): reservation {name} "
+                       "kept, so it takes no job")
+    repair.client.run(delete_reservation_argv(name), timeout=repair.timeout)
+    return back, detail
+
+
+def _reboot_and_wait(repair: Repair, node: str, reason: str) -> tuple[bool, str]:
+    argv = reboot_argv(node, reason, repair.settings.reboot.nextstate)
     result = repair.client.run(argv, timeout=repair.timeout)
     if not result.ok:
         return False, f"scontrol reboot failed: {result.describe_failure()}"
@@ -257,7 +294,7 @@ def _reboot(repair: Repair, node: str, info: SlurmNode, klass: str) -> tuple[boo
     while True:
         current, error = _state(repair, node)
         if current is not None and not current.flags & REBOOTING:
-            return True, f"rebooted through Slurm (now {current.state})"
+            return True, f"rebooted through Slurm (back {current.state})"
         if repair.clock() >= deadline:
             state = current.state if current else f"unreadable: {error}"
             return False, f"not back {repair.settings.reboot.wait_s:g} s after the reboot ({state})"

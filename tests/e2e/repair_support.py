@@ -2,8 +2,8 @@
 
 ``scontrol reboot ASAP nextstate=DOWN|RESUME reason=R NODE`` does what the lab's RebootProgram does: the
 simulated node reboots (``python -m burnin.sim.reset reboot``: its transient faults cleared, persistent ones
-kept) and comes back DOWN with reason R (nextstate=DOWN) or IDLE (RESUME), at once. Every update and reboot
-is logged in ``scontrol.log``.
+kept) and comes back DOWN with reason R (nextstate=DOWN) or IDLE (RESUME), at once. Every update, reboot and
+reservation is logged in ``scontrol.log``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ REBOOT = r'''    if args[:1] == ["reboot"]:
         sys.exit(0)
 '''
 
+RESERVATIONS = r'''    if args[:1] in (["create"], ["delete"]):
+        with open(os.environ["SCONTROL_LOG"], "a") as log:
+            log.write(" ".join(args) + "\n")
+        sys.exit(0)
+'''
+
 MARK = '    if args[:1] == ["update"]:\n'
 
 
@@ -44,7 +50,7 @@ def fake_slurm_rack(tmp_path: Path, rack: Path, nodes: dict[str, dict[str, str]]
     fake = tmp_path / "bin"
     fake.mkdir()
     assert MARK in SHIM
-    (fake / "scontrol").write_text(SHIM.replace("@PYTHON@", sys.executable).replace(MARK, REBOOT + MARK))
+    (fake / "scontrol").write_text(SHIM.replace("@PYTHON@", sys.executable).replace(MARK, REBOOT + RESERVATIONS + MARK))
     (fake / "scontrol").chmod(0o755)
     state = tmp_path / "slurm-nodes.json"
     state.write_text(json.dumps({name: {**node, "at": "2026-12-01T18:00:00"} for name, node in nodes.items()}))

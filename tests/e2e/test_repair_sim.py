@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import subprocess
 import sys
 import tarfile
@@ -88,8 +90,13 @@ def test_a_persistent_xid_climbs_reset_reboot_vendor_and_is_never_resumed(tmp_pa
     assert "still out: sim01 (vendor)" in output
     log = scontrol_log(tmp_path)
     assert not any("State=RESUME" in line for line in log), log
-    assert log[0].startswith("reboot ASAP nextstate=DOWN reason=burnin: GPU-04 repair: reboot (gpu ladder)")
-    assert log[0].endswith(" sim01")
+    reboot_reason = "burnin: GPU-04 repair: reboot (gpu ladder), then acceptance"
+    assert log[:4] == [  # rebooted in a reservation, drained again before the reservation goes
+        "create reservation ReservationName=burnin-repair-sim01 Nodes=sim01 StartTime=now Duration=UNLIMITED "
+        f"Users={pwd.getpwuid(os.getuid()).pw_name} Flags=MAINT,IGNORE_JOBS",
+        f"reboot ASAP nextstate=DOWN reason={reboot_reason} sim01",
+        f"update NodeName=sim01 State=DRAIN Reason={reboot_reason}",
+        "delete ReservationName=burnin-repair-sim01"], log
     bundles = list((tmp_path / "state" / "repair-bundles").glob("sim01-*.tar.gz"))
     assert len(bundles) == 1
     node = slurm_nodes(tmp_path)["sim01"]
