@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from burnin.gate.decide import check_ids_text, reason_checks
+from burnin.gate.decide import VENDOR_MARK, check_ids_text, reason_checks, sent_to_vendor
 from burnin.gate.slurm import resume_blockers
 from burnin.repair import bundle as bundles
 from burnin.repair.journal import Journal
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from burnin.session import RunResult
     from burnin.transport.base import CommandResult
 
-VENDOR_MARK = "sent to vendor"
-"""What the drain reason of a node sent to the vendor says after its check ids."""
 REPAIR_MARK = "repair:"
 GPU_IN_REASON = re.compile(r"\bgpu(\d+)\b")
 REBOOTING = frozenset({"REBOOT", "REBOOT_REQUESTED", "REBOOT_ISSUED", "REBOOTING", "NOT_RESPONDING", "POWERING_UP",
@@ -120,7 +118,7 @@ def why_left(info: SlurmNode | None, error: str | None) -> str | None:
         return f"{info.state} by someone else ({info.reason or 'no reason'}); never touched by burnin"
     if reason_checks(info.reason) is None:
         return f"its reason's check ids cannot be read ({info.reason}); left to an operator"
-    if VENDOR_MARK in info.reason:
+    if sent_to_vendor(info.reason):
         return f"sent to the vendor ({info.reason}); an operator returns it"
     return None
 
