@@ -55,6 +55,10 @@ __all__ = [
 
 DEFAULT_TIMEOUT = QUICK_TIMEOUT
 VENDOR_HOLD = "sent to the vendor by burnin repair; left as it is until an operator returns it"
+REBOOT_FLAGS = frozenset({"REBOOT", "REBOOT_REQUESTED", "REBOOT_ISSUED"})
+"""A node Slurm is rebooting (``scontrol reboot``: the repair ladder, an operator) is not drained meanwhile: a
+drain sent during the reboot kept slurmctld from seeing it done until ResumeTimeout (the lab showed it); after
+the reboot it is judged again."""
 
 
 def node_state(node: str, *, timeout: float = DEFAULT_TIMEOUT,
@@ -121,6 +125,9 @@ def plan(decisions: Mapping[str, NodeDecision], current: Mapping[str, SlurmNode]
             continue
         if info.drained and info.ours and sent_to_vendor(info.reason):
             keeps.append(GateAction((node,), "keep", f"{VENDOR_HOLD} ({info.reason})"))
+            continue
+        if info.flags & REBOOT_FLAGS:
+            keeps.append(GateAction((node,), "keep", f"being rebooted ({info.state}); left as it is"))
             continue
         earlier = reason_checks(info.reason) if info.drained and info.ours else ()
         if earlier is None:
@@ -252,6 +259,8 @@ def drain_action(node: str, reason: str, info: SlurmNode) -> GateAction:
         return GateAction((node,), "keep", f"{info.state} by someone else ({info.reason}); left as it is")
     if info.drained and info.ours and sent_to_vendor(info.reason):
         return GateAction((node,), "keep", f"{VENDOR_HOLD} ({info.reason})")
+    if info.flags & REBOOT_FLAGS:
+        return GateAction((node,), "keep", f"being rebooted ({info.state}); left as it is")
     earlier = reason_checks(info.reason) if info.drained and info.ours else ()
     if earlier is None:
         return GateAction((node,), "keep", f"already drained ({info.reason})")

@@ -8,9 +8,9 @@ For each node (:func:`repair_node`):
 2. the policy (:mod:`burnin.repair.policy`) names the step; the journal records it before it is taken;
 3. the step: ``reset`` runs ``nvidia-smi -r -i N`` on the node for each GPU its reason names, only when
    ``nvidia-smi --query-compute-apps`` says no process holds it; ``reboot`` asks Slurm
-   (``scontrol reboot ASAP nextstate=DOWN reason=...``: the site's RebootProgram does it) and waits for the
-   node to come back; ``vendor`` writes the bundle (:mod:`burnin.repair.bundle`) and names it in the
-   drain reason; the node stays out;
+   (``scontrol reboot ASAP nextstate=RESUME reason=...`` inside a maintenance reservation of the node: the
+   site's RebootProgram does it), waits for the node to come back and drains it again; ``vendor`` writes
+   the bundle (:mod:`burnin.repair.bundle`) and names it in the drain reason; the node stays out;
 4. the acceptance suites run on the node again (``burnin run``'s code, the site's suites); it returns to
    service only when they admit it and every check of its drain reason was judged and passed (the gate's
    rule, :func:`burnin.gate.slurm.resume_blockers`), and only while its reason is still burnin's;

@@ -14,7 +14,7 @@ Every key is optional (docs/repair.md)::
       suites: [node]        # what must pass again before a node returns (add fabric for its loopback checks)
       keyword: null         # a pytest -k expression narrowing them, e.g. "not multinode"
     reboot:
-      nextstate: DOWN       # what Slurm makes of the node after its reboot (burnin resumes it after acceptance)
+      nextstate: RESUME     # what Slurm makes of the node after its reboot (inside burnin's reservation, drained again)
       wait_s: 1800          # how long burnin waits for a rebooting node to come back
 
 A file that cannot be used is one line naming the file, the key and its line (exit 2).
@@ -67,7 +67,7 @@ class Acceptance(BaseModel):
 class Reboot(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    nextstate: Literal["DOWN", "RESUME"] = "DOWN"
+    nextstate: Literal["DOWN", "RESUME"] = "RESUME"
     wait_s: float = Field(default=1800.0, gt=0, allow_inf_nan=False)
 
 

@@ -94,7 +94,7 @@ def test_a_persistent_xid_climbs_reset_reboot_vendor_and_is_never_resumed(tmp_pa
     assert log[:4] == [  # rebooted in a reservation, drained again before the reservation goes
         "create reservation ReservationName=burnin-repair-sim01 Nodes=sim01 StartTime=now Duration=UNLIMITED "
         f"Users={pwd.getpwuid(os.getuid()).pw_name} Flags=MAINT,IGNORE_JOBS",
-        f"reboot ASAP nextstate=DOWN reason={reboot_reason} sim01",
+        f"reboot ASAP nextstate=RESUME reason={reboot_reason} sim01",
         f"update NodeName=sim01 State=DRAIN Reason={reboot_reason}",
         "delete ReservationName=burnin-repair-sim01"], log
     bundles = list((tmp_path / "state" / "repair-bundles").glob("sim01-*.tar.gz"))

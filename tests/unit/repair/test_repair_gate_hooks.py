@@ -1,5 +1,6 @@
 """A node the repair ladder sent to the vendor keeps its reason: no gate, probe or watch drains it again with
-another reason (which would hide the bundle) or resumes it; an operator returns it (docs/repair.md)."""
+another reason (which would hide the bundle) or resumes it; an operator returns it (docs/repair.md). A node
+Slurm is rebooting is not drained meanwhile."""
 
 from __future__ import annotations
 
@@ -32,3 +33,13 @@ def test_a_passing_run_does_not_resume_a_node_at_the_vendor() -> None:
     assert action.action == "keep" and "sent to the vendor" in action.note
     assert resume_blockers(VENDOR, ("GPU-04",)) == "it was sent to the vendor (an operator returns it)"
     assert resume_blockers("burnin: GPU-04 gpu3 Xid 79", ("GPU-04",)) == ""
+
+
+def test_a_node_slurm_is_rebooting_is_not_drained_meanwhile() -> None:
+    rejected = NodeDecision("n1", False, failed=("GPU-04",), reasons=("GPU-04 gpu3 Xid 79",))
+    for state in ("DOWN+DRAIN+REBOOT_ISSUED", "IDLE+DRAIN+REBOOT_REQUESTED", "REBOOT"):
+        info = SlurmNode("n1", state, "burnin: GPU-04 repair: reboot (gpu ladder), then acceptance")
+        [action] = plan({"n1": rejected}, {"n1": info})
+        assert action.action == "keep" and "being rebooted" in action.note, state
+        assert drain_action("n1", "GPU-04 gpu3 Xid 79", info).action == "keep"
+    assert drain_action("n1", "GPU-04 gpu3 Xid 79", SlurmNode("n1", "IDLE", "")).action == "drain"

@@ -16,7 +16,7 @@ def test_no_file_gives_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     settings = load()
     assert settings.ladder().steps("gpu") == ("reset", "reboot", "vendor")
     assert settings.acceptance.suites == ("node",)
-    assert (settings.incidents, settings.days, settings.reboot.nextstate) == (3, 30.0, "DOWN")
+    assert (settings.incidents, settings.days, settings.reboot.nextstate) == (3, 30.0, "RESUME")
 
 
 def test_a_site_ladder_replaces_its_class_only(tmp_path: Path) -> None:
