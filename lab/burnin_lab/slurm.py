@@ -230,8 +230,10 @@ def reboot_program(layout: Layout, python: str) -> str:
 
 
 def rebooted_argv(argv: Sequence[str], uptime_s: float) -> list[str]:
-    """A slurmd's argv (``unshare --uts ...``) in a new time namespace whose boot time is about now."""
-    offset = max(0, int(uptime_s) - 1)
+    """A slurmd's argv (``unshare --uts ...``) in a new time namespace whose boot time is now: its uptime starts
+    below a second, so slurmctld sees it booted after the reboot request (a boot a second or two earlier than
+    the request is not seen as the reboot, and the node waits for ResumeTimeout)."""
+    offset = max(0, int(uptime_s))
     return [argv[0], "--time", f"--boottime=-{offset}", *argv[1:]]
 
 
