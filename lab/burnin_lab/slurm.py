@@ -65,9 +65,14 @@ STOP_TIMEOUT = 60.0
 DAEMON_START_TIMEOUT = 60.0
 """munged's socket, slurmctld's port: each within this of its start."""
 PROBE_SOURCE_TIMEOUT = 30
+"""The health check's ``probe --timeout``: a source may take seconds on a loaded machine (a bound)."""
 REBOOT_TIMEOUT = 120
 """slurm.conf ResumeTimeout: a node asked to reboot must register again within this (a failure limit)."""
-"""The health check's ``probe --timeout``: a source may take seconds on a loaded machine (a bound)."""
+REBOOT_S = 3.0
+"""How long a simulated reboot keeps the node's slurmd down. slurmctld ends a reboot when the node registers
+with a boot time after the request, and slurmd's uptime comes from sysinfo(), whole seconds rounded up: a
+slurmd started again within a second or two of the request reports a boot before it (the node then waits
+for ResumeTimeout, as the lab showed)."""
 
 
 class LabError(BurninError):
@@ -231,8 +236,7 @@ def reboot_program(layout: Layout, python: str) -> str:
 
 def rebooted_argv(argv: Sequence[str], uptime_s: float) -> list[str]:
     """A slurmd's argv (``unshare --uts ...``) in a new time namespace whose boot time is now: its uptime starts
-    below a second, so slurmctld sees it booted after the reboot request (a boot a second or two earlier than
-    the request is not seen as the reboot, and the node waits for ResumeTimeout)."""
+    below a second, so slurmctld sees it booted after the reboot request (:data:`REBOOT_S` after it)."""
     offset = max(0, int(uptime_s))
     return [argv[0], "--time", f"--boottime=-{offset}", *argv[1:]]
 
@@ -624,6 +628,8 @@ def _restart_rebooted(layout: Layout, daemons: Sequence[Mapping[str, Any]], env:
         marker = reboot_marker(layout, node)
         if not daemon["name"].startswith("slurmd:") or daemon["name"] in children or not marker.exists():
             continue
+        if time.time() - marker.stat().st_mtime < REBOOT_S:
+            continue  # still 'rebooting'
         marker.unlink()
         uptime = float(Path("/proc/uptime").read_text(encoding="utf-8").split()[0])
         with open(daemon["log"], "ab") as log:
