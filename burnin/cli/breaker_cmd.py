@@ -3,7 +3,8 @@
 ``status`` shows the budget (the settings, the limit for the nodes Slurm lists), what counts against it
 (the nodes burnin drained in the window, with their times), the room left and the nodes held in the
 window. ``allow N`` widens the budget by N nodes at once, for one window from now. ``set`` writes the
-site's settings. Exit 0; 2 on a bad number or a settings file that cannot be read; 3 when Slurm cannot
+site's settings. ``retry`` asks again for the drains of fatal events the breaker held (the watch's), once the
+budget has room. Exit 0; 2 on a bad number or a settings file that cannot be read; 3 when Slurm cannot
 be read for ``status``.
 """
 
@@ -54,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     status.add_argument("--json", action="store_true", help="print it as JSON")
     allow = verbs.add_parser("allow", help="N more nodes may be taken out, from now for one window")
     allow.add_argument("extra", type=_count, metavar="N")
+    retry = verbs.add_parser("retry", help="ask again for the drains of fatal events the breaker held (the watch's)")
+    retry.add_argument("--since", type=_seconds, default=3600.0,
+                       help="holds from this far back: 600, 10m, 1h (default 1h)")
+    retry.add_argument("--dry-run", action="store_true", help="print what it would drain; drain nothing")
     settings = verbs.add_parser("set", help="the site's settings (kept in breaker.json in the state directory)")
     settings.add_argument("--nodes", type=_count, help="at least this many nodes per window (default 2)")
     settings.add_argument("--percent", type=_percent, help="or this %% of the nodes, if more (default 5)")
@@ -67,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         return _allow(args.extra)
     if args.breaker_verb == "set":
         return _set(args)
+    if args.breaker_verb == "retry":
+        return _retry(since=args.since, dry_run=args.dry_run)
     return _status(as_json=args.json)
 
 
@@ -142,3 +149,34 @@ def _status(*, as_json: bool) -> int:
         print(printable(f"  {entry.get('node')}  {when} {what} by {entry.get('by')}: {entry.get('cause')}"
                         f" [{entry.get('reason')}]", limit=400))
     return 0
+
+
+def _retry(*, since: float, dry_run: bool) -> int:
+    """Each held fatal event's drain through the gate's drain (the budget decides again); exit 1 when one is
+    still held or could not be sent."""
+    import io
+
+    from burnin.breaker import state
+    from burnin.breaker.retry import pending
+    from burnin.gate.slurm import drain
+    from burnin.text import printable
+
+    waiting = pending(state.read_held(time.time() - since))
+    if not waiting:
+        print("burnin breaker: no fatal event held by the breaker to ask again for")
+        return 0
+    code = 0
+    for item in waiting:
+        err = io.StringIO()
+        done = drain(item.node, item.reason, dry_run=dry_run, out=sys.stdout, err=err)
+        when = time.strftime("%H:%M:%S", time.localtime(item.at))
+        said = " ".join(err.getvalue().split())
+        if done:
+            print(printable(f"burnin breaker: {item.node}: held at {when}, now drained ({item.reason})"))
+        elif said:
+            code = 1
+            print(printable(f"burnin breaker: {item.node}: held at {when}, not drained: {said}"))
+        else:  # drained since, or held by someone else: the gate's rule leaves it as it is
+            print(printable(f"burnin breaker: {item.node}: held at {when}; out of service already or "
+                            "held by someone else, left as it is"))
+    return code

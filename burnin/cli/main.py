@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reliability": ("burnin.cli.reliability_cmd", "failure rates, job MTTF, MTTR, availability, repeat offenders"),
     "breaker": ("burnin.cli.breaker_cmd", "the fleet-wide circuit breaker: how many nodes burnin may take out "
                                           "per window, status, allow N more"),
+    "repair": ("burnin.cli.repair_cmd", "the repair ladder for nodes burnin drained: reset, reboot, vendor; "
+                                        "back in service only after passing again"),
 }
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3

@@ -179,8 +179,10 @@ class SimDispatcher:
     name = "sim"
 
     def __init__(self, state_dir: Path, topology: Topology, names: list[str],
-                 faults: Mapping[str, list[object]], *, owned: bool = False) -> None:
-        from burnin.sim import build_rack
+                 faults: Mapping[str, list[object]], *, owned: bool = False, render: bool = True) -> None:
+        """``render=False``: the nodes already rendered in ``state_dir`` as they are (``burnin repair --rack``:
+        what a reset or a reboot left on them), not rendered again from ``faults``."""
+        from burnin.sim import SimNode, build_rack
 
         self.nodes = names
         self._state_dir = state_dir
@@ -194,7 +196,8 @@ class SimDispatcher:
 
                 self._timed = {node: [validate_fault(f, topology) for f in items]  # type: ignore[arg-type]
                                for node, items in self._timed.items() if items}
-            rack = build_rack(state_dir, topology, names, dict(rack_faults))  # type: ignore[arg-type]
+            rack = build_rack(state_dir, topology, names, dict(rack_faults)) if render else [  # type: ignore[arg-type]
+                SimNode.load(state_dir / "nodes" / name) for name in names]
         except BaseException:
             if owned:
                 remove_scratch(state_dir)

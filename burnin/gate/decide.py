@@ -30,6 +30,9 @@ INCOMPLETE: str = Status.INCOMPLETE.value
 NOT_APPLICABLE: str = Status.NOT_APPLICABLE.value
 RUN_CHECK = "RUN"  # the pseudo check id of reasons about the run itself
 DRAIN_PREFIX = "burnin:"  # what every reason burnin takes a node out with starts with (DESIGN.md, "Contracts")
+VENDOR_MARK = "sent to vendor"
+"""What follows the check ids in the reason of a node the repair ladder sent to the vendor (docs/repair.md):
+no gate, probe or watch changes that reason or resumes the node; an operator returns it."""
 IDS_BUDGET = 100  # a longer list of check ids is written with ranges (GPU-01..06) in a reason
 _CHECK_ID = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)$")
 _CHECK_RANGE = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)\.\.(\d+)$")
@@ -136,6 +139,12 @@ def reason_checks(reason: str) -> tuple[str, ...] | None:
         return None
     words = reason[len(DRAIN_PREFIX):].split(maxsplit=1)
     return parse_check_ids(words[0]) if words else None
+
+
+def sent_to_vendor(reason: str) -> bool:
+    """Whether a reason is burnin's 'sent to vendor' (``burnin: GPU-04 sent to vendor: <bundle>``)."""
+    words = reason[len(DRAIN_PREFIX):].split(maxsplit=1) if reason.startswith(DRAIN_PREFIX) else []
+    return len(words) == 2 and words[1].startswith(f"{VENDOR_MARK}:")
 
 
 def unjudged(reason: str, passed: Collection[str]) -> tuple[str, ...] | None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from burnin.breaker.guard import Admission, guard
-from burnin.gate.decide import check_ids_text, reason_checks, unjudged
+from burnin.gate.decide import check_ids_text, reason_checks, sent_to_vendor, unjudged
 from burnin.nodes import fold, validate_name
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
@@ -54,6 +54,11 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = QUICK_TIMEOUT
+VENDOR_HOLD = "sent to the vendor by burnin repair; left as it is until an operator returns it"
+REBOOT_FLAGS = frozenset({"REBOOT", "REBOOT_REQUESTED", "REBOOT_ISSUED"})
+"""A node Slurm is rebooting (``scontrol reboot``: the repair ladder, an operator) is not drained meanwhile: a
+drain sent during the reboot kept slurmctld from seeing it done until ResumeTimeout (the lab showed it); after
+the reboot it is judged again."""
 
 
 def node_state(node: str, *, timeout: float = DEFAULT_TIMEOUT,
@@ -118,6 +123,12 @@ def plan(decisions: Mapping[str, NodeDecision], current: Mapping[str, SlurmNode]
             keeps.append(GateAction((node,), "keep",
                                     f"{info.state} by someone else ({info.reason}); left as it is"))
             continue
+        if info.drained and info.ours and sent_to_vendor(info.reason):
+            keeps.append(GateAction((node,), "keep", f"{VENDOR_HOLD} ({info.reason})"))
+            continue
+        if info.flags & REBOOT_FLAGS:
+            keeps.append(GateAction((node,), "keep", f"being rebooted ({info.state}); left as it is"))
+            continue
         earlier = reason_checks(info.reason) if info.drained and info.ours else ()
         if earlier is None:
             keeps.append(GateAction((node,), "keep", f"already drained ({info.reason}; its check ids cannot "
@@ -141,6 +152,8 @@ def plan(decisions: Mapping[str, NodeDecision], current: Mapping[str, SlurmNode]
 
 def resume_blockers(reason: str, passed: Collection[str]) -> str:
     """Why a node drained with burnin's ``reason`` may not be resumed on ``passed`` ("" when it may)."""
+    if sent_to_vendor(reason):
+        return "it was sent to the vendor (an operator returns it)"
     missing = unjudged(reason, passed)
     if missing is None:
         return "its drain reason names no check ids burnin can read"
@@ -244,6 +257,10 @@ def drain_action(node: str, reason: str, info: SlurmNode) -> GateAction:
     burnin drained before for other checks keeps their ids in the new reason: nothing judged them since."""
     if info.held_by_others:
         return GateAction((node,), "keep", f"{info.state} by someone else ({info.reason}); left as it is")
+    if info.drained and info.ours and sent_to_vendor(info.reason):
+        return GateAction((node,), "keep", f"{VENDOR_HOLD} ({info.reason})")
+    if info.flags & REBOOT_FLAGS:
+        return GateAction((node,), "keep", f"being rebooted ({info.state}); left as it is")
     earlier = reason_checks(info.reason) if info.drained and info.ours else ()
     if earlier is None:
         return GateAction((node,), "keep", f"already drained ({info.reason})")

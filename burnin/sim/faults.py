@@ -2,6 +2,9 @@
 
 A fault spec is written ``NAME[@TARGET]``: ``nvlink-down@gpu3``, ``ib-rate-200@mlx5_6``,
 ``xid:79@gpu2`` (``xid:N`` takes any Xid number), ``fabric-manager-down`` (whole node).
+A GPU fault is persistent unless written ``transient:NAME[@gpuN]`` (``transient:xid:79@gpu3``): a
+simulated GPU reset of its GPU (``nvidia-smi -r -i N``) or a simulated reboot clears a transient fault and
+leaves a persistent one (burnin.sim.reset; the repair ladder, docs/repair.md).
 Names are a contract: ``burnin faults`` lists them and the fault-matrix tests use them.
 
 A fault is its :class:`FaultSpec` and the mutator that applies it to a node's
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from burnin.checks.xid import FATAL_XIDS, NONFATAL_XIDS, is_fatal
@@ -334,6 +337,8 @@ def simulates(spec: FaultSpec) -> Callable[[M], M]:
 
     return register
 
+TRANSIENT = "transient:"
+"""The flavour prefix of a fault a GPU reset or a reboot clears (``transient:xid:79@gpu3``)."""
 _XID = re.compile(r"^xid:(\d+)$")
 _XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")
 _GPU_TARGET = re.compile(r"^gpu(\d+)$")
@@ -351,6 +356,8 @@ class Fault:
     """The target was filled in from the registry's default, not written: a topology may move it."""
     minute: int | None = None
     """``xid-at:MIN:N``: the soak minute the Xid appears at."""
+    transient: bool = False
+    """Cleared by a simulated reset of its GPU or a simulated reboot (persistent: survives both)."""
 
     @property
     def spec(self) -> FaultSpec:
@@ -369,10 +376,11 @@ class Fault:
 
     @property
     def label(self) -> str:
-        """The fault's name as written in a spec, e.g. ``xid:79``."""
+        """The fault's name as written in a spec, e.g. ``xid:79`` (``transient:xid:79`` for a transient one)."""
+        flavour = TRANSIENT if self.transient else ""
         if self.name == "xid-at":
-            return f"xid-at:{self.minute}:{self.arg}"
-        return f"xid:{self.arg}" if self.name == "xid" else self.name
+            return f"{flavour}xid-at:{self.minute}:{self.arg}"
+        return flavour + (f"xid:{self.arg}" if self.name == "xid" else self.name)
 
     def __str__(self) -> str:
         return f"{self.label}@{self.target}" if self.target else self.label
@@ -428,9 +436,15 @@ def parse_fault_spec(text: str, topology: Topology | None = None) -> Fault:
     """Parse ``NAME[@TARGET]`` into a Fault with its default target filled in.
 
     With a topology, the target is checked against its GPUs and HCAs.
-    Raises UsageError naming what is valid.
+    Raises UsageError naming what is valid. ``transient:`` before the name makes a GPU fault transient.
     """
     raw = text.strip()
+    if raw.startswith(TRANSIENT):
+        fault = parse_fault_spec(raw[len(TRANSIENT):], topology)
+        if fault.spec.target_kind != "gpu" or fault.spec.suite != "node" or fault.transient:
+            raise UsageError(f"fault {raw!r}: only a node-suite GPU fault can be transient (a GPU reset or a "
+                             f"reboot clears it), not {fault.label}")
+        return replace(fault, transient=True)
     label, sep, target = raw.partition("@")
     label = label.strip()
     target = target.strip()

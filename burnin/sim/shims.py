@@ -10,6 +10,7 @@ directory can be moved.
 from __future__ import annotations
 
 import re
+import sys
 import time
 
 from burnin.sim import fabric, soak_shims, software
@@ -31,6 +32,13 @@ case "$*" in
   "nvlink -e"|"nvlink --errorcounters") f=nvlink-e ;;
   "dmon -s pucm -c 1"|"dmon -c 1 -s pucm") f=dmon ;;
   "-h"|"--help") exec cat "$out/help.txt" ;;
+  "--query-compute-apps=pid --format=csv,noheader -i "[0-9]*) exit 0 ;;
+  "-r -i "[0-9]*|"--gpu-reset -i "[0-9]*|"-r --id="[0-9]*|"--gpu-reset --id="[0-9]*)
+    i=${*##* }; i=${i#--id=}
+    case "$i" in
+      *[!0-9]*) echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."; exit 2 ;;
+    esac
+    exec "@PYTHON@" -m burnin.sim.reset gpu "${0%/*}/.." "$i" ;;
   *) echo "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."; exit 2 ;;
 esac
 '''
@@ -46,6 +54,8 @@ This simulated nvidia-smi (burnin) answers:
     nvidia-smi topo -m               topology matrix
     nvidia-smi nvlink --status|-s    NVLink link speeds
     nvidia-smi nvlink --errorcounters|-e   NVLink error counters
+    nvidia-smi -r -i N               reset GPU N (clears its transient faults)
+    nvidia-smi --query-compute-apps=pid --format=csv,noheader -i N   processes on GPU N (none)
 """
 
 _DMESG = r'''out="${0%/*}/../out/dmesg"
@@ -201,7 +211,7 @@ def _setpci_cases(state: NodeState) -> str:
 
 def render_scripts(state: NodeState) -> dict[str, str]:
     """``bin/<tool>`` -> script text."""
-    smi = _NVIDIA_SMI
+    smi = _NVIDIA_SMI.replace("@PYTHON@", sys.executable)
     if nvidia_smi.lost_message(state) is not None:
         smi += f'cat "$out/lost.txt"\nexit {nvidia_smi.LOST_RC}\n'
     smi += 'exec cat "$out/$f.txt"\n'

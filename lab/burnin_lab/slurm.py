@@ -17,6 +17,10 @@ sysfs root, from ``SimNode.environment()``):
   (this venv's console script); its output goes to ``DIR/slurm/log/probe-<node>.log``;
 - with ``watch`` (``sim up --watch``): ``burnin watch`` as every node, started and
   stopped (first) by the supervisor, journal in ``DIR/slurm/watch/<node>``.
+- reboot: ``RebootProgram`` is ``DIR/slurm/bin/reboot`` (``scontrol reboot``, the repair ladder,
+  docs/repair.md): the simulated node's transient faults are cleared (``python -m burnin.sim.reset
+  reboot``), its slurmd is stopped, and the supervisor starts it again in a fresh time namespace whose
+  boot time is now, so it registers as a node that rebooted.
 
 The daemons run in the foreground (``-D``/``-F``) as children of a small
 supervisor process (``python -m burnin_lab.slurm supervise DIR``) that is also
@@ -62,6 +66,13 @@ DAEMON_START_TIMEOUT = 60.0
 """munged's socket, slurmctld's port: each within this of its start."""
 PROBE_SOURCE_TIMEOUT = 30
 """The health check's ``probe --timeout``: a source may take seconds on a loaded machine (a bound)."""
+REBOOT_TIMEOUT = 120
+"""slurm.conf ResumeTimeout: a node asked to reboot must register again within this (a failure limit)."""
+REBOOT_S = 3.0
+"""How long a simulated reboot keeps the node's slurmd down. slurmctld ends a reboot when the node registers
+with a boot time after the request, and slurmd's uptime comes from sysinfo(), whole seconds rounded up: a
+slurmd started again within a second or two of the request reports a boot before it (the node then waits
+for ResumeTimeout, as the lab showed)."""
 
 
 class LabError(BurninError):
@@ -150,6 +161,8 @@ def slurm_conf(layout: Layout, names: Sequence[str], *, ctld_port: int, node_por
         f"HealthCheckProgram={layout.bin}/healthcheck",
         f"HealthCheckInterval={health_interval}",
         "HealthCheckNodeState=ANY",
+        f"RebootProgram={layout.bin}/reboot",
+        f"ResumeTimeout={REBOOT_TIMEOUT}",
     ]
     if preemption:
         lines += ["PreemptType=preempt/partition_prio", "PreemptMode=CANCEL"]
@@ -199,6 +212,34 @@ def healthcheck(layout: Layout, burnin_argv: Sequence[str]) -> str:
         'printf "%s " "$(date +%H:%M:%S.%N)" >>"$log"\n'
         f'exec {command} probe --drain --timeout {PROBE_SOURCE_TIMEOUT} >>"$log" 2>&1\n'
     )
+
+
+def reboot_marker(layout: Layout, node: str) -> Path:
+    """The file the RebootProgram leaves for the supervisor: start this node's slurmd again, freshly booted."""
+    return layout.run / f"reboot-{node}"
+
+
+def reboot_program(layout: Layout, python: str) -> str:
+    """The RebootProgram script: clear the node's transient faults, then stop its slurmd for the supervisor
+    to start again (:func:`rebooted_argv`)."""
+    run = shlex.quote(str(layout.run))
+    return (
+        "#!/bin/sh\n"
+        "# Slurm RebootProgram: the simulated node reboots (transient faults cleared, slurmd started again).\n"
+        "node=$(hostname)\n"
+        f'. {shlex.quote(str(layout.env))}/"$node".sh || exit 1\n'
+        f'{shlex.quote(python)} -m burnin.sim.reset reboot {shlex.quote(str(layout.state))}/nodes/"$node" '
+        f'>>{shlex.quote(str(layout.log))}/reboot-"$node".log 2>&1 || exit 1\n'
+        f'touch {run}/reboot-"$node"\n'
+        f'exec kill "$(cat {run}/slurmd-"$node".pid)"\n'
+    )
+
+
+def rebooted_argv(argv: Sequence[str], uptime_s: float) -> list[str]:
+    """A slurmd's argv (``unshare --uts ...``) in a new time namespace whose boot time is now: its uptime starts
+    below a second, so slurmctld sees it booted after the reboot request (:data:`REBOOT_S` after it)."""
+    offset = max(0, int(uptime_s))
+    return [argv[0], "--time", f"--boottime=-{offset}", *argv[1:]]
 
 
 def node_environment(sim_env: Mapping[str, str], bin_dir: str, conf: Path) -> dict[str, str]:
@@ -296,6 +337,7 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
         (layout.env / f"{node.name}.sh").write_text(shell_exports(env), encoding="utf-8")
     _write_script(layout.bin / "task-prolog", task_prolog(layout))
     _write_script(layout.bin / "healthcheck", healthcheck(layout, burnin_command()))
+    _write_script(layout.bin / "reboot", reboot_program(layout, sys.executable))
     daemon_env = {**os.environ, "SLURM_CONF": str(layout.conf)}
     plan = _daemon_plan(layout, names, ports[0])
     if watch is not None:
@@ -565,11 +607,10 @@ def supervise(state: Path) -> int:
             children[daemon["name"]] = proc.pid
             _log(f"started {daemon['name']} pid {proc.pid}")
             _await_daemon(daemon, proc.pid, children)
-        tmp = layout.pids.with_suffix(".tmp")
-        tmp.write_text(json.dumps(children), encoding="utf-8")
-        tmp.replace(layout.pids)
+        _save_pids(layout, children)
         while True:
             _reap(children)
+            _restart_rebooted(layout, plan["daemons"], env, children)
             time.sleep(0.2)
     except _Stop:
         _log("stopping")
@@ -581,6 +622,32 @@ def supervise(state: Path) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _stop_all(children)
     return code
+
+
+def _restart_rebooted(layout: Layout, daemons: Sequence[Mapping[str, Any]], env: Mapping[str, str],
+                      children: dict[str, int]) -> None:
+    """Start again each node's slurmd that its RebootProgram stopped (its marker file), freshly booted."""
+    for daemon in daemons:
+        node = str(daemon["name"]).removeprefix("slurmd:")
+        marker = reboot_marker(layout, node)
+        if not daemon["name"].startswith("slurmd:") or daemon["name"] in children or not marker.exists():
+            continue
+        if time.time() - marker.stat().st_mtime < REBOOT_S:
+            continue  # still 'rebooting'
+        marker.unlink()
+        uptime = float(Path("/proc/uptime").read_text(encoding="utf-8").split()[0])
+        with open(daemon["log"], "ab") as log:
+            proc = subprocess.Popen(rebooted_argv(daemon["argv"], uptime), env=dict(env),
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        children[daemon["name"]] = proc.pid
+        _save_pids(layout, children)  # `down` finds the new slurmd even when the supervisor is gone
+        _log(f"rebooted {daemon['name']}: pid {proc.pid}")
+
+
+def _save_pids(layout: Layout, children: Mapping[str, int]) -> None:
+    tmp = layout.pids.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(children)), encoding="utf-8")
+    tmp.replace(layout.pids)
 
 
 def _await_daemon(daemon: Mapping[str, Any], pid: int, children: dict[str, int]) -> None:

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reports", ("burnin.report",)),
     ("runs", ("burnin.probe", "burnin.plugin", "burnin.plugin_lean", "burnin.plugin_judge", "burnin.dispatch",
               "burnin.phases")),
-    ("run path", ("burnin.watch", "burnin.session", "burnin.sweep")),
+    ("run path", ("burnin.watch", "burnin.session", "burnin.sweep", "burnin.repair")),
     ("command line", ("burnin.cli",)),
 )
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
