@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from burnin.breaker.guard import Admission, guard
 from burnin.gate.decide import check_ids_text, reason_checks, sent_to_vendor, unjudged
+from burnin.history.actions import TakenAction, record_actions
 from burnin.nodes import fold, validate_name
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
@@ -172,6 +173,7 @@ def execute(actions: Sequence[GateAction], *, dry_run: bool, timeout: float = DE
     """
     err = err or sys.stderr
     ok = True
+    taken: list[TakenAction] = []
     for action in actions:
         if dry_run:
             text = f"# {action.target}: {action.note}" if action.action == "keep" else action.command()
@@ -186,10 +188,13 @@ def execute(actions: Sequence[GateAction], *, dry_run: bool, timeout: float = DE
             if out is not None:
                 detail = f": {action.note}" if action.action == "drain" else ""
                 out.write(printable(f"burnin gate: {action.action} {action.target}{detail}") + "\n")
+            ids = tuple(reason_checks(action.note) or ()) if action.action == "drain" else ()
+            taken += [TakenAction(node, action.action, ids, action.note) for node in action.nodes]
         else:
             ok = False
             err.write(printable(f"burnin gate: could not {action.action} {action.target}: "
                                 f"{result.describe_failure()}") + "\n")
+    record_actions(taken, warn=lambda line: err.write(line + "\n"))  # the fleet's memory (docs/history.md)
     return ok
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
 
 from burnin.gate.decide import NodeDecision
 from burnin.gate.slurm import (
@@ -17,6 +20,7 @@ from burnin.gate.slurm import (
     resume_if_ours,
     unknown_nodes,
 )
+from burnin.history.store import Store
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import SlurmClient
 
@@ -179,3 +183,36 @@ def test_execute_without_out_is_silent_on_success() -> None:
     err = io.StringIO()
     assert execute(actions, dry_run=False, client=client, err=err)
     assert err.getvalue() == ""
+
+
+def test_each_drain_and_resume_sent_is_in_the_history_and_a_failed_or_dry_one_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    history = tmp_path / "history.sqlite"
+    monkeypatch.setenv("BURNIN_HISTORY", str(history))
+    decisions = {"sim01": _rejected("sim01"), "sim02": _ok("sim02"), "sim03": _rejected("sim03")}
+    apply_gate(decisions, dry_run=True, client=FakeClient(), out=io.StringIO(), err=io.StringIO())
+    assert not history.exists()  # a dry run sends nothing, records nothing
+    client = FakeClient(fail=lambda argv: "NodeName=sim02" in argv and "State=RESUME" in argv)
+    err = io.StringIO()
+    apply_gate(decisions, dry_run=False, client=client, out=io.StringIO(), err=err)
+    assert "could not resume sim02" in err.getvalue()
+    with Store(history, create=False) as store:
+        found = {(node, action, checks, reason) for node, action, checks, reason, source in store.db.execute(
+            "SELECT n.name, a.action, a.check_ids, a.reason, a.source FROM actions a "
+            "JOIN node_names n ON n.id = a.node")}
+        sources = {source for (source,) in store.db.execute("SELECT source FROM actions")}
+    # sim01 drained (the resume of sim02 failed; sim03 is the operator's): only what Slurm accepted
+    assert found == {("sim01", "drain", "IB-01", "burnin: IB-01 mlx5_1 port 1: Down (expected Active)")}
+    assert len(sources) == 1 and next(iter(sources)).startswith("burnin")
+
+
+def test_a_history_that_cannot_be_written_costs_the_drain_one_line(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    garbage = tmp_path / "history.sqlite"
+    garbage.write_bytes(b"no database\n" * 100)
+    monkeypatch.setenv("BURNIN_HISTORY", str(garbage))
+    client, err = FakeClient(), io.StringIO()
+    assert execute(plan({"sim01": _rejected("sim01")}, parse_show_node(SHOW)), dry_run=False, client=client,
+                   err=err)
+    assert client.calls[-1][:3] == ("scontrol", "update", "NodeName=sim01")
+    assert err.getvalue().count("\n") == 1 and "1 gate action(s) not recorded" in err.getvalue()
