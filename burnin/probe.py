@@ -70,6 +70,19 @@ class ProbeResult:
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+NPD_OUTPUT_LIMIT = 80  # node-problem-detector's max_output_length in its shipped custom-plugin configs
+
+
+def npd_message(result: ProbeResult, limit: int = NPD_OUTPUT_LIMIT) -> str:
+    """The one line node-problem-detector's custom plugin protocol reads (docs/kubernetes.md): at most ``limit``
+    bytes (NPD cuts stdout there), the failed check ids first. The exit code already is its protocol's:
+    0 OK, 1 a problem (a check failed), 2 unknown (something could not be measured)."""
+    text = result.line(limit=max(limit, 4))
+    while len(text.encode("utf-8")) > limit:
+        text = text[: -4] + "..."
+    return text
+
+
 def fast_check_ids() -> list[str]:
     """The probe's checks, derived from what each check declares: fast, and reading only cheap local sources."""
     return probe_check_ids(FAST_SOURCES)

@@ -57,7 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, metavar="FILE",
                         help="write the stall detector's state as a Prometheus textfile after every sample "
                              "(e.g. node_exporter's textfile folder/burnin-watch.prom), atomically")
-    parser.add_argument("--dry-run", action="store_true", help="print the Slurm commands instead of running them")
+    parser.add_argument("--gate", choices=("slurm", "kubernetes"), default="slurm",
+                        help="take the node out through Slurm (drain; evict requeues its jobs) or Kubernetes "
+                             "(burnin's NoSchedule taint; evict: NoExecute; docs/kubernetes.md). Default slurm")
+    parser.add_argument("--dry-run", action="store_true", help="print the Slurm commands (or Kubernetes patches) "
+                                                               "instead of running them")
 
 
 def _kernel_log(value: str | None) -> Path | None:
@@ -79,6 +83,7 @@ def _state_dir(value: Path | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     import signal
+    import sys
     import threading
 
     from burnin.collector import node_env
@@ -116,4 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    return Watcher(config).run(stop)
+    from burnin.watch.actions import make_actor
+
+    actor = make_actor(args.gate, node, dry_run=args.dry_run, out=sys.stdout)
+    return Watcher(config, actor=actor).run(stop)

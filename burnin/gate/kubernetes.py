@@ -165,8 +165,8 @@ class NodePatch:
         return [(is_status, p) for is_status, p in ((False, self.spec), (True, self.status)) if p is not None]
 
 
-def _taint(effect: str, ids: Collection[str], now: float) -> dict[str, Any]:
-    return {"key": TAINT_KEY, "value": taint_value(ids), "effect": effect, "timeAdded": now_rfc3339(now)}
+def _taint(effect: str, ids: Collection[str], added: str) -> dict[str, Any]:
+    return {"key": TAINT_KEY, "value": taint_value(ids), "effect": effect, "timeAdded": added}
 
 
 def _condition(state: NodeState, status: str, reason: str, message: str, now: float) -> dict[str, Any]:
@@ -204,7 +204,9 @@ def take_out(state: NodeState, reason: str, *, effect: str = NO_SCHEDULE, run_id
                                         and all(t.get("value") == taint_value(ids) for t in present))):
         return NodePatch(state.name, "keep", f"already tainted ({_describe(state)})")
     taints = [t for t in state.taints if not (t.get("key") == TAINT_KEY and t.get("effect") == effect)]
-    taints.append(_taint(effect, ids, now))
+    # a node held since then keeps that time: the breaker counts from the moment burnin took it out
+    added = str(present[0].get("timeAdded") or "") if present else ""
+    taints.append(_taint(effect, ids, added or now_rfc3339(now)))
     labels: dict[str, str | None] = {LABEL_ADMITTED: None} if LABEL_ADMITTED in state.labels else {}
     if run_id and valid_label_value(run_id):
         labels[LABEL_RUN] = run_id

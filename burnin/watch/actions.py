@@ -27,7 +27,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from burnin.breaker.guard import HELD, RECORDED, guard
 from burnin.gate.decide import reason_checks
@@ -76,6 +76,30 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.out_of_pool and all(step.ok for step in self.steps)
+
+
+class Actor(Protocol):
+    """What the watch acts through: Slurm (:class:`SlurmActor`) or Kubernetes
+    (:class:`burnin.watch.actions_kubernetes.KubernetesActor`), chosen by ``--gate``."""
+
+    def out_of_pool(self) -> bool: ...
+
+    def drain(self, reason: str) -> Outcome: ...
+
+    def evict(self, reason: str) -> Outcome: ...
+
+    def release(self, job: str) -> Step: ...
+
+
+def make_actor(gate: str, node: str, *, dry_run: bool = False, out: TextIO | None = None) -> Actor:
+    """The actor of ``--gate``: ``slurm`` or ``kubernetes`` (which reads its Node once now)."""
+    if gate == "kubernetes":
+        from burnin.watch.actions_kubernetes import KubernetesActor
+
+        actor = KubernetesActor(node, dry_run=dry_run, out=out)
+        actor.connect()
+        return actor
+    return SlurmActor(node, dry_run=dry_run, out=out)
 
 
 class SlurmActor:
