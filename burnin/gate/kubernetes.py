@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from burnin.gate.decide import DRAIN_PREFIX, RUN_CHECK, check_ids_text, parse_check_ids, reason_checks
+from burnin.gate.decide import DRAIN_PREFIX, RUN_CHECK, check_ids_text, reason_checks
 from burnin.transport.slurm_jobs import burnin_reason
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ LABEL_VALUE_LIMIT = 63
 MESSAGE_LIMIT = 1024
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _CUT_MARK = "_more"
+_CHECK_ID = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)$")
+_FAMILY = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+(?:\.\d+)*)$")
 
 
 def now_rfc3339(now: float | None = None) -> str:
@@ -67,10 +69,19 @@ def parse_rfc3339(text: object) -> float | None:
 
 
 def taint_value(ids: Collection[str]) -> str:
-    """The check ids as a taint value (a label value: at most 63 of ``[-A-Za-z0-9_.]``); ids that do not fit
-    end in ``_more``, which reads as no ids: the condition's message then names them (:func:`taint_ids`)."""
-    text = check_ids_text(ids).replace(",", "_")
-    text = re.sub(r"[^-A-Za-z0-9_.]", "-", text).strip("-_.")
+    """The check ids as a taint value (a label value: at most 63 of ``[-A-Za-z0-9_.]``), by family:
+    ``INV-01.02.11_GPU-01.03``; ids that do not fit end in ``_more``, which reads as no ids: the condition's
+    message then names them (:func:`taint_ids`)."""
+    families: dict[str, list[str]] = {}
+    others: list[str] = []
+    for check in dict.fromkeys(ids):
+        match = _CHECK_ID.match(check)
+        if match is None:
+            others.append(re.sub(r"[^-A-Za-z0-9_.]", "-", check))
+        else:
+            families.setdefault(match.group(1), []).append(match.group(2))
+    text = "_".join([*(f"{family}-{'.'.join(numbers)}" for family, numbers in families.items()), *others])
+    text = text.strip("-_.")
     if len(text) <= LABEL_VALUE_LIMIT:
         return text
     return text[: LABEL_VALUE_LIMIT - len(_CUT_MARK)].rstrip("-_.") + _CUT_MARK
@@ -80,7 +91,16 @@ def taint_ids(value: object) -> tuple[str, ...] | None:
     """The check ids of a burnin taint's value; None when they cannot be read (cut short, edited)."""
     if not isinstance(value, str) or not value or value.endswith(_CUT_MARK):
         return None
-    return parse_check_ids(value.replace("_", ","))
+    ids: list[str] = []
+    for item in value.split("_"):
+        match = _FAMILY.match(item)
+        if item == RUN_CHECK:
+            ids.append(item)
+        elif match is not None:
+            ids += [f"{match.group(1)}-{number}" for number in match.group(2).split(".")]
+        else:
+            return None
+    return tuple(dict.fromkeys(ids))
 
 
 def valid_label_value(text: str) -> bool:

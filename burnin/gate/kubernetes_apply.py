@@ -171,7 +171,7 @@ class KubernetesGate:
     def _failed(self, line: str, exc: KubeError, err: TextIO) -> bool:
         err.write(printable(f"burnin gate: {line}") + "\n")
         if exc.denied or exc.config:
-            raise UsageError(f"--gate kubernetes: {DENIED_HINT if exc.denied else exc}")
+            raise UsageError(f"--gate kubernetes: {DENIED_HINT}: {exc}" if exc.denied else f"--gate kubernetes: {exc}")
         return False
 
     @contextlib.contextmanager
@@ -204,6 +204,8 @@ class KubernetesGate:
         try:
             state = NodeState.from_node(self.api.get_node(name))
         except KubeError as exc:
+            if exc.denied or exc.config:
+                raise
             return False, str(exc)
         first = plan(state)
         if first.action == "keep":
@@ -214,11 +216,18 @@ class KubernetesGate:
             try:
                 done = update_node(self.api, name, plan, dry_run=dry_run, out=out)
             except KubeError as exc:
+                if exc.denied:
+                    raise
                 return False, str(exc)
         return True, f"{effect} taint: {done.note}"
 
     def drain(self, node: str, reason: str, *, dry_run: bool = False) -> bool:
-        ok, note = self.take_out(node, reason, dry_run=dry_run)
+        try:
+            ok, note = self.take_out(node, reason, dry_run=dry_run)
+        except KubeError as exc:
+            sys.stderr.write(printable(f"burnin: {node}: not taken out: {exc}") + "\n")
+            raise UsageError(f"--gate kubernetes: {DENIED_HINT}: {exc}" if exc.denied
+                             else f"--gate kubernetes: {exc}") from None
         if not ok:
             sys.stderr.write(printable(f"burnin: {node}: not taken out: {note}") + "\n")
         return ok
@@ -231,8 +240,9 @@ class KubernetesGate:
                                 dry_run=dry_run)
         except KubeError as exc:
             sys.stderr.write(printable(f"burnin: {node}: not put back: {exc}") + "\n")
-            if exc.denied:
-                raise UsageError(f"--gate kubernetes: {DENIED_HINT}: {exc}") from None
+            if exc.denied or exc.config:
+                raise UsageError(f"--gate kubernetes: {DENIED_HINT}: {exc}" if exc.denied
+                                 else f"--gate kubernetes: {exc}") from None
             return False
         return patch.action == "admit"
 
