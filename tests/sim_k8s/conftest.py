@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 
 from burnin_lab import k8s as k8s_lab
 
 RUN_NODES = [f"sim{n:02d}" for n in range(1, 9)]
 OTHER_NODES = ["watch01", "probe01", "race01", "rbac01"]
+RBAC = Path(__file__).resolve().parents[2] / "packaging" / "kubernetes" / "rbac.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +29,8 @@ def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[k8s_lab.K8sLab]:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    lab = k8s_lab.K8sLab(tmp_path_factory.mktemp("k8s")).start(RUN_NODES + OTHER_NODES)
+    [role] = [d for d in yaml.safe_load_all(RBAC.read_text(encoding="utf-8")) if d["kind"] == "ClusterRole"]
+    lab = k8s_lab.K8sLab(tmp_path_factory.mktemp("k8s")).start(RUN_NODES + OTHER_NODES, role)
     try:
         yield lab
     finally:
