@@ -132,16 +132,23 @@ class KubernetesGate:
         err = err or sys.stderr
         now = self.clock()
         plans = {node: self._plan(decision, now) for node, decision in sorted(decisions.items())}
-        try:
-            states = {node: NodeState.from_node(self.api.get_node(self.node_name(node))) for node in plans}
-        except KubeError as exc:
-            return self._failed(f"cannot read the Nodes: {exc}", exc, err)
+        states: dict[str, NodeState] = {}
+        ok = True
+        for node in plans:
+            try:
+                states[node] = NodeState.from_node(self.api.get_node(self.node_name(node)))
+            except KubeError as exc:
+                if exc.denied or exc.config:
+                    return self._failed(f"cannot read the Nodes: {exc}", exc, err)
+                ok = False  # this node is left as it is (a Node not registered, an API hiccup), the others go on
+                err.write(printable(f"burnin gate: {node}: state unknown ({exc}); left as it is") + "\n")
         drains = {node: patch.note for node, patch in ((n, plans[n](s)) for n, s in states.items())
                   if patch.action == "taint"}
-        ok = True
         denied: KubeError | None = None
         with self._breaker(drains, dry_run=dry_run, err=err) as held:
             for node, plan in plans.items():
+                if node not in states:
+                    continue
                 if node in held:
                     out.write(printable(f"burnin gate: {node}: {held[node]}") + "\n")
                     continue

@@ -17,7 +17,7 @@ import yaml
 from burnin_lab import k8s as k8s_lab
 
 RUN_NODES = [f"sim{n:02d}" for n in range(1, 9)]
-OTHER_NODES = ["watch01", "probe01", "race01", "rbac01"]
+OTHER_NODES = ["watch01", "probe01", "race01", "rbac01", "brk01", "brk02", "brk03", "solo01"]
 RBAC = Path(__file__).resolve().parents[2] / "packaging" / "kubernetes" / "rbac.yaml"
 
 

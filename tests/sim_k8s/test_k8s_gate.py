@@ -7,6 +7,8 @@ is still there after both runs. The gate runs as ``burnin-gate``, the least-priv
 
 from __future__ import annotations
 
+import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +133,36 @@ def test_a_user_without_rights_gets_one_clear_line_and_exit_2(k8s: K8sLab, monke
     assert "may not patch Nodes" in line and "nodes/status" in line and "forbidden" in line
     assert (k8s.state / "rbac-run" / "gate.json").is_file()  # the reports are written before the refusal
     assert our_taints(k8s, "sim02") == []
+
+
+def test_the_breaker_counts_burnins_taints_and_holds_beyond_its_budget(
+        k8s: K8sLab, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from burnin.breaker import state
+    from burnin.breaker.budget import Settings, budget
+    from burnin.gate.kubernetes_apply import read_fleet
+
+    monkeypatch.setenv("KUBECONFIG", str(k8s.kubeconfig("burnin-gate")))
+    monkeypatch.setenv("BURNIN_STATE_DIR", str(tmp_path / "state"))
+    fleet, error = read_fleet(KubeClient())
+    assert fleet is not None, error
+    # whatever the tier's other tests left tainted within the window counts too: it is the fleet's state
+    already = len(budget(fleet, Settings(), time.time()).counted)
+    (tmp_path / "state").mkdir()
+    state.save(folder=tmp_path / "state", settings=Settings(nodes=already + 2, percent=0.0))
+    nodes = ["brk01", "brk02", "brk03"]
+    decisions = {n: NodeDecision(n, False, failed=("GPU-04",), reasons=("GPU-04 Xid 79",)) for n in nodes}
+    out = tmp_path / "out.txt"
+    with out.open("w") as stream:
+        assert KubernetesGate(run_id="brk").apply(decisions, dry_run=False, out=stream)
+    assert [bool(our_taints(k8s, n)) for n in nodes] == [True, True, False]
+    assert "brk03: held by the breaker" in out.read_text()
+
+
+def test_a_node_with_no_node_object_is_left_alone_and_the_others_are_gated(
+        k8s: K8sLab, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(k8s.kubeconfig("burnin-gate")))
+    reject = {n: NodeDecision(n, False, failed=("GPU-04",), reasons=("GPU-04 Xid 79",)) for n in ("ghost01", "solo01")}
+    err = io.StringIO()
+    assert not KubernetesGate(run_id="ghost").apply(reject, dry_run=False, out=io.StringIO(), err=err)
+    assert "ghost01: state unknown (get node ghost01: 404" in err.getvalue()
+    assert [t["value"] for t in our_taints(k8s, "solo01")] == ["GPU-04"]
