@@ -198,10 +198,11 @@ def _condition(state: NodeState, status: str, reason: str, message: str, now: fl
 
 
 def take_out(state: NodeState, reason: str, *, effect: str = NO_SCHEDULE, run_id: str = "",
-             failed: bool = True, now: float | None = None) -> NodePatch:
-    """burnin's taint (``effect``) and False condition for ``reason`` (``burnin: <ids> <cause>``); the check
-    ids burnin held the node for before stay in both, nothing judged them since. ``failed`` False: the
-    reason is about checks that could not be measured (a node burnin holds already keeps its reason)."""
+             failed: bool = True, now: float | None = None, carry: bool = True) -> NodePatch:
+    """burnin's taint (``effect``) and False condition for ``reason`` (``burnin: <ids> <cause>``); with
+    ``carry`` the check ids burnin held the node for before stay in both, nothing judged them since (a
+    decision that judged them names the ones to keep itself). ``failed`` False: the reason is about checks
+    that could not be measured (a node burnin holds already keeps its reason)."""
     now = time.time() if now is None else now
     wanted = burnin_reason(reason)
     ids = reason_checks(wanted)
@@ -214,7 +215,7 @@ def take_out(state: NodeState, reason: str, *, effect: str = NO_SCHEDULE, run_id
             return NodePatch(state.name, "keep", f"already tainted ({_describe(state)}; its check ids cannot "
                                                  "be read, so burnin leaves it to an operator)")
         earlier = ()
-    if extra := [c for c in earlier if c not in ids]:
+    if carry and (extra := [c for c in earlier if c not in ids]):
         cause = wanted[len(DRAIN_PREFIX):].split(maxsplit=1)[1:]
         ids = (*ids, *extra)
         wanted = burnin_reason(" ".join([check_ids_text(ids), *cause]))
@@ -245,7 +246,7 @@ def reject(decision: NodeDecision, state: NodeState, *, run_id: str = "", now: f
     judged = {*decision.failed, *decision.incomplete, *decision.passed}
     carry = [c for c in earlier if c not in judged]
     reason = burnin_reason(decision.short_reason(carry=carry))
-    return take_out(state, reason, run_id=run_id, failed=bool(decision.failed), now=now)
+    return take_out(state, reason, run_id=run_id, failed=bool(decision.failed), now=now, carry=False)
 
 
 def put_back(state: NodeState, passed: Collection[str], *, now: float | None = None,

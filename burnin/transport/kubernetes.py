@@ -124,7 +124,7 @@ class KubeClient:
         """A strategic-merge patch of the Node (``status``: of its status subresource)."""
         method = "patch_node_status" if status else "patch_node"
         what = f"patch node {name}{'/status' if status else ''}"
-        return self._call(what, method, name, patch)
+        return self._call(what, method, name, patch, _content_type="application/strategic-merge-patch+json")
 
 
 def api_message(body: object, fallback: object = "") -> str:

@@ -35,12 +35,12 @@ OPERATOR = {"key": "ops/maintenance", "value": "psu", "effect": "NoSchedule"}
 def node(name: str = "sim03", *, taints: list[dict[str, Any]] | None = None, labels: dict[str, str] | None = None,
          condition: dict[str, Any] | None = None, cordoned: bool = False, version: str = "41") -> dict[str, Any]:
     doc: dict[str, Any] = {"metadata": {"name": name, "resourceVersion": version, "labels": labels or {}},
-                           "spec": {"taints": taints or []}, "status": {"conditions": []}}
+                           "spec": {"taints": taints or []},
+                           "status": {"conditions": [{"type": "Ready", "status": "True", "message": "burnin: X-01"}]}}
     if cordoned:
         doc["spec"]["unschedulable"] = True
     if condition is not None:
         doc["status"]["conditions"].append({"type": CONDITION, **condition})
-    doc["status"]["conditions"].append({"type": "Ready", "status": "True"})
     return doc
 
 
@@ -206,3 +206,78 @@ def test_admit_without_any_earlier_state_sets_the_condition_true() -> None:
     assert patch.action == "admit" and patch.spec is not None and patch.status is not None
     assert "spec" not in patch.spec  # no taint of ours: the taint list is not sent at all
     assert patch.status["status"]["conditions"][0]["status"] == "True"
+
+
+def test_a_check_this_decision_judged_and_passed_is_not_carried() -> None:
+    state = NodeState.from_node(node(taints=[ours("GPU-02_IB-03")], condition=held("burnin: GPU-02,IB-03 x")))
+    decision = NodeDecision("sim03", False, failed=("GPU-02",), reasons=("GPU-02 lost",), passed=("IB-03",))
+    patch = plan_node(decision, state, now=NOW)
+    assert patch.spec is not None and patch.note == "burnin: GPU-02 lost"
+    assert [t["value"] for t in patch.spec["spec"]["taints"]] == ["GPU-02"]
+    # one it did not judge stays, named after the decision's own
+    unjudged = NodeDecision("sim03", False, failed=("GPU-04",), reasons=("GPU-04 Xid 79",), passed=("IB-03",))
+    assert plan_node(unjudged, state, now=NOW).note == "burnin: GPU-04,GPU-02 Xid 79"
+
+
+def test_the_probe_and_watch_carry_every_earlier_id_with_their_cause() -> None:
+    state = NodeState.from_node(node(taints=[ours("IB-03")], condition=held("burnin: IB-03 port down")))
+    patch = take_out(state, "burnin: GPU-04 Xid 79 on gpu2", now=NOW)
+    assert patch.note == "burnin: GPU-04,IB-03 Xid 79 on gpu2"
+
+
+def test_keep_needs_both_our_taint_and_our_false_condition_and_the_same_ids() -> None:
+    reason = "burnin: GPU-02 7 of 8 GPUs visible"
+    no_condition = NodeState.from_node(node(taints=[ours("GPU-02")]))
+    assert plan_node(REJECT_GPU, no_condition, now=NOW).action == "taint"  # the condition is set again
+    other_value = NodeState.from_node(node(taints=[ours("GPU-09")], condition=held(reason)))
+    assert plan_node(REJECT_GPU, other_value, now=NOW).action == "taint"
+    two = NodeState.from_node(node(taints=[ours("GPU-02"), ours("GPU-09")], condition=held(reason)))
+    assert take_out(two, reason, now=NOW, carry=False).action == "taint"  # every taint of the effect must match
+    other_reason = NodeState.from_node(node(taints=[ours("GPU-02")], condition=held("burnin: GPU-02 other")))
+    assert plan_node(REJECT_GPU, other_reason, now=NOW).action == "taint"
+
+
+def test_the_condition_keeps_its_transition_time_while_its_status_stays() -> None:
+    state = NodeState.from_node(node(taints=[ours("GPU-02")], condition=held("burnin: GPU-02 old cause")))
+    patch = plan_node(REJECT_GPU, state, now=NOW)
+    assert patch.status is not None
+    [condition] = patch.status["status"]["conditions"]
+    assert condition["lastTransitionTime"] == "2025-12-01T19:00:00Z"
+    assert condition["lastHeartbeatTime"] == "2025-12-01T20:00:00Z"
+    assert patch.patches() == [(False, patch.spec), (True, patch.status)]  # the taint first, then the condition
+
+
+def test_out_of_pool_and_the_time_taken_out() -> None:
+    assert NodeState.from_node(node(cordoned=True)).out_of_pool()
+    assert NodeState.from_node(node(taints=[ours("GPU-02")])).out_of_pool()
+    assert not NodeState.from_node(node(taints=[OPERATOR])).out_of_pool()
+    one_unknown = NodeState.from_node(node(taints=[ours("GPU-02"), ours("GPU-02", NO_EXECUTE, added="?")]))
+    assert one_unknown.taken_at() is None  # the breaker errs towards counting it now
+    both = NodeState.from_node(node(taints=[ours("GPU-02", added="2025-12-01T19:00:00Z"),
+                                            ours("GPU-02", NO_EXECUTE, added="2025-12-01T19:30:00Z")]))
+    assert both.taken_at() == NOW - 3600
+
+
+def test_label_values_and_their_limit() -> None:
+    assert valid_label_value("a" * 63) and not valid_label_value("a" * 64)
+    assert not valid_label_value("run 1") and not valid_label_value("-run")
+    patch = plan_node(REJECT_GPU, NodeState.from_node(node()), run_id="not a label value", now=NOW)
+    assert patch.spec is not None and "metadata" not in patch.spec  # no label rather than a refused patch
+    exact = [f"GPU-{n:02d}" for n in range(1, 21)]  # GPU-01.02....20: 63 characters
+    assert len(taint_value(exact)) == 63 and taint_ids(taint_value(exact)) == tuple(exact)
+    assert taint_value([*exact, "GPU-21"]).endswith("_more")
+    assert taint_ids("") is None and taint_ids(None) is None and taint_ids("GPU-01_more") is None
+
+
+def test_the_messages_say_what_held_the_node() -> None:
+    again = plan_node(ADMIT, NodeState.from_node(node(taints=[ours("GPU-02")], condition=held("burnin: GPU-02 x"))),
+                      now=NOW)
+    assert again.status is not None
+    assert again.status["status"]["conditions"][0]["message"] == "burnin: GPU-02 passed again"
+    fresh = plan_node(ADMIT, NodeState.from_node(node()), now=NOW)
+    assert fresh.status is not None
+    assert fresh.status["status"]["conditions"][0]["message"] == "burnin: every check passed"
+    kept = plan_node(ADMIT, NodeState.from_node(node(taints=[ours("IB-03")])), now=NOW)
+    assert kept.note.endswith("(burnin/unhealthy=IB-03:NoSchedule)")
+    assert plan_node(ADMIT, NodeState.from_node(node(taints=[ours("x")])), now=NOW).note.endswith(
+        "(burnin/unhealthy=x:NoSchedule); left as it is")
