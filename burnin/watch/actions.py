@@ -82,6 +82,8 @@ class Actor(Protocol):
     """What the watch acts through: Slurm (:class:`SlurmActor`) or Kubernetes
     (:class:`burnin.watch.actions_kubernetes.KubernetesActor`), chosen by ``--gate``."""
 
+    name: str  # what it acts through, for the watch's first line
+
     def out_of_pool(self) -> bool: ...
 
     def drain(self, reason: str) -> Outcome: ...
@@ -103,6 +105,8 @@ def make_actor(gate: str, node: str, *, dry_run: bool = False, out: TextIO | Non
 
 
 class SlurmActor:
+    name = "Slurm"
+
     def __init__(self, node: str, *, client: SlurmRunner | None = None, dry_run: bool = False,
                  out: TextIO | None = None, timeout: float = QUICK_TIMEOUT, poll_s: float = 0.2) -> None:
         self.node = node

@@ -28,6 +28,8 @@ from burnin.watch.actions import Outcome, Step
 class KubernetesActor:
     """The watch's actions on its own Node (:class:`burnin.watch.actions.Actor`)."""
 
+    name = "Kubernetes"
+
     def __init__(self, node: str, *, gate: KubernetesGate | None = None, dry_run: bool = False,
                  out: TextIO | None = None) -> None:
         self.node = node

@@ -348,7 +348,7 @@ class Watcher:
                      "Xids in the kernel log will be recorded, not acted on")
         self.log(f"watching (kernel log {source}; NVML {'on' if self.nvml else 'off'}; "
                  f"fallback probe every {self.config.probe_interval:g} s; "
-                 f"{'dry run' if self.config.dry_run else 'acting through Slurm'})")
+                 f"{'dry run' if self.config.dry_run else f'acting through {self.actor.name}'})")
         probe_due = time.monotonic() + PROBE_GRACE_S
         while not stop.is_set():
             probe_due = self._maybe_probe(time.monotonic(), probe_due)

@@ -30,8 +30,17 @@ def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[k8s_lab.K8sLab]:
             pytest.fail(message)
         pytest.skip(message)
     [role] = [d for d in yaml.safe_load_all(RBAC.read_text(encoding="utf-8")) if d["kind"] == "ClusterRole"]
+    # The tier's tests share one fleet, so burnin's taints from one count against the next one's breaker
+    # budget: a budget the size of the fleet here; the breaker's own test narrows it in its own folder.
+    from burnin.breaker import state
+    from burnin.breaker.budget import Settings
+
+    folder = tmp_path_factory.mktemp("k8s-state")
+    state.save(folder=folder, settings=Settings(nodes=len(RUN_NODES + OTHER_NODES)))
     lab = k8s_lab.K8sLab(tmp_path_factory.mktemp("k8s")).start(RUN_NODES + OTHER_NODES, role)
-    try:
-        yield lab
-    finally:
-        lab.stop()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("BURNIN_STATE_DIR", str(folder))
+        try:
+            yield lab
+        finally:
+            lab.stop()

@@ -8,6 +8,7 @@ is still there after both runs. The gate runs as ``burnin-gate``, the least-priv
 from __future__ import annotations
 
 import io
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,8 @@ import pytest
 from k8s_support import burnin, our_condition, our_taints
 
 from burnin.errors import UsageError
-from burnin.gate.decide import NodeDecision
-from burnin.gate.kubernetes import LABEL_ADMITTED, LABEL_RUN, NO_SCHEDULE, REASON_FAILED
+from burnin.gate.decide import NodeDecision, reason_checks
+from burnin.gate.kubernetes import LABEL_ADMITTED, LABEL_RUN, NO_SCHEDULE, REASON_FAILED, taint_ids
 from burnin.gate.kubernetes_apply import KubernetesGate
 from burnin.transport.kubernetes import KubeClient, KubeError
 from burnin_lab.k8s import K8sLab
@@ -46,7 +47,11 @@ def test_a_run_taints_exactly_the_faulted_node_and_a_healthy_run_puts_it_back(k8
     assert taint["value"].startswith("INV-01") and "_GPU-01." in taint["value"]
     condition = our_condition(k8s, "sim03")
     assert condition is not None and condition["status"] == "False" and condition["reason"] == REASON_FAILED
-    assert condition["message"].startswith("burnin: INV-01,GPU-01,GPU-03,")
+    decided = json.loads((tmp_path / "first" / "gate.json").read_text())["nodes"]["sim03"]
+    named = {*decided["failed"], *decided["incomplete"]}
+    assert "INV-01" in named and "GPU-01" in named
+    assert set(reason_checks(condition["message"]) or ()) == named  # every check, GPU ones included
+    assert set(taint_ids(taint["value"]) or ()) == named
     labels = k8s.node("sim03")["metadata"]["labels"]
     assert LABEL_RUN in labels and LABEL_ADMITTED not in labels
     for node in RUN_NODES:
@@ -115,7 +120,7 @@ def test_a_concurrent_change_is_retried_not_overwritten(k8s: K8sLab, monkeypatch
     assert api.conflicts == 1
     taints = k8s.taints("race01")
     assert OPERATOR_TAINT in taints  # the operator's change between our read and our patch survived
-    assert [t["value"] for t in taints if t["key"] != OPERATOR_TAINT["key"]] == ["GPU-04"]
+    assert [t["value"] for t in our_taints(k8s, "race01")] == ["GPU-04"]
 
 
 def test_a_user_without_rights_gets_one_clear_line_and_exit_2(k8s: K8sLab, monkeypatch: pytest.MonkeyPatch) -> None:
