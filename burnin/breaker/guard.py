@@ -77,7 +77,7 @@ def guard(nodes: Sequence[str], *, by: str, reasons: Mapping[str, str] | None = 
     folder = folder or state.directory()
     with state.claim(nodes, by, folder) as problem:
         reader = fleet or (lambda: read_fleet(client or SlurmClient(), timeout))
-        admission = _decide(nodes, checks or {}, reader, folder, clock())
+        admission = _decide(nodes, checks or {}, reader, "taints" if fleet else "drains in Slurm", folder, clock())
         if problem:
             admission.notes.append(f"breaker: {problem}; deciding without it")
         if admission.withheld() and not dry_run:
@@ -91,7 +91,7 @@ def guard(nodes: Sequence[str], *, by: str, reasons: Mapping[str, str] | None = 
         yield admission
 
 
-def _decide(nodes: Sequence[str], checks: Mapping[str, tuple[str, ...] | None], reader: FleetReader,
+def _decide(nodes: Sequence[str], checks: Mapping[str, tuple[str, ...] | None], reader: FleetReader, what: str,
             folder: Path, now: float) -> Admission:
     try:
         settings, allowance = state.load(folder)
@@ -99,7 +99,7 @@ def _decide(nodes: Sequence[str], checks: Mapping[str, tuple[str, ...] | None], 
         return Admission([], dict.fromkeys(nodes, f"its settings cannot be read: {exc}"))
     fleet, error = reader()
     if fleet is None:
-        cause = f"burnin's drains cannot be read: {printable(error or '', limit=200)}"
+        cause = f"burnin's {what} cannot be read: {printable(error or '', limit=200)}"
         return Admission([], dict.fromkeys(nodes, cause))
     recorded = {node: f"{','.join(ids or ())} would take it out" for node in nodes
                 if settings.record_only(ids := checks.get(node))}

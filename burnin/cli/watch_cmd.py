@@ -10,6 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from burnin.watch.actions import Actor
 
 DEFAULT_STATE_DIR = "/var/lib/burnin/watch"
 ACTIONS = ("evict", "drain", "record")
@@ -83,7 +87,6 @@ def _state_dir(value: Path | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     import signal
-    import sys
     import threading
 
     from burnin.collector import node_env
@@ -121,7 +124,20 @@ def run(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    from burnin.watch.actions import make_actor
+    return Watcher(config, actor=_actor(args.gate, node, dry_run=args.dry_run)).run(stop)
 
-    actor = make_actor(args.gate, node, dry_run=args.dry_run, out=sys.stdout)
-    return Watcher(config, actor=actor).run(stop)
+
+def _actor(gate: str, node: str, *, dry_run: bool) -> Actor:
+    """What the watch acts through (``--gate``); Kubernetes reads its own Node once now (bad credentials or
+    a wrong name: exit 2 at start, not at the first event)."""
+    import sys
+
+    from burnin.watch.actions import SlurmActor
+
+    if gate == "kubernetes":
+        from burnin.watch.actions_kubernetes import KubernetesActor
+
+        actor = KubernetesActor(node, dry_run=dry_run, out=sys.stdout)
+        actor.connect()
+        return actor
+    return SlurmActor(node, dry_run=dry_run, out=sys.stdout)

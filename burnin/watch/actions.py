@@ -93,17 +93,6 @@ class Actor(Protocol):
     def release(self, job: str) -> Step: ...
 
 
-def make_actor(gate: str, node: str, *, dry_run: bool = False, out: TextIO | None = None) -> Actor:
-    """The actor of ``--gate``: ``slurm`` or ``kubernetes`` (which reads its Node once now)."""
-    if gate == "kubernetes":
-        from burnin.watch.actions_kubernetes import KubernetesActor
-
-        actor = KubernetesActor(node, dry_run=dry_run, out=out)
-        actor.connect()
-        return actor
-    return SlurmActor(node, dry_run=dry_run, out=out)
-
-
 class SlurmActor:
     name = "Slurm"
 

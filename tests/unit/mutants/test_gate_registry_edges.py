@@ -43,6 +43,7 @@ def test_an_unknown_gate_is_a_usage_error_naming_the_known_ones() -> None:
     with pytest.raises(UsageError, match=r"unknown gate 'nosuch' \(known: none, slurm\)"):
         find_gate("nosuch")
     assert find_gate("slurm").name == "slurm"
+    assert find_gate("kubernetes").name == "kubernetes"
 
 
 def test_the_slurm_gate_succeeds_when_it_read_and_acted() -> None:
