@@ -92,8 +92,14 @@ def read_fleet(api: NodeApi, names: Mapping[str, str] | None = None) -> tuple[Fl
 
 
 def node_map(text: str | None = None) -> dict[str, str]:
-    """burnin's node name -> the Node's name, from ``BURNIN_K8S_NODE_MAP`` (``sim01=gpu-a1,sim02=gpu-a2``)."""
+    """burnin's node name -> the Node's name, from ``BURNIN_K8S_NODE_MAP``: pairs (``sim01=gpu-a1,sim02=gpu-a2``)
+    or an inventory file (its nodes' ``kubernetes:`` names, burnin.inventory)."""
     text = os.environ.get(NODE_MAP_ENV, "") if text is None else text
+    if text.strip().endswith((".yaml", ".yml")):
+        from burnin.inventory import load_inventory
+
+        inventory = load_inventory(text.strip())  # a ConfigError names the file, key and line
+        return {name: node.kubernetes for name, node in inventory.nodes.items() if node.kubernetes}
     names: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         ours, sep, theirs = item.partition("=")

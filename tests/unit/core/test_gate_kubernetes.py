@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from burnin.errors import UsageError
+from burnin.errors import ConfigError, UsageError
 from burnin.gate.decide import NodeDecision
 from burnin.gate.kubernetes import (
     CONDITION,
@@ -199,6 +200,20 @@ def test_node_map_reads_pairs_and_refuses_garbage() -> None:
     assert node_map("sim01=gpu-a1, sim02=gpu-a2") == {"sim01": "gpu-a1", "sim02": "gpu-a2"}
     with pytest.raises(UsageError, match="burnin-name=kubernetes-name"):
         node_map("sim01")
+
+
+def test_node_map_reads_an_inventorys_kubernetes_names(tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("nodes:\n  rack1-n01: {kubernetes: gpu-a1.example}\n  rack1-n02: {}\n")
+    assert node_map(str(inventory)) == {"rack1-n01": "gpu-a1.example"}
+    inventory.write_text("nodes:\n  rack1-n[01-02]: {kubernetes: gpu-a1}\n")
+    with pytest.raises(ConfigError, match="cannot be shared by a node set"):
+        node_map(str(inventory))
+    inventory.write_text("nodes:\n  rack1-n01: {kubernetes: GPU_A1}\n")
+    with pytest.raises(ConfigError, match="not a Kubernetes Node name"):
+        node_map(str(inventory))
+    with pytest.raises(ConfigError, match="cannot read"):
+        node_map(str(tmp_path / "missing.yaml"))
 
 
 def test_admit_without_any_earlier_state_sets_the_condition_true() -> None:
