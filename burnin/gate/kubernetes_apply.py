@@ -51,13 +51,14 @@ def kubectl_command(node: str, patch: Mapping[str, Any], *, status: bool) -> str
     return shlex.join(argv)
 
 
-def update_node(api: NodeApi, name: str, plan: Plan, *, dry_run: bool = False,
-                out: TextIO | None = None) -> NodePatch:
-    """Read the Node, plan, send the patches with the resourceVersion read; on a conflict read and plan again.
+def update_node(api: NodeApi, name: str, plan: Plan, *, dry_run: bool = False, out: TextIO | None = None,
+                read: dict[str, Any] | None = None) -> NodePatch:
+    """Read the Node (``read``: as the caller just read it), plan, send the patches with the resourceVersion
+    read; on a conflict read and plan again.
 
     Raises :class:`KubeError` when the Node cannot be read or patched (the last conflict included).
     """
-    node = api.get_node(name)
+    node = read if read is not None else api.get_node(name)
     for attempt in range(CONFLICT_RETRIES + 1):
         state = NodeState.from_node(node)
         patch = plan(state)
@@ -139,10 +140,12 @@ class KubernetesGate:
         now = self.clock()
         plans = {node: self._plan(decision, now) for node, decision in sorted(decisions.items())}
         states: dict[str, NodeState] = {}
+        documents: dict[str, dict[str, Any]] = {}
         ok = True
         for node in plans:
             try:
-                states[node] = NodeState.from_node(self.api.get_node(self.node_name(node)))
+                documents[node] = self.api.get_node(self.node_name(node))
+                states[node] = NodeState.from_node(documents[node])
             except KubeError as exc:
                 if exc.denied or exc.config:
                     return self._failed(f"cannot read the Nodes: {exc}", exc, err)
@@ -159,7 +162,8 @@ class KubernetesGate:
                     out.write(printable(f"burnin gate: {node}: {held[node]}") + "\n")
                     continue
                 try:
-                    patch = update_node(self.api, self.node_name(node), plan, dry_run=dry_run, out=out)
+                    patch = update_node(self.api, self.node_name(node), plan, dry_run=dry_run, out=out,
+                                        read=documents[node])
                 except KubeError as exc:
                     ok = False
                     denied = exc if exc.denied else denied
@@ -215,7 +219,8 @@ class KubernetesGate:
             return take_out(state, reason, effect=effect, run_id="", now=now)
 
         try:
-            state = NodeState.from_node(self.api.get_node(name))
+            document = self.api.get_node(name)
+            state = NodeState.from_node(document)
         except KubeError as exc:
             if exc.denied or exc.config:
                 raise
@@ -227,7 +232,7 @@ class KubernetesGate:
             if node in held:
                 return False, f"{held[node]}; not tainted, the node stays in service (burnin breaker status)"
             try:
-                done = update_node(self.api, name, plan, dry_run=dry_run, out=out)
+                done = update_node(self.api, name, plan, dry_run=dry_run, out=out, read=document)
             except KubeError as exc:
                 if exc.denied:
                     raise

@@ -84,8 +84,9 @@ def test_watch_evicts_with_a_noexecute_taint_on_its_own_node(k8s: K8sLab, watch:
     assert entry["action"] == "evict" and entry["out_of_pool"] is True
     # the issue asks for the taint within 2 s of the line: measured and printed, not asserted (a loaded
     # machine must not fail the test); the report quotes it
-    print(f"watch01: taint seen {seen - written:.3f} s after the line was written; "
-          f"the watch acted {entry['acted_at'] - entry['detected_at']:.3f} s after detecting it")
+    print(f"watch01: line written -> detected {entry['detected_at'] - written:.3f} s, detected -> tainted (both "
+          f"patches answered) {entry['acted_at'] - entry['detected_at']:.3f} s; the test saw the taint after "
+          f"{seen - written:.3f} s (its own polling included)")
     assert our_taints(k8s, "sim01") == []  # burnin's name is not the Node's: the Node named by the downward API
 
 
