@@ -43,7 +43,6 @@ REASON_PASSED = "BurninChecksPassed"
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 LABEL_VALUE_LIMIT = 63
-MESSAGE_LIMIT = 1024
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _CUT_MARK = "_more"
 _CHECK_ID = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)$")
@@ -193,7 +192,7 @@ def _condition(state: NodeState, status: str, reason: str, message: str, now: fl
     stamp = now_rfc3339(now)
     same = state.condition is not None and state.condition.get("status") == status
     since = str(state.condition.get("lastTransitionTime") or stamp) if same and state.condition else stamp
-    return {"type": CONDITION, "status": status, "reason": reason, "message": message[:MESSAGE_LIMIT],
+    return {"type": CONDITION, "status": status, "reason": reason, "message": message,
             "lastHeartbeatTime": stamp, "lastTransitionTime": since}
 
 

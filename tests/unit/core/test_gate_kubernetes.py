@@ -296,3 +296,18 @@ def test_the_messages_say_what_held_the_node() -> None:
     assert kept.note.endswith("(burnin/unhealthy=IB-03:NoSchedule)")
     assert plan_node(ADMIT, NodeState.from_node(node(taints=[ours("x")])), now=NOW).note.endswith(
         "(burnin/unhealthy=x:NoSchedule); left as it is")
+
+
+def test_a_false_condition_without_our_taint_is_not_held_out() -> None:
+    # someone removed burnin's taint by hand: an incomplete run taints again rather than keep it in the pool
+    state = NodeState.from_node(node(condition=held("burnin: GPU-02 lost")))
+    decision = NodeDecision("sim03", False, incomplete=("GPU-02",), reasons=("GPU-02 no answer",))
+    assert plan_node(decision, state, now=NOW).action == "taint"
+
+
+def test_the_condition_message_is_the_slurm_reason_capped_alike() -> None:
+    decision = NodeDecision("sim03", False, failed=("GPU-02",), reasons=("GPU-02 " + "x" * 5000,))
+    patch = plan_node(decision, NodeState.from_node(node()), now=NOW)
+    assert patch.status is not None
+    message = patch.status["status"]["conditions"][0]["message"]
+    assert len(message) == 200 and message.startswith("burnin: GPU-02 xxx") and message.endswith("...")
