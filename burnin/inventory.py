@@ -9,6 +9,7 @@ nodes:
   rack12-n01: {address: 10.1.12.1}
   rack12-n[02-32]: {}           # node sets expand (ClusterShell syntax)
   spare7: {address: 10.1.99.7, user: admin, port: 2222}
+  gpu-a1: {kubernetes: gpu-a1.cluster.example}  # its Node's name, where it differs (--gate kubernetes)
 groups:
   rack12: rack12-n[01-32]       # a node set or a list of names
 ```
@@ -42,6 +43,7 @@ _ADDRESS = re.compile(r"^[A-Za-z0-9_.:%-]{1,253}$")
 _GROUP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 # A valid node name (burnin.nodes) holds none of the node-set operators ([ ] , @ ! & ^ *): it is itself.
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+_NODE_OBJECT = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class _Model(BaseModel):
@@ -55,6 +57,14 @@ class NodeSettings(_Model):
     user: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
     topology: str | None = None
+    kubernetes: str | None = None  # the node's Node name in Kubernetes, where it is not burnin's (--gate kubernetes)
+
+    @field_validator("kubernetes")
+    @classmethod
+    def _kubernetes(cls, value: str | None) -> str | None:
+        if value is not None and not _NODE_OBJECT.match(value):
+            raise ValueError(f"not a Kubernetes Node name (lower-case DNS name): {value!r}")
+        return value
 
     @field_validator("address")
     @classmethod
@@ -109,6 +119,7 @@ class InventoryNode:
     user: str | None = None
     port: int | None = None
     topology: str | None = None
+    kubernetes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,13 +192,15 @@ def load_inventory(path: str | Path) -> Inventory:
         values = settings or NodeSettings()
         if values.address is not None and len(names) > 1:
             raise fail(("nodes", key, "address"), "an address cannot be shared by a node set")
+        if values.kubernetes is not None and len(names) > 1:
+            raise fail(("nodes", key, "kubernetes"), "a Node name cannot be shared by a node set")
         for name in names:
             if name in nodes:
                 raise fail(("nodes", key), f"node {name} is listed twice")
             nodes[name] = InventoryNode(
                 name, values.address, values.user or doc.defaults.user,
                 values.port or doc.defaults.port,
-                _topology_ref(values.topology or doc.defaults.topology, base),
+                _topology_ref(values.topology or doc.defaults.topology, base), values.kubernetes,
             )
     if not nodes:
         raise fail(("nodes",), "the inventory lists no nodes")

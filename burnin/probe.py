@@ -70,6 +70,28 @@ class ProbeResult:
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+NPD_OUTPUT_LIMIT = 80  # node-problem-detector's max_output_length in its shipped custom-plugin configs
+
+
+def npd_message(result: ProbeResult, limit: int = NPD_OUTPUT_LIMIT) -> str:
+    """The one line node-problem-detector's custom plugin protocol reads (docs/kubernetes.md): at most ``limit``
+    bytes (NPD cuts stdout there), the failed check ids first. The exit code already is its protocol's:
+    0 OK, 1 a problem (a check failed), 2 unknown (something could not be measured)."""
+    if result.exit_code == EXIT_OK:
+        text = f"burnin: OK ({len(result.verdicts)} checks)"
+    else:
+        bad = result.failed or result.incomplete
+        word = "FAIL" if result.failed else "INCOMPLETE"
+        # each cause without its own check id in front: the ids are said once, first (80 bytes go fast)
+        causes = "; ".join(v.reason.removeprefix(v.check_id).strip() for v in bad)
+        text = printable(" ".join(f"burnin: {word} {','.join(v.check_id for v in bad)} {causes}".split()))
+    if len(text.encode("utf-8")) > limit:
+        text = text[:limit - 3] + "..."
+    while len(text.encode("utf-8")) > limit:
+        text = text[: -4] + "..."
+    return text
+
+
 def fast_check_ids() -> list[str]:
     """The probe's checks, derived from what each check declares: fast, and reading only cheap local sources."""
     return probe_check_ids(FAST_SOURCES)

@@ -22,6 +22,7 @@ from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
 
 HELD = "held by the breaker"
+FleetReader = Callable[[], "tuple[Fleet | None, str | None]"]
 RECORDED = "record mode"
 
 
@@ -62,19 +63,21 @@ def read_fleet(client: SlurmRunner, timeout: float) -> tuple[Fleet | None, str |
 def guard(nodes: Sequence[str], *, by: str, reasons: Mapping[str, str] | None = None,
           checks: Mapping[str, tuple[str, ...] | None] | None = None, client: SlurmRunner | None = None,
           timeout: float = QUICK_TIMEOUT, dry_run: bool = False, folder: Path | None = None,
-          clock: Callable[[], float] = time.time) -> Iterator[Admission]:
+          clock: Callable[[], float] = time.time, fleet: FleetReader | None = None) -> Iterator[Admission]:
     """Decide which of ``nodes`` may be taken out now; keep the claim file while the caller drains them.
 
     ``by`` names the caller in the held log (``gate``, ``watch``); ``reasons`` the drain reason of each
     node, ``checks`` the check ids it names (a node whose every check is in record mode is only
-    recorded). With ``dry_run`` the held log is not written.
+    recorded). With ``dry_run`` the held log is not written. ``fleet`` reads the shared state of a scheduler
+    other than Slurm (the Kubernetes gate: burnin's taints); by default Slurm's drains through ``client``.
     """
     if not nodes:
         yield Admission([])
         return
     folder = folder or state.directory()
     with state.claim(nodes, by, folder) as problem:
-        admission = _decide(nodes, checks or {}, client or SlurmClient(), timeout, folder, clock())
+        reader = fleet or (lambda: read_fleet(client or SlurmClient(), timeout))
+        admission = _decide(nodes, checks or {}, reader, "taints" if fleet else "drains in Slurm", folder, clock())
         if problem:
             admission.notes.append(f"breaker: {problem}; deciding without it")
         if admission.withheld() and not dry_run:
@@ -88,15 +91,15 @@ def guard(nodes: Sequence[str], *, by: str, reasons: Mapping[str, str] | None = 
         yield admission
 
 
-def _decide(nodes: Sequence[str], checks: Mapping[str, tuple[str, ...] | None], client: SlurmRunner,
-            timeout: float, folder: Path, now: float) -> Admission:
+def _decide(nodes: Sequence[str], checks: Mapping[str, tuple[str, ...] | None], reader: FleetReader, what: str,
+            folder: Path, now: float) -> Admission:
     try:
         settings, allowance = state.load(folder)
     except UsageError as exc:
         return Admission([], dict.fromkeys(nodes, f"its settings cannot be read: {exc}"))
-    fleet, error = read_fleet(client, timeout)
+    fleet, error = reader()
     if fleet is None:
-        cause = f"burnin's drains in Slurm cannot be read: {printable(error or '', limit=200)}"
+        cause = f"burnin's {what} cannot be read: {printable(error or '', limit=200)}"
         return Admission([], dict.fromkeys(nodes, cause))
     recorded = {node: f"{','.join(ids or ())} would take it out" for node in nodes
                 if settings.record_only(ids := checks.get(node))}

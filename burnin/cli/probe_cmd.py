@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gate", default="slurm", metavar="NAME",
                         help="the gate --drain and --undrain act through (default slurm; see burnin.gate.registry)")
     parser.add_argument("--json", action="store_true", help="print every verdict as JSON instead of one line")
+    parser.add_argument("--format", choices=("line", "json", "npd"), default=None,
+                        help="line (default), json (as --json), or npd: node-problem-detector's custom plugin "
+                             "protocol (one line of at most --max-output-length bytes; exit 0 OK, 1 problem, "
+                             "2 unknown; docs/kubernetes.md)")
+    parser.add_argument("--max-output-length", type=int, default=80, metavar="BYTES",
+                        help="--format npd: the monitor config's max_output_length (default 80)")
     parser.add_argument("--baseline", action="store_true",
                         help="record the node's error counters now; later probes judge their growth since then "
                              "(until the next reboot)")
@@ -50,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.max_output_length < 8:
+        from burnin.errors import UsageError
+
+        raise UsageError(f"--max-output-length {args.max_output_length}: at least 8 bytes")
     if args.client:
         print(client_script(args), end="")
         return 0
@@ -63,7 +73,11 @@ def run(args: argparse.Namespace) -> int:
     from burnin.topology.fast import find_topology_fast
 
     result = run_probe(find_topology_fast(args.topology), timeout=args.timeout, record_baseline=args.baseline)
-    if args.json:
+    if args.format == "npd":
+        from burnin.probe import npd_message
+
+        print(npd_message(result, args.max_output_length))
+    elif args.json or args.format == "json":
         import json
 
         print(json.dumps({"node": result.node, "exit": result.exit_code,

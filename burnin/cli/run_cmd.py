@@ -187,7 +187,10 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
         except UsageError as exc:
             refused = exc  # said after the reports: a partial run still writes them all
         else:
-            gate.apply(result.decisions, dry_run=args.dry_run)
+            try:
+                gate.apply(result.decisions, dry_run=args.dry_run)
+            except UsageError as exc:  # the gate's credentials may not act (Kubernetes RBAC): after the reports
+                refused = exc
     write_run_json(result.out_dir, argv=_command_line(), suites=suites, started=started_at, duration_s=duration)
     try:
         render(result.out_dir)

@@ -10,6 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from burnin.watch.actions import Actor
 
 DEFAULT_STATE_DIR = "/var/lib/burnin/watch"
 ACTIONS = ("evict", "drain", "record")
@@ -57,7 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", type=Path, metavar="FILE",
                         help="write the stall detector's state as a Prometheus textfile after every sample "
                              "(e.g. node_exporter's textfile folder/burnin-watch.prom), atomically")
-    parser.add_argument("--dry-run", action="store_true", help="print the Slurm commands instead of running them")
+    parser.add_argument("--gate", choices=("slurm", "kubernetes"), default="slurm",
+                        help="take the node out through Slurm (drain; evict requeues its jobs) or Kubernetes "
+                             "(burnin's NoSchedule taint; evict: NoExecute; docs/kubernetes.md). Default slurm")
+    parser.add_argument("--dry-run", action="store_true", help="print the Slurm commands (or Kubernetes patches) "
+                                                               "instead of running them")
 
 
 def _kernel_log(value: str | None) -> Path | None:
@@ -116,4 +124,20 @@ def run(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    return Watcher(config).run(stop)
+    return Watcher(config, actor=_actor(args.gate, node, dry_run=args.dry_run)).run(stop)
+
+
+def _actor(gate: str, node: str, *, dry_run: bool) -> Actor:
+    """What the watch acts through (``--gate``); Kubernetes reads its own Node once now (bad credentials or
+    a wrong name: exit 2 at start, not at the first event)."""
+    import sys
+
+    from burnin.watch.actions import SlurmActor
+
+    if gate == "kubernetes":
+        from burnin.watch.actions_kubernetes import KubernetesActor
+
+        actor = KubernetesActor(node, dry_run=dry_run, out=sys.stdout)
+        actor.connect()
+        return actor
+    return SlurmActor(node, dry_run=dry_run, out=sys.stdout)

@@ -25,6 +25,7 @@ NO_GATE = "none"
 # name -> "module:factory"; the factory takes no argument and returns a Gate.
 GATES: dict[str, str] = {
     "slurm": "burnin.gate.slurm:SlurmGate",
+    "kubernetes": "burnin.gate.kubernetes_apply:KubernetesGate",
 }
 
 

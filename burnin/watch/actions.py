@@ -27,7 +27,7 @@ import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from burnin.breaker.guard import HELD, RECORDED, guard
 from burnin.gate.decide import reason_checks
@@ -78,7 +78,24 @@ class Outcome:
         return self.out_of_pool and all(step.ok for step in self.steps)
 
 
+class Actor(Protocol):
+    """What the watch acts through: Slurm (:class:`SlurmActor`) or Kubernetes
+    (:class:`burnin.watch.actions_kubernetes.KubernetesActor`), chosen by ``--gate``."""
+
+    name: str  # what it acts through, for the watch's first line
+
+    def out_of_pool(self) -> bool: ...
+
+    def drain(self, reason: str) -> Outcome: ...
+
+    def evict(self, reason: str) -> Outcome: ...
+
+    def release(self, job: str) -> Step: ...
+
+
 class SlurmActor:
+    name = "Slurm"
+
     def __init__(self, node: str, *, client: SlurmRunner | None = None, dry_run: bool = False,
                  out: TextIO | None = None, timeout: float = QUICK_TIMEOUT, poll_s: float = 0.2) -> None:
         self.node = node

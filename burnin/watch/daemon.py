@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from burnin.text import printable
-from burnin.watch.actions import Outcome, SlurmActor, Step
+from burnin.watch.actions import Actor, Outcome, SlurmActor, Step
 from burnin.watch.devices import NodeDevices, hca_labels, read_devices
 from burnin.watch.events import Action, Decision, Kind, Policy, WatchEvent, classify
 from burnin.watch.follow import KernelLog
@@ -73,7 +73,7 @@ def _in_thread(work: Callable[[], None]) -> None:
 
 
 class Watcher:
-    def __init__(self, config: WatchConfig, *, actor: SlurmActor | None = None, out: TextIO | None = None,
+    def __init__(self, config: WatchConfig, *, actor: Actor | None = None, out: TextIO | None = None,
                  err: TextIO | None = None, clock: Callable[[], float] = time.time,
                  background: Callable[[Callable[[], None]], None] | None = None) -> None:
         """``background`` runs the release of requeued jobs (default: a daemon thread each)."""
@@ -82,7 +82,7 @@ class Watcher:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.clock = clock
-        self.actor = actor or SlurmActor(config.node, dry_run=config.dry_run, out=self.out)
+        self.actor: Actor = actor or SlurmActor(config.node, dry_run=config.dry_run, out=self.out)
         self.journal = Journal(config.state_dir)
         self.incidents = Incidents(config.dedupe_window)
         self.incidents.restore(self.journal.recent(clock() - config.dedupe_window))
@@ -348,7 +348,7 @@ class Watcher:
                      "Xids in the kernel log will be recorded, not acted on")
         self.log(f"watching (kernel log {source}; NVML {'on' if self.nvml else 'off'}; "
                  f"fallback probe every {self.config.probe_interval:g} s; "
-                 f"{'dry run' if self.config.dry_run else 'acting through Slurm'})")
+                 f"{'dry run' if self.config.dry_run else f'acting through {self.actor.name}'})")
         probe_due = time.monotonic() + PROBE_GRACE_S
         while not stop.is_set():
             probe_due = self._maybe_probe(time.monotonic(), probe_due)

@@ -40,9 +40,10 @@ def test_the_package_exports_the_decision_api_lazily() -> None:
 
 
 def test_an_unknown_gate_is_a_usage_error_naming_the_known_ones() -> None:
-    with pytest.raises(UsageError, match=r"unknown gate 'nosuch' \(known: none, slurm\)"):
+    with pytest.raises(UsageError, match=r"unknown gate 'nosuch' \(known: none, slurm, kubernetes\)"):
         find_gate("nosuch")
     assert find_gate("slurm").name == "slurm"
+    assert find_gate("kubernetes").name == "kubernetes"
 
 
 def test_the_slurm_gate_succeeds_when_it_read_and_acted() -> None:
