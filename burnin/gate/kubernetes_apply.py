@@ -29,6 +29,7 @@ from burnin.errors import UsageError
 from burnin.gate.decide import reason_checks
 from burnin.gate.kubernetes import NO_EXECUTE, NO_SCHEDULE, NodePatch, NodeState, plan_node, put_back, take_out
 from burnin.gate.kubernetes import with_version as _with_version
+from burnin.history.actions import TakenAction, record_actions
 from burnin.outdir import new_run_id
 from burnin.text import printable
 from burnin.transport.kubernetes import KubeClient, KubeError, NodeApi
@@ -52,15 +53,16 @@ def kubectl_command(node: str, patch: Mapping[str, Any], *, status: bool) -> str
 
 
 def update_node(api: NodeApi, name: str, plan: Plan, *, dry_run: bool = False, out: TextIO | None = None,
-                read: dict[str, Any] | None = None) -> NodePatch:
+                read: dict[str, Any] | None = None, node: str | None = None) -> NodePatch:
     """Read the Node (``read``: as the caller just read it), plan, send the patches with the resourceVersion
-    read; on a conflict read and plan again.
+    read; on a conflict read and plan again. What was sent goes to the history as a gate action of ``node``
+    (burnin's name of it; default ``name``).
 
     Raises :class:`KubeError` when the Node cannot be read or patched (the last conflict included).
     """
-    node = read if read is not None else api.get_node(name)
+    document = read if read is not None else api.get_node(name)
     for attempt in range(CONFLICT_RETRIES + 1):
-        state = NodeState.from_node(node)
+        state = NodeState.from_node(document)
         patch = plan(state)
         if dry_run:
             for is_status, body in patch.patches():
@@ -69,13 +71,18 @@ def update_node(api: NodeApi, name: str, plan: Plan, *, dry_run: bool = False, o
         try:
             version = state.resource_version
             for is_status, body in patch.patches():
-                node = api.patch_node(name, _with_version(body, version), status=is_status)
-                version = str((node.get("metadata") or {}).get("resourceVersion", version))
+                document = api.patch_node(name, _with_version(body, version), status=is_status)
+                version = str((document.get("metadata") or {}).get("resourceVersion", version))
+            if patch.action == "taint":  # out of the pool (again: a changed reason is a new action)
+                ids = reason_checks(patch.note)
+                record_actions([TakenAction(node or name, "taint", tuple(ids or ()), patch.note)])
+            elif patch.action == "admit" and state.ours():  # back in (a healthy node's condition refresh is not)
+                record_actions([TakenAction(node or name, "untaint", (), patch.note)])
             return patch
         except KubeError as exc:
             if not exc.conflict or attempt == CONFLICT_RETRIES:
                 raise
-            node = api.get_node(name)  # another controller changed it: plan again on what it wrote
+            document = api.get_node(name)  # another controller changed it: plan again on what it wrote
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -162,7 +169,7 @@ class KubernetesGate:
                     out.write(printable(f"burnin gate: {node}: {held[node]}") + "\n")
                     continue
                 try:
-                    patch = update_node(self.api, self.node_name(node), plan, dry_run=dry_run, out=out,
+                    patch = update_node(self.api, self.node_name(node), plan, dry_run=dry_run, out=out, node=node,
                                         read=documents[node])
                 except KubeError as exc:
                     ok = False
@@ -232,7 +239,7 @@ class KubernetesGate:
             if node in held:
                 return False, f"{held[node]}; not tainted, the node stays in service (burnin breaker status)"
             try:
-                done = update_node(self.api, name, plan, dry_run=dry_run, out=out, read=document)
+                done = update_node(self.api, name, plan, dry_run=dry_run, out=out, read=document, node=node)
             except KubeError as exc:
                 if exc.denied:
                     raise
@@ -255,7 +262,7 @@ class KubernetesGate:
         try:
             patch = update_node(self.api, self.node_name(node), lambda s: put_back(s, passed, now=now,
                                                                                     note="healthy"),
-                                dry_run=dry_run)
+                                dry_run=dry_run, node=node)
         except KubeError as exc:
             sys.stderr.write(printable(f"burnin: {node}: not put back: {exc}") + "\n")
             if exc.denied or exc.config:

@@ -32,8 +32,8 @@ _BY_CHECK = {"GPU-01": "HBM/ECC", "GPU-02": "HBM/ECC", "GPU-03": "HBM/ECC", "GPU
 _BY_FAMILY = {"GPU": "GPU", "INV": "GPU", "BRN": "GPU", "NVL": "NVLink", "IB": "IB", "NCCL": "IB", "TOP": "host",
               "STO": "host", "PIN": "host", "MEG": "software"}
 _SUBJECT = re.compile(r"\b(gpu\d{1,3}|GPU\d{1,3}|mlx5_\d{1,3})\b")
-OUT_OF_POOL_ACTIONS = ("drain", "evict")
-BACK_IN_POOL_ACTIONS = ("resume",)
+OUT_OF_POOL_ACTIONS = ("drain", "evict", "taint")
+BACK_IN_POOL_ACTIONS = ("resume", "untaint")
 DEFAULT_GPUS_PER_NODE = 8
 
 

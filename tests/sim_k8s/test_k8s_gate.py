@@ -34,7 +34,10 @@ def _operator_taints(lab: K8sLab, node: str, *taints: dict[str, Any]) -> None:
     lab.patch_node(node, {"spec": {"taints": [*current, *taints]}})
 
 
-def test_a_run_taints_exactly_the_faulted_node_and_a_healthy_run_puts_it_back(k8s: K8sLab, tmp_path: Path) -> None:
+def test_a_run_taints_exactly_the_faulted_node_and_a_healthy_run_puts_it_back(
+        k8s: K8sLab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    history = tmp_path / "history.sqlite"
+    monkeypatch.setenv("BURNIN_HISTORY", str(history))  # this test's own fleet memory
     _operator_taints(k8s, "sim05", OPERATOR_TAINT)
     k8s.patch_node("sim05", {"metadata": {"labels": {"ops.example.com/owner": "alice"}}})
 
@@ -73,6 +76,13 @@ def test_a_run_taints_exactly_the_faulted_node_and_a_healthy_run_puts_it_back(k8
     # the operator's taint and label outlived both runs, untouched
     assert [t for t in k8s.taints("sim05") if t["key"] == OPERATOR_TAINT["key"]] == [OPERATOR_TAINT]
     assert k8s.node("sim05")["metadata"]["labels"]["ops.example.com/owner"] == "alice"
+    # the history holds both gate actions on sim03, and none for the nodes that stayed healthy
+    from burnin.history.store import Store
+
+    with Store(history, create=False) as store:
+        actions = [(node, action, set(ids.split(",")) if ids else set()) for node, action, ids in store.db.execute(
+            "SELECT n.name, a.action, a.check_ids FROM actions a JOIN node_names n ON n.id = a.node ORDER BY a.id")]
+    assert actions == [("sim03", "taint", named), ("sim03", "untaint", set())], actions
 
 
 def test_dry_run_prints_the_patches_and_sends_none(k8s: K8sLab, tmp_path: Path) -> None:
