@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", action="store_true",
                         help="record the node's error counters now; later probes judge their growth since then "
                              "(until the next reboot)")
+    parser.add_argument("--record", action="store_true",
+                        help="also record the verdicts in the fleet's history as a probe run (docs/history.md; "
+                             "$BURNIN_HISTORY or the state directory's)")
     parser.add_argument("--metrics", type=Path, metavar="FILE",
                         help="also write the verdicts and measurements as a Prometheus textfile "
                              "(e.g. node_exporter's textfile folder/burnin.prom), atomically")
@@ -85,12 +88,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.line())
     sys.stdout.flush()
-    act(result, drain=args.drain, undrain=args.undrain, gate=args.gate, metrics=args.metrics)
+    act(result, drain=args.drain, undrain=args.undrain, gate=args.gate, metrics=args.metrics, record=args.record)
     return result.exit_code
 
 
-def act(result: ProbeResult, *, drain: bool, undrain: bool, gate: str, metrics: Path | None) -> None:
-    """What a probe does once judged, one-shot or resident: the drain or resume, then the textfile."""
+def act(result: ProbeResult, *, drain: bool, undrain: bool, gate: str, metrics: Path | None,
+        record: bool = False) -> None:
+    """What a probe does once judged, one-shot or resident: the drain or resume, then the textfile, then the
+    history (``record``)."""
     from burnin.probe import EXIT_FAIL, EXIT_OK
 
     # Act before reporting: nothing the metrics writer meets may keep a failing node in the pool.
@@ -101,6 +106,14 @@ def act(result: ProbeResult, *, drain: bool, undrain: bool, gate: str, metrics: 
         _gate(gate).resume(result.node, passed=[v.check_id for v in result.verdicts if v.passed])
     if metrics is not None:
         _write_metrics(metrics, result)
+    if record:
+        import time
+
+        from burnin.history.actions import record_probe
+
+        now = time.time()
+        record_probe(result.node, [(v.check_id, v.status.value, v.measured, v.expected, v.reason)
+                                   for v in result.verdicts], started=now - result.duration_s, finished=now)
 
 
 def client_script(args: argparse.Namespace) -> str:

@@ -42,10 +42,10 @@ if TYPE_CHECKING:
 
 
 class Act(Protocol):
-    """What a judged probe does next (``burnin.cli.probe_cmd.act``): drain or resume, then the textfile."""
+    """What a judged probe does next (``burnin.cli.probe_cmd.act``): drain or resume, the textfile, the history."""
 
     def __call__(self, result: ProbeResult, *, drain: bool, undrain: bool, gate: str,
-                 metrics: Path | None) -> None: ...
+                 metrics: Path | None, record: bool = False) -> None: ...
 
 PROTOCOL = "burnin-probe/1"
 FLAGS = ("drain", "undrain")
@@ -177,7 +177,7 @@ class Server:
 
         result = run_probe(self.topology.current(), timeout=self.args.timeout)
         self.act(result, drain="drain" in flags, undrain="undrain" in flags, gate=self.args.gate,
-                 metrics=self.args.metrics)
+                 metrics=self.args.metrics, record=bool(getattr(self.args, "record", False)))
         line = printable(result.line()).replace("\n", " ")
         # A source that outlived its timeout was abandoned in its thread, or a tool it ran was killed at its
         # timeout (whose thread may or may not be back yet): the server goes with it either way.

@@ -56,3 +56,34 @@ def record_actions(taken: Sequence[TakenAction], *, source: str | None = None,
         warn(f"burnin: history: {len(taken)} gate action(s) not recorded: {exc}")
         return 0
     return len(taken)
+
+
+def record_probe(node: str, rows: Sequence[tuple[str, str, str, str, str]], *, started: float, finished: float,
+                 warn: Callable[[str], object] = _warn) -> bool:
+    """A probe's verdicts (``burnin probe --record``) as a one-node run of kind ``probe``: rows are ``(check,
+    status, measured, expected, reason)``. Reliability leaves probe runs out (they repeat every few minutes);
+    a node's timeline shows them. Never raises: one warning line when the history cannot be written."""
+    try:
+        from burnin.history.measure import measurement
+        from burnin.history.store import Store, default_path
+
+        target = default_path()
+        if target is None:
+            return False
+        verdicts = []
+        for check, status, measured, expected, reason in rows:
+            found = measurement(measured) if status in ("pass", "fail") else None
+            value, unit = found if found is not None else (None, None)
+            verdicts.append((node, check, status, value, unit, measured, expected, reason))
+        failed = [check for check, status, *_ in rows if status == "fail"]
+        incomplete = [check for check, status, *_ in rows if status == "incomplete"]
+        first = next((reason for _, status, _, _, reason in rows if status in ("fail", "incomplete")), "")
+        with Store(target) as store:
+            run = store.add_run(kind="probe", started=started, nodes=1, host=node)
+            store.add_verdicts(run, verdicts)
+            store.finish_run(run, finished=finished, decisions=[(node, not failed and not incomplete, failed,
+                                                                 incomplete, first)])
+    except Exception as exc:  # noqa: BLE001 - the history never costs the probe its verdict
+        warn(f"burnin: history: probe not recorded: {exc}")
+        return False
+    return True

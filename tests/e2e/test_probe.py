@@ -91,3 +91,28 @@ def test_counter_baseline_judges_growth_not_history(sim_node: SimNode, tmp_path:
     assert grown.returncode == 1
     assert "GPU-11" in grown.stdout and "since baseline" in grown.stdout
     assert probe(sim_node, env=env).returncode == 1  # a fixed baseline: the event keeps failing
+
+
+def test_record_keeps_the_probes_verdicts_in_the_history_and_only_with_the_flag(sim_node: SimNode,
+                                                                               tmp_path: Path) -> None:
+    history = tmp_path / "history.sqlite"
+    env = {"BURNIN_HISTORY": str(history)}
+    assert probe(sim_node, env=env).returncode == 0
+    assert not history.exists()  # without --record the probe writes nothing
+    assert probe(sim_node, "--record", env=env).returncode == 0
+    apply_fault(sim_node.dir, parse_fault_spec("xid:79@gpu2"))
+    failed = probe(sim_node, "--record", env=env)
+    assert failed.returncode == 1 and failed.stderr == "", failed.stderr
+    shown = subprocess.run([sys.executable, "-m", "burnin.cli.main", "history", "sim01", "--history", str(history)],
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("burnin history sim01: 2 runs (1 not admitted)"), shown.stdout
+    assert "admitted" in lines[1] and "rejected: failed GPU-04" in lines[2], shown.stdout
+    assert any("Xid 79" in line and "gpu2" in line for line in lines[3:]), shown.stdout
+    # a history that cannot be written costs the probe one line on stderr, never its verdict
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"no database\n" * 50)
+    again = probe(sim_node, "--record", env={"BURNIN_HISTORY": str(garbage)})
+    assert again.returncode == 1 and again.stdout.startswith("burnin: FAIL GPU-04 ")
+    assert again.stderr.count("\n") == 1 and "probe not recorded" in again.stderr
