@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from burnin.collector import commands, hca, node_env, nvml, software, storage, sysfs, telemetry
+from burnin.collector import commands, hca, node_env, nvml, sdc, software, storage, sysfs, telemetry
 from burnin.collector import dcgm as dcgm_facts
 from burnin.collector import host as host_facts
 
@@ -34,6 +34,7 @@ SOURCES: dict[str, tuple[str, Source]] = {
     "host": ("host", lambda root, timeout: host_facts.collect_host(root)),
     "pci-census": ("pci_census", lambda root, timeout: host_facts.collect_pci_census(root)),
     "software": ("software", software.collect_software),
+    "sdc": ("sdc", lambda root, timeout: sdc.collect_sdc(sdc.DEFAULT_SIZE, timeout)),  # GPU-14: torch on every GPU
 }
 SOURCES.update(dcgm_facts.SOURCES)  # GPU-12, GPU-13: dcgmi health -c, dcgmi diag -r 1
 
@@ -85,6 +86,7 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
     """
     started = time.monotonic()
     sources, storage_targets, storage_vrf = storage.split_items(sources)
+    sources, sdc_size = sdc.split_items(sources)
     facts: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "hostname": node_env.host_name(),
@@ -97,6 +99,8 @@ def collect(root: str = "/", sources: tuple[str, ...] = ALL_SOURCES, timeout: fl
     funcs = {name: SOURCES[name][1] for name in sources if name in SOURCES}
     if "storage" in funcs:
         funcs["storage"] = storage.bind_storage(storage_targets, storage_vrf)
+    if "sdc" in funcs:
+        funcs["sdc"] = lambda root, timeout: sdc.collect_sdc(sdc_size, timeout)
     running = {name: _Bounded(func, root, timeout) for name, func in funcs.items()}
     for name in sources:
         if name not in SOURCES:

@@ -342,6 +342,8 @@ TRANSIENT = "transient:"
 _XID = re.compile(r"^xid:(\d+)$")
 _XID_AT = re.compile(r"^xid-at:(\d+):(\d+)$")
 _GPU_TARGET = re.compile(r"^gpu(\d+)$")
+_SDC_GPU = re.compile(r"^sdc-(gpu\d+)$")
+"""``sdc-gpuN``: the ``sdc`` fault with its GPU in the name (``sdc@gpuN``)."""
 _HCA_TARGET = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 
 
@@ -450,6 +452,11 @@ def parse_fault_spec(text: str, topology: Topology | None = None) -> Fault:
     target = target.strip()
     if sep and not target:
         raise UsageError(f"fault {raw!r}: empty target after '@'")
+    sdc_gpu = _SDC_GPU.match(label)
+    if sdc_gpu is not None:
+        if sep:
+            raise UsageError(f"fault {raw!r}: sdc-gpuN names its GPU already (or write sdc@gpuN)")
+        label, target = "sdc", sdc_gpu.group(1)
     arg: int | None = None
     xid = _XID.match(label)
     xid_at = _XID_AT.match(label)

@@ -13,7 +13,7 @@ import re
 import sys
 import time
 
-from burnin.sim import fabric, soak_shims, software
+from burnin.sim import fabric, sdc, soak_shims, software
 from burnin.sim.formats import dmesg, ibstat, ibv_devinfo, lspci, nvidia_smi
 from burnin.sim.megatron import outputs as megatron_outputs
 from burnin.sim.megatron import scripts as megatron_scripts
@@ -264,6 +264,7 @@ def render_outputs(state: NodeState, now: float | None = None) -> dict[str, str]
     out.update(megatron_outputs(state))
     out.update(soak_shims.outputs(state))
     out.update(software.outputs(state))  # ofed_info -s, dcgmi --version (INV-10)
+    out.update(sdc.outputs(state))  # the GPUs the SDC workload tests, and which compute wrong (GPU-14)
     lost = nvidia_smi.lost_message(state)
     if lost is not None:
         out["nvidia-smi/lost.txt"] = lost

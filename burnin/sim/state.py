@@ -115,6 +115,8 @@ class GpuState(_Model):
     nvlink_flaky_link: int | None = None
     """The link that retrains under traffic (fault nvlink-flaky-under-load): its counters grow with each
     fabric tool run (burnin.sim.traffic), never at rest."""
+    sdc_wrong: list[str] = Field(default_factory=list)
+    """The SDC workload's kernels this GPU computes wrong (faults sdc, sdc-when-hot: burnin.sim.sdc)."""
     fabric_supported: bool = True
     fabric_state: int = 3
     fabric_status: int = 0

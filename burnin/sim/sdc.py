@@ -1,0 +1,56 @@
+"""Silent data corruption on a simulated node (GPU-14): GPUs that compute a kernel wrong without any error.
+
+The node's SDC workload (:mod:`burnin.collector.sdc_workload`) runs for real on a simulated node, on the
+CPU build of torch: each simulated GPU computes the kernels on the CPU, at most :data:`MAX_SIZE` wide.
+What the node's GPUs are is rendered here from the node's state into ``out/sdc/node.json`` (their
+index, bus id and name, and the kernels a fault makes a GPU compute wrong: ``GpuState.sdc_wrong``); the
+workload reads it only on a simulated node, and flips one bit of such a GPU's result of such a kernel.
+A lost or absent GPU is not listed: CUDA could not run on it.
+
+- ``sdc@gpuN`` (also written ``sdc-gpuN``): the GPU's BF16 matmul is wrong, every time, from the start;
+- ``sdc-when-hot@gpuN`` (a soak fault): the same, once the GPU has been hot for :data:`HOT_AFTER_S` of the
+  soak (:mod:`burnin.sim.soak` sets it from then on).
+"""
+
+from __future__ import annotations
+
+import json
+
+from burnin.errors import UsageError
+from burnin.sim.faults import Fault, gpu_fault, simulates
+from burnin.sim.state import NodeState
+
+NODE_FILE = "sdc/node.json"
+MAX_SIZE = 64
+"""A simulated GPU is a CPU core: the workload's matrices are at most this wide there."""
+WRONG_KERNEL = "matmul/bf16"
+"""The kernel a faulted GPU computes wrong (a bad tensor-core unit)."""
+HOT_AFTER_S = 3600.0
+"""``sdc-when-hot``: the GPU computes wrong from this soak time on (an hour of heat)."""
+
+
+def outputs(state: NodeState) -> dict[str, str]:
+    gpus = [{"index": g.index, "bus_id": g.bus_id, "name": g.name, "wrong": list(g.sdc_wrong)}
+            for g in state.visible_gpus if not g.lost]
+    return {NODE_FILE: json.dumps({"max_size": MAX_SIZE, "gpus": gpus}, indent=1) + "\n"}
+
+
+def _target(state: NodeState, fault: Fault) -> int:
+    return int((fault.target or "gpu3").removeprefix("gpu"))
+
+
+@simulates(gpu_fault("sdc", "GPU-14", "the GPU computes a kernel wrong, the same way every time, with no Xid or "
+                     "ECC error (silent data corruption); also written sdc-gpuN",
+                     f"the node's SDC workload returns the GPU's {WRONG_KERNEL} result with one bit flipped (its "
+                     "digest differs from the other GPUs'); NVML, nvidia-smi and the kernel log unchanged"))
+def sdc(state: NodeState, fault: Fault) -> None:
+    gpu = state.gpu(f"gpu{_target(state, fault)}")
+    gpu.sdc_wrong = sorted({*gpu.sdc_wrong, WRONG_KERNEL})
+
+
+@simulates(gpu_fault("sdc-when-hot", "GPU-14", "the GPU computes a kernel wrong once it has been hot for an hour "
+                     "of the soak (silent data corruption under heat)",
+                     f"from soak time +{HOT_AFTER_S / 3600:g} h the node's SDC workload returns the GPU's "
+                     f"{WRONG_KERNEL} result with one bit flipped; correct before", suite="soak"))
+def sdc_when_hot(state: NodeState, fault: Fault) -> None:
+    raise UsageError(f"fault {fault.label!r} unfolds over a soak's simulated hours: use it with `burnin soak`")
