@@ -53,7 +53,7 @@ _NODE_MODULES = (
 # ...and those that judge what a suite's phase recorded (workloads it ran, the fleet's inventory counts).
 _WORKLOAD_MODULES = ("burnin.checks.fabric", "burnin.checks.fabric_gdr", "burnin.checks.fabric_nvlink",
                      "burnin.checks.workload",
-                     "burnin.checks.storage_traffic", "burnin.checks.fleet")
+                     "burnin.checks.storage_traffic", "burnin.checks.fleet", "burnin.checks.sdc")
 
 
 def load_all(*, node_only: bool = False) -> dict[str, CheckSpec]:

@@ -1,9 +1,12 @@
-"""The node suite's phase: count, over the run's nodes of each type, who runs which inventory (INV-11).
+"""The node suite's phase: count, over the run's nodes of each type, who runs which inventory (INV-11), and
+which GPUs returned which SDC digests (GPU-14).
 
 Nothing is launched: every node's facts are in, so the phase reads each
 reachable node's inventory and records into every node's facts how many nodes
-of its type run each driver, VBIOS, HCA firmware, ... (:mod:`burnin.checks.fleet`).
-The node suite's INV-11 then judges each node against that mode.
+of its type run each driver, VBIOS, HCA firmware, ... (:mod:`burnin.checks.fleet`),
+and how many GPUs of its group returned each digest of the SDC workload the
+collector ran (:mod:`burnin.checks.sdc`). The node suite's INV-11 and GPU-14 then
+judge each node against those counts.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ class FleetPhase(Phase):
             topologies[node] = loaded[name]
         for node, section in fleet_sections(context.facts, topologies).items():
             context.facts[node].data[SECTION] = section
+        from burnin.checks.sdc import SECTION as SDC_SECTION
+        from burnin.checks.sdc import sdc_sections
+
+        for node, section in sdc_sections(context.facts).items():
+            context.facts[node].data[SDC_SECTION] = section
 
 
 PHASE = FleetPhase()

@@ -58,3 +58,9 @@ def test_nvlink_links(verdict: Verdict) -> None:
 def test_nvlink_errors(verdict: Verdict) -> None:
     """NVLink replay/recovery/CRC counters within limits."""
     assert_passed(verdict)
+
+
+@pytest.mark.check("GPU-14")
+def test_no_silent_data_corruption(verdict: Verdict) -> None:
+    """Every GPU's deterministic kernels (matmuls, elementwise, reductions) return the run's majority digest."""
+    assert_passed(verdict)
