@@ -15,7 +15,7 @@ from burnin.checks.references import missing_reason, missing_references
 from burnin.checks.registry import CHECKS, CheckSpec, load_all
 from burnin.topology.model import Topology
 
-PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic", "fleet")
+PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic", "fleet", "sdc_fleet")
 """Fact sources that are a measurement phase's records, not something the collector reads."""
 
 

@@ -266,11 +266,21 @@ def _with_fleet_of_one(facts: Facts) -> None:
     facts[SECTION] = fleet_sections({"sim01": NodeFacts("sim01", facts)}, {"sim01": TOPOLOGY})["sim01"]
 
 
+def _digests_of_one(facts: Facts) -> None:
+    """What the node suite's phase records for GPU-14 when the node is the run's only one."""
+    from burnin.checks.sdc import SECTION, sdc_sections
+    from burnin.facts import Facts as NodeFacts
+
+    facts[SECTION] = sdc_sections({"sim01": NodeFacts("sim01", facts)})["sim01"]
+
+
 @pytest.mark.parametrize("check_id", sorted(_node_checks()))
 def test_every_node_check_passes_on_the_healthy_node(facts: Facts, check_id: str) -> None:
     """The contrast to the rows below: the same facts, unchanged, pass."""
     if check_id == "INV-11":  # it judges the node suite's phase's counts (burnin.phases.fleet)
         _with_fleet_of_one(facts)
+    if check_id == "GPU-14":  # the same phase's SDC digest counts (burnin.checks.sdc)
+        _digests_of_one(facts)
     verdict = judge(check_id, facts)
     assert verdict.status is PASS, verdict.reason
 
@@ -294,6 +304,7 @@ def test_every_node_check_has_an_unreadable_input_row() -> None:
     covered |= {"TOP-06", "TOP-07", "TOP-09", "TOP-10"}  # tests/unit/checks/test_checks_host_config.py
     covered |= {"INV-11"}  # tests/unit/checks/test_checks_fleet.py
     covered |= {"GPU-12", "GPU-13"}  # tests/unit/checks/test_checks_dcgm.py
+    covered |= {"GPU-14"}  # tests/unit/checks/test_sdc_judge.py
     assert node_checks <= covered, sorted(node_checks - covered)
 
 
