@@ -178,7 +178,7 @@ def _context(settings: SoakSettings, topology: Topology, sample_timeout: float) 
     return SoakContext(settings=settings, limits=Limits.from_settings(settings.tolerances, topology),
                        gpu_names=tuple(f"gpu{d.index}" for d in devices), bus_names=gpu_names(topology),
                        compute_hcas=tuple(h.name for h in topology.compute_hcas), sockets=sockets,
-                       sample_timeout_s=sample_timeout)
+                       sample_timeout_s=sample_timeout, topology=topology)
 
 
 def _gate(name: str) -> Gate | None:

@@ -11,7 +11,8 @@ new time ``t`` (seconds since the soak started):
   ``thermal-creep`` and ``nvlink-errors-growth`` grow their counters or
   temperatures with the hours, ``throughput-drift`` slows the GPU's
   ``gpu_burn`` rates (``soak.json``), ``mce`` logs a machine check and an EDAC
-  uncorrectable error a third into the soak.
+  uncorrectable error a third into the soak; ``sdc-when-hot`` makes the GPU's SDC workload result wrong
+  from an hour into the soak (:mod:`burnin.sim.sdc`).
 
 Beside the rendered state it writes what the simulator's nodes otherwise lack:
 ``root/proc/uptime`` (the node booted ``BOOT_AGE_S`` before the soak),
@@ -34,6 +35,8 @@ from burnin.sim.build import SimNode, render_node
 from burnin.sim.events import record_changes
 from burnin.sim.faults import FAULTS, Fault
 from burnin.sim.inject import NVLINK_FAULT_LINK, XID_TEXT
+from burnin.sim.sdc import HOT_AFTER_S as SDC_HOT_AFTER_S
+from burnin.sim.sdc import WRONG_KERNEL as SDC_WRONG_KERNEL
 from burnin.sim.state import GpuState, KernelMessage, NodeState, XidEvent
 from burnin.sim.writer import replace_file
 
@@ -123,6 +126,8 @@ class SoakWorld:
                 marks.append(int(NVLINK_REPLAY_PER_H * hours))
             elif fault.name == "mce":
                 marks.append(t >= self.mce_at())
+            elif fault.name == "sdc-when-hot":
+                marks.append(t >= SDC_HOT_AFTER_S)
         return tuple(marks)
 
     def state_at(self, name: str, t: float) -> NodeState:
@@ -158,6 +163,8 @@ class SoakWorld:
         elif fault.name == "nvlink-errors-growth" and gpu is not None and gpu.nvlink_active:
             link = min(NVLINK_FAULT_LINK, len(gpu.nvlink_active) - 1)
             gpu.nvlink_errors["replay"][link] += int(NVLINK_REPLAY_PER_H * hours)
+        elif fault.name == "sdc-when-hot" and gpu is not None and t >= SDC_HOT_AFTER_S:
+            gpu.sdc_wrong = sorted({*gpu.sdc_wrong, SDC_WRONG_KERNEL})
         elif fault.name == "mce" and t >= self.mce_at():
             uptime = self.uptime(name, self.mce_at())
             state.host.messages += [KernelMessage(uptime_s=uptime + 0.001 * k, text=text, level="err")

@@ -18,6 +18,8 @@ from burnin.launch.gather import collector_args, facts_from_result
 from burnin.transport.base import CommandResult
 
 SAMPLE_SOURCES = "nvml,gpu-telemetry,host-health,kernel-events,dmon,infiniband"
+SDC_SOURCES = "nvml,sdc"
+"""GPU-14 after each GPU stress stage: the SDC workload on every GPU, and NVML to place its GPUs."""
 
 
 class SoakNodes:
@@ -32,10 +34,12 @@ class SoakNodes:
         """Run ``argv`` on every node of ``nodes`` at once; one result each (never raises for one node)."""
         return self._launcher.per_node([NodeCommand(node, tuple(argv), timeout, stdin=stdin) for node in nodes])
 
-    def sample(self, *, timeout: float, nodes: Sequence[str] | None = None) -> dict[str, Facts]:
-        """A monitoring sample of ``nodes`` (default: every node; an unreachable node gets Facts saying why)."""
+    def sample(self, *, timeout: float, nodes: Sequence[str] | None = None,
+               sources: str = SAMPLE_SOURCES) -> dict[str, Facts]:
+        """A monitoring sample of ``nodes`` (default: every node; an unreachable node gets Facts saying why);
+        ``sources``: the collector's (the SDC workload after a GPU stage: :data:`SDC_SOURCES`)."""
         wanted = list(self.nodes if nodes is None else nodes)
-        results = self._launcher.collect(wanted, collector_args(SAMPLE_SOURCES, timeout), timeout_s=timeout)
+        results = self._launcher.collect(wanted, collector_args(sources, timeout), timeout_s=timeout)
         return {node: facts_from_result(results[node]) for node in wanted}
 
     def close(self) -> None:

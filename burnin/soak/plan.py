@@ -7,7 +7,8 @@ through the stress stages until the duration is up, every node at once:
 stage  commands (per node)                                              check
 ====== ================================================================ =========
 gpu    ``gpu_burn -tc S`` (or burnin's portable torch stress when        BRN-02
-       gpu_burn is not installed)
+       gpu_burn is not installed), then the SDC workload while the        GPU-14
+       GPUs are hot (the collector's ``sdc`` source; ``gpu.sdc``)
 nccl   ``all_reduce_perf -b 8G -e 8G -g <gpus> -n <iterations>``         BRN-03
 cpu    ``stress-ng --cpu 0 --vm <2 per socket> --vm-bytes 80% --verify`` BRN-04
        then STREAM per socket under ``numactl``
@@ -90,6 +91,8 @@ class GpuStage(_Model):
     minutes: float = Field(default=60.0, gt=0)
     tool: Literal["auto", "gpu_burn", "builtin"] = "auto"
     gpu_burn_args: tuple[str, ...] = ("-tc",)
+    sdc: bool = Field(default=True, description="GPU-14: the SDC workload on every GPU after each GPU stage, its "
+                                                "digests compared across the soak's GPUs (a GPU wrong once hot)")
     reference_gflops: float | None = Field(
         default=None, gt=0, description="BRN-02: the Gflop/s per GPU a good node reaches with this tool and these "
                                         "arguments; the fleet median is held to it, so a slow majority is no norm")

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from burnin.launch.base import Each, Note, PlanItem
 from burnin.soak import plan
@@ -43,7 +43,11 @@ from burnin.soak.signals import NodeSample, read_sample
 from burnin.soak.state import DONE, FAILED, HELD, RESULTS_LOG, RUNNING, SAMPLES_LOG, NodeProgress, SoakState, Store
 from burnin.transport.base import CommandResult
 
+if TYPE_CHECKING:
+    from burnin.topology.model import Topology
+
 MIN_CHUNK_S = 60.0
+SDC_TIMEOUT_S = 180.0  # the SDC workload imports torch and tests every GPU: longer than a sample
 DEADLINE_FACTOR = 3.0  # restarts may stretch a soak; past this many durations the rest is incomplete
 
 StepResults = dict[str, list[tuple[str, CommandResult]]]
@@ -58,6 +62,7 @@ class SoakContext:
     compute_hcas: tuple[str, ...]
     sockets: dict[int, int]  # socket -> cores
     sample_timeout_s: float = 60.0
+    topology: Topology | None = None  # GPU-14 judges the SDC rounds against it (None: not judged)
 
 
 @dataclass(frozen=True)
@@ -251,6 +256,32 @@ class Soak:
         else:
             self.state.rotation += 1
         self._record(running.chunk, outputs, running.start, end)
+        if running.chunk.stage == "gpu" and self.ctx.settings.gpu.sdc:
+            self._sdc_round([n for n in outputs if self.state.nodes[n].status != FAILED], end)
+
+    def _sdc_round(self, names: list[str], t: float) -> None:
+        """GPU-14 while the GPUs are hot: the SDC workload on ``names``, judged across them (burnin.soak.sdc)."""
+        from burnin.soak.nodes import SDC_SOURCES
+        from burnin.soak.sdc import judge_round
+
+        if not names:
+            return
+        topology = self.ctx.topology
+        if topology is None:
+            return
+        facts = self.nodes.sample(timeout=max(SDC_TIMEOUT_S, self.ctx.sample_timeout_s), nodes=names,
+                                  sources=SDC_SOURCES)
+        records, fatal = judge_round(facts, topology, t, {n: self.state.nodes[n].attempt for n in names})
+        self._keep_records(records)
+        for name, events in fatal.items():
+            progress = self.state.nodes[name]
+            progress.events += events
+            progress.status = FAILED
+            progress.end_t = t
+            if self.on_fatal is not None:
+                self.on_fatal(name, events)
+        if fatal:
+            self.sink.update(self.view(tuple(e for events in fatal.values() for e in events)))
 
     def _record(self, chunk: Chunk, outputs: StepResults, start: float, end: float) -> None:
         records = [read_chunk(chunk, name, steps, start=start, end=end, attempt=self.state.nodes[name].attempt,

@@ -138,6 +138,7 @@ class Judge:
         out.append(self._ib(name, progress, samples))
         out.append(self._dcgm(name))
         out.append(self._gpu(name))
+        out.append(self._sdc(name, progress))
         out.append(self._nccl(name))
         out.append(self._cpu(name, progress, samples))
         out.append(self._disk(name))
@@ -283,6 +284,18 @@ class Judge:
                     f"{tolerance.straggler:.0%} of the node and fleet medians"
                     + (f" (the fleet's held to {reference:.0f} Gflop/s)" if reference is not None else ""))
         return self._outcome(name, "BRN-02", [*fails, *drifts, *slow], errors, worst, expected)
+
+    def _sdc(self, name: str, progress: NodeProgress) -> CheckOutcome:
+        """GPU-14: the SDC rounds after each GPU stage (burnin.soak.sdc); failed with the first wrong GPU."""
+        if not self.settings.gpu.enabled or not self.settings.gpu.sdc:
+            why = "the gpu stage is switched off" if not self.settings.gpu.enabled else "gpu.sdc is false"
+            return CheckOutcome(name, "GPU-14", NOT_APPLICABLE, f"GPU-14 {why} in {self.config_name}")
+        records, _, errors = self._stage_records(name, "sdc", "the SDC workload after a GPU stage")
+        fails = self._fatal(progress, "GPU-14")
+        measured = f"{len(records)} SDC rounds after GPU stages" + (
+            f" ({records[-1].details.get('measured')})" if records and records[-1].details.get("measured") else "")
+        return self._outcome(name, "GPU-14", fails, errors if not fails else [], measured,
+                             "every GPU's digests as the soak's other GPUs' after each GPU stage")
 
     def _nccl(self, name: str) -> CheckOutcome:
         if not self.settings.nccl.enabled:

@@ -80,8 +80,8 @@ def test_healthy_rack_is_admitted_whole(tmp_path: Path) -> None:
     statuses = {(v["check"], v["status"]) for v in verdicts(out).values()}
     assert {s for _, s in statuses} == {"pass"}  # nothing incomplete, nothing standing aside
     assert {c for c, _ in statuses} == {"GPU-01", "GPU-02", "GPU-03", "GPU-04", "GPU-05", "GPU-06", "GPU-09",
-                                        "GPU-11", "IB-04", "BRN-01", "BRN-02", "BRN-03", "BRN-04", "BRN-05",
-                                        "BRN-06", "BRN-07"}
+                                        "GPU-11", "GPU-14", "IB-04", "BRN-01", "BRN-02", "BRN-03", "BRN-04",
+                                        "BRN-05", "BRN-06", "BRN-07"}
 
 
 FAULTS = ["sim01:ecc-growth", "sim02:nvlink-errors-growth", "sim03:mce", "sim04:xid-at:100:79",
