@@ -5,19 +5,19 @@ own, started with the interpreter that runs the collector (the node's ``python3`
 carries the workload's source), so a CUDA fault or a hang stays out of the collector and the source's
 timeout bounds it. torch is imported once per node, not per GPU: one process tests every GPU.
 
-The record is the tool record of :func:`burnin.collector.commands.run_tool` (argv shown without the
-source text) with the workload's JSON on stdout; the controller reads it (:mod:`burnin.checks.sdc`).
+The record is the tool record of :func:`burnin.collector.commands.run_tool` (its argv shown without
+the source text) with the workload's JSON on stdout; the controller reads it (:mod:`burnin.checks.sdc`).
 ``sdc-size=N`` among the collector's sources sets the matrices' size (the topology's ``sdc.size``).
 """
 
 from __future__ import annotations
 
-import os
 import pkgutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
+
+from burnin.collector.commands import run_tool
 
 SIZE_ITEM = "sdc-size="
 DEFAULT_SIZE = 1024
@@ -45,23 +45,10 @@ def workload_source() -> str:
 
 
 def collect_sdc(size: int, timeout: float) -> dict[str, Any]:
-    shown = [sys.executable or "python3", "-c", "<burnin SDC workload>", "--size", str(size), "--repeat", str(REPEAT)]
-    record: dict[str, Any] = {"argv": shown, "exit_status": None, "stdout": "", "stderr": "", "error": None}
-    if not sys.executable:
-        record["error"] = "the collector's python has no path to start the SDC workload with"
-        return record
-    argv = [sys.executable, "-c", workload_source(), "--size", str(size), "--repeat", str(REPEAT)]
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
-                              env={**os.environ, "LC_ALL": "C"})
-    except subprocess.TimeoutExpired as exc:
+    args = ["--size", str(size), "--repeat", str(REPEAT)]
+    python = sys.executable or "python3"
+    record = run_tool([python, "-c", workload_source(), *args], timeout)
+    record["argv"] = [python, "-c", "<burnin SDC workload>", *args]  # the facts keep no copy of the source
+    if record["error"] and "timed out" in record["error"]:
         record["error"] = f"the SDC workload timed out after {timeout:g} s"
-        record["stdout"] = (exc.stdout or b"").decode("utf-8", "replace")[-4000:]
-        return record
-    except OSError as exc:
-        record["error"] = f"cannot run the SDC workload: {exc.strerror or exc}"
-        return record
-    record["exit_status"] = proc.returncode
-    record["stdout"] = proc.stdout.decode("utf-8", "replace")[-200_000:]
-    record["stderr"] = proc.stderr.decode("utf-8", "replace")[-4000:]
     return record

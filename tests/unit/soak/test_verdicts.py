@@ -40,6 +40,7 @@ def records(node: str, rate: float = 400000.0, drift_per_h: float = 0.0, slow_gp
                                * (1 - (drift_per_h * (hour * HOUR + s * 360.0) / HOUR if i == 3 else 0)))
                               for s in range(1, 11)] for i in range(8)}
         out.append(ChunkRecord(node, "gpu", hour * HOUR, (hour + 1) * HOUR, 0, series=series))
+        out.append(ChunkRecord(node, "sdc", (hour + 1) * HOUR, (hour + 1) * HOUR, 0))  # GPU-14 after the stage
         out.append(ChunkRecord(node, "nccl", (hour + 1) * HOUR, (hour + 1) * HOUR, 0,
                                series={"busbw": [((hour + 1) * HOUR, 479.0)]}))
     return out
@@ -110,3 +111,35 @@ def test_a_signal_never_read_is_incomplete(h100_topology: Topology, missing: str
     check = {"temperature_c": "GPU-06", "pcie_replay": "GPU-09"}[missing]
     assert out[("a", check)][0] == INCOMPLETE and "not read in 25 of 25 samples" in out[("a", check)][1]
     assert out[("b", check)][0] == PASS
+
+
+def test_sdc_fails_with_its_event_is_incomplete_without_a_round_and_stands_aside_when_off(
+        h100_topology: Topology) -> None:
+    wrong = Event("GPU-14", "b", "gpu3", 4500.0, True, "matmul/bf16 digest 2d72534d differs from the fleet's "
+                  "c37cef16 (7 of 8 GPUs of b, 23 of 24 in the run)", "the digest of most of the run's GPUs")
+    progress = {"a": NodeProgress("a", status=DONE, end_t=DURATION),
+                "b": NodeProgress("b", status=FAILED, end_t=4500.0, events=[wrong]),
+                "c": NodeProgress("c", status=DONE, end_t=DURATION)}
+    no_rounds = [r for r in records("c") if r.stage != "sdc"]
+    out = judge(h100_topology, {"a": (samples("a"), records("a")), "b": (samples("b"), records("b")),
+                                "c": (samples("c"), no_rounds)}, progress)
+    assert out[("a", "GPU-14")] == (PASS, "")
+    assert out[("b", "GPU-14")] == (FAIL, "GPU-14 gpu3 matmul/bf16 digest 2d72534d differs from the fleet's "
+                                          "c37cef16 (7 of 8 GPUs of b, 23 of 24 in the run) at +01:15:00 "
+                                          "(expected the digest of most of the run's GPUs)")
+    assert out[("c", "GPU-14")] == (INCOMPLETE, "GPU-14 the SDC workload after a GPU stage did not run on this node")
+    off = SETTINGS.model_copy(update={"gpu": SETTINGS.gpu.model_copy(update={"sdc": False})})
+    state = SoakState(command={}, duration_s=DURATION, interval_s=600.0,
+                      nodes={"a": NodeProgress("a", status=DONE, end_t=DURATION)}, now=DURATION)
+    outcomes = Judge(state, {"a": samples("a")}, {"a": no_rounds}, off, h100_topology, "site.yaml").outcomes()
+    sdc = next(o for o in outcomes if o.check == "GPU-14")
+    assert (sdc.status, sdc.reason) == (NOT_APPLICABLE, "GPU-14 gpu.sdc is false in site.yaml")
+
+
+def test_an_sdc_round_that_could_not_judge_makes_gpu14_incomplete_with_its_cause(h100_topology: Topology) -> None:
+    cause = "GPU-14 could not be measured: gpu0: SDC workload: torch not importable by /usr/bin/python3"
+    unjudged = [ChunkRecord(r.node, r.stage, r.start, r.end, 0, errors=(cause,)) if r.stage == "sdc" else r
+                for r in records("a")]
+    out = judge(h100_topology, {"a": (samples("a"), unjudged), "b": (samples("b"), records("b"))})
+    assert out[("a", "GPU-14")] == (INCOMPLETE, f"GPU-14 {cause}")
+    assert out[("b", "GPU-14")] == (PASS, "")
