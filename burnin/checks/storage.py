@@ -69,12 +69,15 @@ declare_applicability(("STO-05",), qos_not_applicable)
 
 
 def collector_sources(base: str, topologies: Iterable[Topology]) -> str:
-    """The collector's ``--sources`` value: ``base`` plus each storage fabric's route targets."""
+    """The collector's ``--sources`` value: ``base`` plus each storage fabric's route targets, and the SDC
+    workload's size (GPU-14: the largest the node types ask for)."""
     items: dict[str, None] = {}
+    sizes = []
     for topology in topologies:
+        sizes.append(topology.sdc.size)
         if topology.storage is not None:
             items.update(dict.fromkeys(topology.storage.collector_tokens()))
-    return ",".join([base, *items])
+    return ",".join([base, *items, *([f"sdc-size={max(sizes)}"] if sizes else [])])
 
 
 # ------------------------------------------------------------------ facts

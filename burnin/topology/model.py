@@ -302,6 +302,17 @@ class DcgmSpec:
     """Why: the image that ships DCGM, or the site's decision to run without it."""
 
 
+@dataclass(frozen=True, slots=True)
+class SdcSpec:
+    """GPU-14's SDC workload on this node type: the matrices' size (seconds on an H100; larger finds more)."""
+
+    __pydantic_config__ = _FORBID
+    size: Annotated[int, AtLeast(16)] = 1024
+    """Rows and columns of the workload's matrices (the collector's ``sdc-size=N``)."""
+    source: str = ""
+    """Why this size."""
+
+
 _KERNEL_RELEASE = re.compile(r"^[0-9][0-9A-Za-z._+~-]{0,63}$")
 _OFED_RELEASE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}(?:-[A-Za-z][A-Za-z0-9_]{0,31}){0,3}"
                            r"-[0-9][0-9A-Za-z._-]{0,31}$")
@@ -580,6 +591,8 @@ class Topology:
     """The golden host software stack (INV-10); None: INV-10 does not apply to this node type."""
     dcgm: DcgmSpec = field(default_factory=DcgmSpec)
     """Whether DCGM runs on this node type (GPU-12, GPU-13); expected unless the topology says ``required: false``."""
+    sdc: SdcSpec = field(default_factory=SdcSpec)
+    """GPU-14's SDC workload size on this node type."""
 
     def __post_init__(self) -> None:
         names = {h.name for h in self.hcas}
