@@ -25,21 +25,28 @@ On a node of burnin's simulator (``BURNIN_SIM_NODE`` set), where torch has no CU
 computes on the CPU, and the simulator's ``out/sdc/node.json`` beside the node's NVML state names the
 GPUs, caps the size (a CPU core is no GPU) and says which GPUs compute a kernel wrong (a fault): that
 GPU's result of that kernel gets one bit flipped before its digest, as a GPU with a bad unit would return
-it (:mod:`burnin.sim.sdc`). Nothing else differs from a real node.
+it (:mod:`burnin.sim.sdc`). The kernels, their inputs and digests are a real node's; what differs is where
+the GPUs come from, and that a simulated rack computes each distinct answer once: every simulated GPU is
+the same CPU, so the first of the rack's nodes to need an answer imports torch and computes it, and the
+others read it from the rack's cache file (named by ``node.json``, locked while it is filled in).
 
 Run it by hand: ``python3 burnin/collector/sdc_workload.py [--size 1024] [--repeat 2]``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import hashlib
 import importlib
+import importlib.metadata
 import json
 import os
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 FORMAT = 1
@@ -137,23 +144,9 @@ def _sim_devices(sim: dict[str, Any]) -> list[dict[str, Any]]:
              "wrong": frozenset(str(k) for k in g.get("wrong") or ())} for g in sim.get("gpus", [])]
 
 
-def run(torch: Any, size: int, repeat: int) -> dict[str, Any]:
-    """Every GPU's digests, ``repeat`` times each (the document printed on stdout)."""
-    deterministic(torch)
-    if torch.cuda.is_available():
-        devices = _cuda_devices(torch)
-    else:
-        sim = simulated_node()
-        if sim is None:
-            raise LookupError(f"torch {torch.__version__} sees no CUDA device (torch.version.cuda "
-                              f"{torch.version.cuda})")
-        torch.set_num_threads(1)  # the simulated GPUs share this machine's cores
-        devices = _sim_devices(sim)
-        size = min(size, int(sim.get("max_size") or size))  # a simulated GPU is a CPU core
-    if not devices:
-        raise LookupError("no GPU to test")
+def test_devices(torch: Any, devices: list[dict[str, Any]], size: int, repeat: int) -> list[dict[str, Any]]:
+    """Each device's digests (the first of ``repeat`` runs) and the kernels whose digest changed between runs."""
     data = inputs(torch, size)
-    start = time.monotonic()
     gpus = []
     for dev in devices:
         first = compute(torch, dev["device"], data, dev["wrong"])
@@ -165,8 +158,90 @@ def run(torch: Any, size: int, repeat: int) -> dict[str, Any]:
             torch.cuda.synchronize(dev["device"])
         gpus.append({"index": dev["index"], "bus_id": dev["bus_id"], "name": dev["name"], "digests": first,
                      "unstable": sorted(unstable)})
+    return gpus
+
+
+def run(torch: Any, size: int, repeat: int) -> dict[str, Any]:
+    """Every GPU's digests, ``repeat`` times each (the document printed on stdout)."""
+    deterministic(torch)
+    if not torch.cuda.is_available():
+        raise LookupError(f"torch {torch.__version__} sees no CUDA device (torch.version.cuda "
+                          f"{torch.version.cuda})")
+    devices = _cuda_devices(torch)
+    if not devices:
+        raise LookupError("no GPU to test")
+    start = time.monotonic()
+    gpus = test_devices(torch, devices, size, repeat)
     return {"burnin_sdc": FORMAT, "torch": str(torch.__version__), "cuda": torch.version.cuda, "size": size,
             "repeat": repeat, "seconds": round(time.monotonic() - start, 3), "gpus": gpus}
+
+
+def run_simulated(sim: dict[str, Any], size: int, repeat: int) -> dict[str, Any]:
+    """A simulated node's GPUs, CPU stand-ins, through the rack's cache (:func:`_rack_cache`)."""
+    devices = _sim_devices(sim)
+    if not devices:
+        raise LookupError("no GPU to test")
+    size = min(size, int(sim.get("max_size") or size))  # a simulated GPU is a CPU core
+    version = importlib.metadata.version("torch")  # torch missing: PackageNotFoundError, as the import would
+    state = os.environ.get(SIM_NVML_ENV) or ""
+    cache_file = sim.get("cache")
+    path = os.path.join(os.path.dirname(state), str(cache_file)) if cache_file else None
+    wrong_sets = {_wrong_key(dev["wrong"]) for dev in devices}
+    start = time.monotonic()
+    with _rack_cache(path, f"{FORMAT}/{size}/{repeat}/{version}") as entry:
+        missing = sorted(w for w in wrong_sets if w not in entry.setdefault("results", {}))
+        if missing:
+            torch = importlib.import_module("torch")
+            deterministic(torch)
+            torch.set_num_threads(1)  # the simulated GPUs share this machine's cores
+            stand_ins = [{"index": 0, "device": "cpu", "bus_id": "", "name": "",
+                          "wrong": frozenset(w.split("|")) - {""}} for w in missing]
+            for key, gpu in zip(missing, test_devices(torch, stand_ins, size, repeat), strict=True):
+                entry["results"][key] = {"digests": gpu["digests"], "unstable": gpu["unstable"]}
+            entry.update(torch=str(torch.__version__), cuda=torch.version.cuda)
+        gpus = [{"index": dev["index"], "bus_id": dev["bus_id"], "name": dev["name"],
+                 **entry["results"][_wrong_key(dev["wrong"])]} for dev in devices]
+        return {"burnin_sdc": FORMAT, "torch": entry["torch"], "cuda": entry["cuda"], "size": size, "repeat": repeat,
+                "seconds": round(time.monotonic() - start, 3), "computed": bool(missing), "gpus": gpus}
+
+
+def _wrong_key(wrong: frozenset[str]) -> str:
+    return "|".join(sorted(wrong))
+
+
+@contextlib.contextmanager
+def _rack_cache(path: str | None, key: str) -> Iterator[dict[str, Any]]:
+    """A simulated rack's digests by key, held under a lock while the caller fills it in.
+
+    Every simulated GPU is the same CPU: what one node of the rack computed with torch for a size, a
+    repeat count, a torch and a set of wrong kernels, every node would. The first node to need it imports
+    torch and computes it; the others, waiting on the lock, read it (the rack's nodes start together, and
+    torch's import costs seconds of CPU each). Without a cache file (none named, not writable): computed here.
+    """
+    if path is None:
+        yield {}
+        return
+    try:
+        lock = open(path + ".lock", "a")  # noqa: SIM115 - held until the entry is written
+    except OSError:
+        yield {}
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                cache = json.load(handle)
+        except (OSError, ValueError):
+            cache = {}
+        cache = cache if isinstance(cache, dict) else {}
+        entry = cache.setdefault(key, {})
+        before = json.dumps(entry, sort_keys=True)
+        yield entry
+        if json.dumps(entry, sort_keys=True) != before:
+            temporary = f"{path}.{os.getpid()}"
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump(cache, handle)
+            os.replace(temporary, path)
 
 
 def _option(argv: list[str], name: str, default: int) -> int:
@@ -190,13 +265,15 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     warnings.filterwarnings("ignore")  # torch warns about a missing numpy, which nothing here uses
+    sim = simulated_node()
     try:
-        torch = importlib.import_module("torch")
-    except ImportError as exc:
+        if sim is not None:
+            document = run_simulated(sim, size, repeat)
+        else:
+            document = run(importlib.import_module("torch"), size, repeat)
+    except (ImportError, importlib.metadata.PackageNotFoundError) as exc:
         print(json.dumps({"burnin_sdc": FORMAT, "error": f"torch not importable by {sys.executable}: {exc}"}))
         return 2
-    try:
-        document = run(torch, size, repeat)
     except LookupError as exc:
         print(json.dumps({"burnin_sdc": FORMAT, "error": str(exc)}))
         return 2

@@ -5,7 +5,9 @@ CPU build of torch: each simulated GPU computes the kernels on the CPU, at most 
 What the node's GPUs are is rendered here from the node's state into ``out/sdc/node.json`` (their
 index, bus id and name, and the kernels a fault makes a GPU compute wrong: ``GpuState.sdc_wrong``); the
 workload reads it only on a simulated node, and flips one bit of such a GPU's result of such a kernel.
-A lost or absent GPU is not listed: CUDA could not run on it.
+A lost or absent GPU is not listed: CUDA could not run on it. Every simulated GPU being the same CPU, the
+rack's nodes share what they computed through one cache file (:data:`CACHE`): torch is imported once per
+rack and answer, not once per node.
 
 - ``sdc@gpuN`` (also written ``sdc-gpuN``): the GPU's BF16 matmul is wrong, every time, from the start;
 - ``sdc-when-hot@gpuN`` (a soak fault): the same, once the GPU has been hot for :data:`HOT_AFTER_S` of the
@@ -23,6 +25,8 @@ from burnin.sim.state import NodeState
 NODE_FILE = "sdc/node.json"
 MAX_SIZE = 64
 """A simulated GPU is a CPU core: the workload's matrices are at most this wide there."""
+CACHE = "../sdc-cache.json"
+"""The rack's digests, beside its nodes (relative to the node's folder): each distinct answer computed once."""
 WRONG_KERNEL = "matmul/bf16"
 """The kernel a faulted GPU computes wrong (a bad tensor-core unit)."""
 HOT_AFTER_S = 3600.0
@@ -32,7 +36,7 @@ HOT_AFTER_S = 3600.0
 def outputs(state: NodeState) -> dict[str, str]:
     gpus = [{"index": g.index, "bus_id": g.bus_id, "name": g.name, "wrong": list(g.sdc_wrong)}
             for g in state.visible_gpus if not g.lost]
-    return {NODE_FILE: json.dumps({"max_size": MAX_SIZE, "gpus": gpus}, indent=1) + "\n"}
+    return {NODE_FILE: json.dumps({"max_size": MAX_SIZE, "cache": CACHE, "gpus": gpus}, indent=1) + "\n"}
 
 
 def _target(state: NodeState, fault: Fault) -> int:

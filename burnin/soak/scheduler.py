@@ -467,4 +467,7 @@ def plan_items(ctx: SoakContext, nodes: Sequence[str], *, duration_s: float, int
         items.append(Note(f"{chunk.stage} ({plan.STAGE_CHECK[chunk.stage]})"))
         items += [Each(tuple(nodes), tuple(step.argv), step.timeout_s,
                        note="(with burnin's GPU stress on stdin)" if step.stdin else "") for step in chunk.steps]
+        if chunk.stage == "gpu" and settings.gpu.sdc:
+            items.append(Note("then, the GPUs hot, GPU-14: the collector's sdc source on every node (the SDC workload "
+                              "on every GPU), the digests compared across the nodes"))
     return items

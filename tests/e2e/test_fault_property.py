@@ -66,6 +66,8 @@ NO_PARTNER = "no multi-node run: no partner: every other node"
 HEALTHY_INCOMPLETE: dict[str, tuple[str, ...]] = {
     # README "Fleet consistency": two nodes that differ, or no strict majority (INV-11, burnin/checks/fleet.py)
     "INV-11": ("no majority says which is wrong", "runs on most of the"),
+    # docs/sdc.md: no digest on a strict majority of the group's GPUs says which GPU is wrong (GPU-14)
+    "GPU-14": ("which GPU is wrong cannot be said",),
     # docs/fabric.md "Small racks": nothing separates the nodes of a failed group or pair (burnin/checks/fabric.py);
     # a lone survivor, every partner left out, has no multi-node run (fabric.md, megatron.md)
     "NCCL-03": ("not one node's fault", "could neither clear nor name", NO_PARTNER),

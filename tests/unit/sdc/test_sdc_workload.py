@@ -99,3 +99,40 @@ def test_a_real_node_without_cuda_is_an_error_document(monkeypatch: pytest.Monke
 def test_bad_arguments_are_an_error_document(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert workload.main(argv) == 2
     assert "positive whole number" in json.loads(capsys.readouterr().out)["error"]
+
+
+def _rack_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, node: str, wrong: list[str]) -> None:
+    folder = tmp_path / "nodes" / node
+    (folder / "out" / "sdc").mkdir(parents=True)
+    gpus = [{"index": i, "bus_id": f"0000:{i:02x}:00.0", "name": "H100", "wrong": wrong if i == 1 else []}
+            for i in range(2)]
+    (folder / "out" / "sdc" / "node.json").write_text(json.dumps({"max_size": 16, "cache": "../sdc-cache.json",
+                                                                  "gpus": gpus}))
+    monkeypatch.setenv(workload.SIM_NODE_ENV, node)
+    monkeypatch.setenv(workload.SIM_NVML_ENV, str(folder / "nvml.state"))
+
+
+def _node_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], node: str,
+              wrong: list[str]) -> dict[str, Any]:
+    _rack_node(tmp_path, monkeypatch, node, wrong)
+    assert workload.main(["--size", "16"]) == 0
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_a_simulated_rack_computes_each_answer_once_and_every_node_reads_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    first = _node_run(tmp_path, monkeypatch, capsys, "sim01", [])
+    second = _node_run(tmp_path, monkeypatch, capsys, "sim02", [])
+    faulted = _node_run(tmp_path, monkeypatch, capsys, "sim03", ["matmul/bf16"])
+    assert first["computed"] and not second["computed"] and faulted["computed"]  # a new answer: computed once
+    assert [g["digests"] for g in first["gpus"]] == [g["digests"] for g in second["gpus"]]
+    assert second["torch"] == torch.__version__
+    good, bad = faulted["gpus"]
+    assert good["digests"] == first["gpus"][0]["digests"]
+    assert {k for k in good["digests"] if good["digests"][k] != bad["digests"][k]} == {"matmul/bf16"}
+    data = workload.inputs(torch, 16)
+    workload.deterministic(torch)
+    assert workload.compute(torch, "cpu", data) == good["digests"]  # the cache holds what torch computes
+    cache = json.loads((tmp_path / "nodes" / "sdc-cache.json").read_text())
+    assert sorted(next(iter(cache.values()))["results"]) == ["", "matmul/bf16"]
