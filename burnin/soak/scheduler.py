@@ -270,7 +270,7 @@ class Soak:
         if topology is None:
             return
         facts = self.nodes.sample(timeout=max(SDC_TIMEOUT_S, self.ctx.sample_timeout_s), nodes=names,
-                                  sources=SDC_SOURCES)
+                                  sources=f"{SDC_SOURCES},sdc-size={topology.sdc.size}")
         records, fatal = judge_round(facts, topology, t, {n: self.state.nodes[n].attempt for n in names})
         self._keep_records(records)
         for name, events in fatal.items():
