@@ -12,14 +12,17 @@ from burnin.topology.model import Topology
 GOOD, BAD = "c37cef16" + "0" * 24, "2d72534d" + "0" * 24
 
 
-def _facts(topology: Topology, node: str, wrong: int | None = None, error: str | None = None) -> Facts:
+def _facts(topology: Topology, node: str, wrong: int | None = None, error: str | None = None,
+           unstable: int | None = None, garbage: int | None = None) -> Facts:
     buses = [d.bus_id for d in sorted(topology.gpus.devices, key=lambda d: d.index)]
     nvml = {"driver_version": "535.183.01", "cuda_driver_version": 12020,
             "gpus": [{"index": i, "bus_id": bus, "name": "NVIDIA H100 80GB HBM3"} for i, bus in enumerate(buses)]}
     doc: dict[str, Any] = {"burnin_sdc": 1, "error": error} if error else {
         "burnin_sdc": 1, "torch": "2.13.0", "cuda": "12.4", "size": 64, "repeat": 2,
-        "gpus": [{"index": i, "bus_id": bus, "digests": {"matmul/bf16": BAD if i == wrong else GOOD}, "unstable": []}
-                 for i, bus in enumerate(buses)]}
+        "gpus": [{"index": i, "bus_id": bus,
+                  "digests": {"matmul/bf16": BAD if i == wrong else GOOD,
+                              "softmax/fp32": "x" if i == garbage else GOOD},
+                  "unstable": ["softmax/fp32"] if i == unstable else []} for i, bus in enumerate(buses)]}
     record = {"argv": ["python3"], "exit_status": 2 if error else 0, "stdout": json.dumps(doc), "stderr": "",
               "error": None}
     return Facts(node, {"sources": {"nvml": {"ok": True, "error": None}, "sdc": {"ok": True, "error": None}},
@@ -46,3 +49,27 @@ def test_a_node_whose_workload_did_not_run_is_an_error_record_and_blames_nobody(
     by_node = {r.node: r for r in records}
     assert by_node["a"].errors == ()
     assert "torch not importable" in by_node["b"].errors[0]
+
+
+def test_a_digest_that_changed_between_repeats_fails_the_gpu_even_on_the_majority(h100_topology: Topology) -> None:
+    facts = {n: _facts(h100_topology, n, unstable=5 if n == "a" else None) for n in ("a", "b", "c")}
+    _, fatal = judge_round(facts, h100_topology, 600.0, dict.fromkeys(facts, 0))
+    assert [(e.node, e.subject) for e in fatal["a"]] == [("a", "gpu5")] and list(fatal) == ["a"]
+    assert fatal["a"][0].measured == "softmax/fp32 digest changed between the workload's 2 repeats"
+
+
+def test_one_unreadable_digest_makes_the_node_unmeasured(h100_topology: Topology) -> None:
+    facts = {n: _facts(h100_topology, n, garbage=2 if n == "b" else None) for n in ("a", "b", "c")}
+    records, fatal = judge_round(facts, h100_topology, 600.0, dict.fromkeys(facts, 0))
+    assert fatal == {}
+    assert "SDC workload output unreadable" in {r.node: r for r in records}["b"].errors[0]
+
+
+def test_an_unreadable_fleet_section_is_unmeasured_never_a_pass(h100_topology: Topology) -> None:
+    from burnin.checks.base import evaluate
+    from burnin.checks.sdc import SECTION, group_of, read_run
+
+    facts = _facts(h100_topology, "a")
+    facts.data[SECTION] = {"group": group_of(facts, read_run(facts)), "digests": ["not", "counts"]}
+    verdict = evaluate("GPU-14", facts, h100_topology)
+    assert verdict.status.value == "incomplete" and "SDC fleet section unreadable" in verdict.reason
