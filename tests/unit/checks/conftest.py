@@ -29,9 +29,11 @@ def healthy_facts() -> Iterator[dict[str, Any]]:
     try:
         node, = build_rack(base, TOPOLOGY, [NODE])
         env = {**os.environ, **node.environment(), "LC_ALL": "C"}
-        # as `burnin run` calls it: all sources, plus the storage targets whose routes STO-01 judges
+        # as `burnin run` calls it: all sources, plus the storage targets whose routes STO-01 judges, each source
+        # given half the run's 120 s (the SDC workload imports torch: seconds, more on a loaded machine)
         sources = collector_sources("all", [TOPOLOGY])
-        argv = [sys.executable, "-m", "burnin.collector", "--root", str(node.root), "--sources", sources]
+        argv = [sys.executable, "-m", "burnin.collector", "--root", str(node.root), "--sources", sources,
+                "--timeout", "60"]
         proc = subprocess.run(argv,
                               env=env, capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
