@@ -12,10 +12,13 @@ zipapp.
 from __future__ import annotations
 
 import os
+import sys
 
 SIM_NODE_ENV = "BURNIN_SIM_NODE"
 ROOT_ENV = "BURNIN_ROOT"
 SIM_NVML_ENV = "BURNIN_SIM_NVML"
+SDC_PYTHON_ENV = "BURNIN_SIM_SDC_PYTHON"
+"""A simulated node's python with torch for GPU-14's workload (a lab node's own python3 has none)."""
 
 
 def simulated() -> bool:
@@ -41,6 +44,13 @@ def _system_host_name() -> str:
 def root() -> str:
     """The folder below which sysfs and procfs are read: ``/``, or a simulated node's tree."""
     return os.environ.get(ROOT_ENV) or "/"
+
+
+def sdc_python() -> str:
+    """The python that runs GPU-14's SDC workload: the collector's own (the node's python3), or the one a
+    simulated node names (the interpreter that rendered it, which has the CPU build of torch)."""
+    named = os.environ.get(SDC_PYTHON_ENV) if simulated() else None
+    return named or sys.executable or "python3"
 
 
 def kernel_log() -> str:

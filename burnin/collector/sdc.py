@@ -2,8 +2,9 @@
 
 The workload (:mod:`burnin.collector.sdc_workload`: standard library plus torch) runs in a process of its
 own, started with the interpreter that runs the collector (the node's ``python3``; the collector zipapp
-carries the workload's source), so a CUDA fault or a hang stays out of the collector and the source's
-timeout bounds it. torch is imported once per node, not per GPU: one process tests every GPU.
+carries the workload's source; a simulated node names its own: :func:`burnin.collector.node_env.sdc_python`),
+so a CUDA fault or a hang stays out of the collector and the source's timeout bounds it. torch is imported
+once per node, not per GPU: one process tests every GPU.
 
 The record is the tool record of :func:`burnin.collector.commands.run_tool` (its argv shown without
 the source text) with the workload's JSON on stdout; the controller reads it (:mod:`burnin.checks.sdc`).
@@ -13,10 +14,10 @@ the source text) with the workload's JSON on stdout; the controller reads it (:m
 from __future__ import annotations
 
 import pkgutil
-import sys
 from collections.abc import Sequence
 from typing import Any
 
+from burnin.collector import node_env
 from burnin.collector.commands import run_tool
 
 SIZE_ITEM = "sdc-size="
@@ -46,7 +47,7 @@ def workload_source() -> str:
 
 def collect_sdc(size: int, timeout: float) -> dict[str, Any]:
     args = ["--size", str(size), "--repeat", str(REPEAT)]
-    python = sys.executable or "python3"
+    python = node_env.sdc_python()
     record = run_tool([python, "-c", workload_source(), *args], timeout)
     record["argv"] = [python, "-c", "<burnin SDC workload>", *args]  # the facts keep no copy of the source
     if record["error"] and "timed out" in record["error"]:

@@ -216,7 +216,8 @@ def _rack_cache(path: str | None, key: str) -> Iterator[dict[str, Any]]:
     Every simulated GPU is the same CPU: what one node of the rack computed with torch for a size, a
     repeat count, a torch and a set of wrong kernels, every node would. The first node to need it imports
     torch and computes it; the others, waiting on the lock, read it (the rack's nodes start together, and
-    torch's import costs seconds of CPU each). Without a cache file (none named, not writable): computed here.
+    torch's import costs seconds of CPU each). The file is rewritten in place (the simulator makes it
+    writable for a lab's node user); without one (none named, not writable): computed here.
     """
     if path is None:
         yield {}
@@ -229,19 +230,24 @@ def _rack_cache(path: str | None, key: str) -> Iterator[dict[str, Any]]:
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            with open(path, encoding="utf-8") as handle:
-                cache = json.load(handle)
-        except (OSError, ValueError):
-            cache = {}
-        cache = cache if isinstance(cache, dict) else {}
-        entry = cache.setdefault(key, {})
-        before = json.dumps(entry, sort_keys=True)
-        yield entry
-        if json.dumps(entry, sort_keys=True) != before:
-            temporary = f"{path}.{os.getpid()}"
-            with open(temporary, "w", encoding="utf-8") as handle:
-                json.dump(cache, handle)
-            os.replace(temporary, path)
+            store = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - rewritten in place below, under the lock
+        except OSError:
+            yield {}
+            return
+        with store:
+            store.seek(0)
+            try:
+                cache = json.loads(store.read() or "{}")
+            except ValueError:
+                cache = {}
+            cache = cache if isinstance(cache, dict) else {}
+            entry = cache.setdefault(key, {})
+            before = json.dumps(entry, sort_keys=True)
+            yield entry
+            if json.dumps(entry, sort_keys=True) != before:
+                store.seek(0)
+                store.truncate()
+                json.dump(cache, store)
 
 
 def _option(argv: list[str], name: str, default: int) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,7 @@ from burnin.sim.faults import Fault, parse_fault_spec, validate_fault
 from burnin.sim.formats import storage_tools
 from burnin.sim.inject import apply_faults
 from burnin.sim.nvml import LIBRARY_NAME, library_path, render_state
+from burnin.sim.sdc import prepare_rack_cache
 from burnin.sim.shims import render_outputs, render_scripts
 from burnin.sim.state import NodeState, healthy_state, topology_from_dict
 from burnin.sim.sysfs import Tree, render_root
@@ -81,6 +83,7 @@ class SimNode:
             "BURNIN_ROOT": str(self.root),
             "BURNIN_SIM_NVML": str(self.nvml_state),
             "BURNIN_SIM_NODE": self.name,
+            "BURNIN_SIM_SDC_PYTHON": sys.executable,  # GPU-14's workload needs torch (burnin.sim.sdc)
         }
 
     def state(self) -> NodeState:
@@ -181,6 +184,7 @@ def build_rack(state_dir: Path, topology: Topology, names: list[str],
     library = library_path()
     nodes_dir = Path(state_dir) / "nodes"
     nodes_dir.mkdir(parents=True, exist_ok=True)
+    prepare_rack_cache(nodes_dir)
 
     def build(name: str) -> SimNode:
         return build_node(nodes_dir / name, topology, name, checked[name], library)

@@ -17,6 +17,7 @@ rack and answer, not once per node.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from burnin.errors import UsageError
 from burnin.sim.faults import Fault, gpu_fault, simulates
@@ -37,6 +38,15 @@ def outputs(state: NodeState) -> dict[str, str]:
     gpus = [{"index": g.index, "bus_id": g.bus_id, "name": g.name, "wrong": list(g.sdc_wrong)}
             for g in state.visible_gpus if not g.lost]
     return {NODE_FILE: json.dumps({"max_size": MAX_SIZE, "cache": CACHE, "gpus": gpus}, indent=1) + "\n"}
+
+
+def prepare_rack_cache(nodes_dir: Path) -> None:
+    """The rack's SDC cache and its lock, writable by every user (a lab's nodes log in as another user)."""
+    for name in (Path(CACHE).name, Path(CACHE).name + ".lock"):
+        path = nodes_dir / name
+        if not path.exists():
+            path.touch()
+            path.chmod(0o666)
 
 
 def _target(state: NodeState, fault: Fault) -> int:
