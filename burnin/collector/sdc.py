@@ -13,13 +13,14 @@ the source text) with the workload's JSON on stdout; the controller reads it (:m
 
 from __future__ import annotations
 
-import pkgutil
+import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 from burnin.collector import node_env
 from burnin.collector.commands import run_tool
 
+WORKLOAD = "burnin.collector.sdc_workload"
 SIZE_ITEM = "sdc-size="
 DEFAULT_SIZE = 1024
 REPEAT = 2
@@ -38,11 +39,14 @@ def split_items(sources: Sequence[str]) -> tuple[tuple[str, ...], int]:
 
 
 def workload_source() -> str:
-    """The workload's text (read from the package, or from the zipapp the collector travelled in)."""
-    data = pkgutil.get_data("burnin.collector", "sdc_workload.py")
-    if data is None:
-        raise OSError("the SDC workload is not in the collector package")
-    return data.decode("utf-8")
+    """The workload's text, from the loader that imports the collector: the package's files, the zipapp
+    Slurm ships, or the zip the SSH bootstrap holds in memory (each answers ``get_source``)."""
+    spec = importlib.util.find_spec(WORKLOAD)
+    get_source = getattr(spec.loader, "get_source", None) if spec is not None else None
+    source = get_source(WORKLOAD) if get_source is not None else None
+    if not source:
+        raise OSError(f"the SDC workload ({WORKLOAD}) is not in the collector package")
+    return str(source)
 
 
 def collect_sdc(size: int, timeout: float) -> dict[str, Any]:

@@ -4,7 +4,8 @@
 Python) with a ``__main__``: Slurm ships it as a file with sbcast and runs
 ``python3 FILE``. Over SSH nothing is written on the node: ``stdin_command()``
 is a ``python3 -c`` bootstrap that reads the zip from stdin and imports from
-memory.
+memory (its loader also answers ``get_source``: the ``sdc`` source runs a module's text in a process of
+its own).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class F(importlib.abc.MetaPathFinder,importlib.abc.Loader):
   if b+'.py' in n:return importlib.util.spec_from_loader(name,s)
   return None
  def create_module(s,spec):return None
+ def get_source(s,name):
+  b=name.replace('.','/');return z.read(b+'/__init__.py' if b+'/__init__.py' in n else b+'.py').decode()
  def exec_module(s,m):
   b=m.__name__.replace('.','/');f=b+'/__init__.py'
   if f in n:m.__path__=[]
