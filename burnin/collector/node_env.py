@@ -48,9 +48,12 @@ def root() -> str:
 
 def sdc_python() -> str:
     """The python that runs GPU-14's SDC workload: the collector's own (the node's python3), or the one a
-    simulated node names (the interpreter that rendered it, which has the CPU build of torch)."""
+    simulated node names (the interpreter that rendered it, which has the CPU build of torch) where this
+    node's user may run it."""
     named = os.environ.get(SDC_PYTHON_ENV) if simulated() else None
-    return named or sys.executable or "python3"
+    if named and os.access(named, os.X_OK):
+        return named
+    return sys.executable or "python3"  # a lab node's user cannot run it: the workload finds torch by path
 
 
 def kernel_log() -> str:

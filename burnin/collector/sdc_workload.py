@@ -28,7 +28,9 @@ GPU's result of that kernel gets one bit flipped before its digest, as a GPU wit
 it (:mod:`burnin.sim.sdc`). The kernels, their inputs and digests are a real node's; what differs is where
 the GPUs come from, and that a simulated rack computes each distinct answer once: every simulated GPU is
 the same CPU, so the first of the rack's nodes to need an answer imports torch and computes it, and the
-others read it from the rack's cache file (named by ``node.json``, locked while it is filled in).
+others read it from the rack's cache file (named by ``node.json``, locked while it is filled in). A lab's
+node (another user, whose python3 has no torch) appends the simulator's torch (``BURNIN_SIM_TORCH_PATH``)
+to its path.
 
 Run it by hand: ``python3 burnin/collector/sdc_workload.py [--size 1024] [--repeat 2]``.
 """
@@ -56,6 +58,7 @@ KERNELS = ("matmul/bf16", "matmul/fp16", "matmul/fp32", "elementwise/fp32", "ele
            "softmax/fp32")
 SIM_NODE_ENV = "BURNIN_SIM_NODE"
 SIM_NVML_ENV = "BURNIN_SIM_NVML"
+SIM_TORCH_PATH_ENV = "BURNIN_SIM_TORCH_PATH"
 SIM_FILE = os.path.join("out", "sdc", "node.json")
 
 
@@ -272,6 +275,8 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     warnings.filterwarnings("ignore")  # torch warns about a missing numpy, which nothing here uses
     sim = simulated_node()
+    if sim is not None and os.environ.get(SIM_TORCH_PATH_ENV):
+        sys.path.append(os.environ[SIM_TORCH_PATH_ENV])  # a lab node's python3: the simulator's torch
     try:
         if sim is not None:
             document = run_simulated(sim, size, repeat)

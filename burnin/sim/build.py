@@ -34,7 +34,7 @@ from burnin.sim.faults import Fault, parse_fault_spec, validate_fault
 from burnin.sim.formats import storage_tools
 from burnin.sim.inject import apply_faults
 from burnin.sim.nvml import LIBRARY_NAME, library_path, render_state
-from burnin.sim.sdc import prepare_rack_cache
+from burnin.sim.sdc import prepare_rack_cache, sdc_torch_path
 from burnin.sim.shims import render_outputs, render_scripts
 from burnin.sim.state import NodeState, healthy_state, topology_from_dict
 from burnin.sim.sysfs import Tree, render_root
@@ -84,6 +84,7 @@ class SimNode:
             "BURNIN_SIM_NVML": str(self.nvml_state),
             "BURNIN_SIM_NODE": self.name,
             "BURNIN_SIM_SDC_PYTHON": sys.executable,  # GPU-14's workload needs torch (burnin.sim.sdc)
+            **sdc_torch_path(),
         }
 
     def state(self) -> NodeState:

@@ -16,7 +16,9 @@ rack and answer, not once per node.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from pathlib import Path
 
 from burnin.errors import UsageError
@@ -38,6 +40,17 @@ def outputs(state: NodeState) -> dict[str, str]:
     gpus = [{"index": g.index, "bus_id": g.bus_id, "name": g.name, "wrong": list(g.sdc_wrong)}
             for g in state.visible_gpus if not g.lost]
     return {NODE_FILE: json.dumps({"max_size": MAX_SIZE, "cache": CACHE, "gpus": gpus}, indent=1) + "\n"}
+
+
+TORCH_PATH_ENV = "BURNIN_SIM_TORCH_PATH"
+
+
+def sdc_torch_path() -> dict[str, str]:
+    """Where this python's torch lies, for a simulated node whose user cannot run this python (a lab's nodes
+    log in as another user): the workload appends it to its python's path (found, not imported)."""
+    spec = importlib.util.find_spec("torch")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    return {TORCH_PATH_ENV: os.path.dirname(locations[0])} if locations else {}
 
 
 def prepare_rack_cache(nodes_dir: Path) -> None:
