@@ -28,6 +28,13 @@ atexit.register(shutil.rmtree, _STATE, True)
 if "BURNIN_HISTORY" not in os.environ:
     os.environ["BURNIN_HISTORY"] = str(Path(_STATE) / "history.sqlite")
 os.environ.setdefault("BURNIN_STATE_DIR", str(Path(_STATE) / "state"))
+# Simulated GPUs are this machine's CPU: the SDC workload's answers (torch, seconds of CPU to import) are
+# the same for every rack, so the racks of one test process share one cache (burnin.sim.sdc.CACHE_ENV), in
+# a folder a lab's node user can reach. tests/unit/sdc runs the workload itself, uncached.
+_SDC = tempfile.mkdtemp(prefix="burnin-test-sdc-")
+os.chmod(_SDC, 0o755)
+atexit.register(shutil.rmtree, _SDC, True)
+os.environ.setdefault("BURNIN_SIM_SDC_CACHE", str(Path(_SDC) / "sdc-cache.json"))
 
 
 @pytest.fixture(scope="session")

@@ -36,10 +36,19 @@ HOT_AFTER_S = 3600.0
 """``sdc-when-hot``: the GPU computes wrong from this soak time on (an hour of heat)."""
 
 
+CACHE_ENV = "BURNIN_SIM_SDC_CACHE"
+"""A cache file shared by every rack rendered while it is set (the test suite's: one per test process), in
+a folder every user can reach; unset, each rack has its own (:data:`CACHE`)."""
+
+
+def cache_file() -> str:
+    return os.environ.get(CACHE_ENV) or CACHE
+
+
 def outputs(state: NodeState) -> dict[str, str]:
     gpus = [{"index": g.index, "bus_id": g.bus_id, "name": g.name, "wrong": list(g.sdc_wrong)}
             for g in state.visible_gpus if not g.lost]
-    return {NODE_FILE: json.dumps({"max_size": MAX_SIZE, "cache": CACHE, "gpus": gpus}, indent=1) + "\n"}
+    return {NODE_FILE: json.dumps({"max_size": MAX_SIZE, "cache": cache_file(), "gpus": gpus}, indent=1) + "\n"}
 
 
 TORCH_PATH_ENV = "BURNIN_SIM_TORCH_PATH"
@@ -55,8 +64,8 @@ def sdc_torch_path() -> dict[str, str]:
 
 def prepare_rack_cache(nodes_dir: Path) -> None:
     """The rack's SDC cache and its lock, writable by every user (a lab's nodes log in as another user)."""
-    for name in (Path(CACHE).name, Path(CACHE).name + ".lock"):
-        path = nodes_dir / name
+    shared = Path(cache_file()) if os.path.isabs(cache_file()) else nodes_dir / Path(CACHE).name
+    for path in (shared, shared.with_name(shared.name + ".lock")):
         if not path.exists():
             path.touch()
             path.chmod(0o666)
