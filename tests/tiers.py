@@ -105,6 +105,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [item for module in order for item in modules[module]]
 
 
+class GroupNodeIds:
+    """``--dist loadgroup``: each grouped test's node id ends in ``@<group>``, which is how xdist's scheduler
+    keeps a group on one worker. xdist 3.8 writes ``item._nodeid``, which pytest 9.2 no longer reads (its node
+    ids are ``NodeId`` objects): without this, a module's lab was built on both workers and its tests split."""
+
+    @pytest.hookimpl(trylast=True)  # after xdist's own
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not config.getoption("loadgroup", default=False):
+            return
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                            for m in item.iter_markers("xdist_group")})
+            if names and "@" not in item.nodeid and hasattr(item, "_id"):
+                item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
 # ----------------------------------------------------------------- the fast tier's guard
 
 
@@ -184,6 +202,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for tier, text in TIER_HELP.items():
         config.addinivalue_line("markers", f"{tier}: {text}")
     _install_process_guard()
+    if not config.pluginmanager.has_plugin("burnin-group-node-ids"):
+        config.pluginmanager.register(GroupNodeIds(), "burnin-group-node-ids")
 
 
 def _guarded_phase(item: pytest.Item, phase: str) -> Generator[None, Any, Any]:
