@@ -49,9 +49,12 @@ def node_dir(out_dir: Path, node: str) -> Path:
 def judge(facts: Facts, *, topology_ref: str, out_dir: Path, fleet: Mapping[str, Facts] | None = None) -> RunResult:
     """The node suite over one node's facts, in ``OUT/nodes/<node>/``.
 
-    INV-11 compares the node's inventory with the nodes of ``fleet`` (the ones the sweep gathered before it)
-    and itself: the node suite's fleet phase, over the sweep's nodes so far."""
+    INV-11 compares the node's inventory, and GPU-14 its GPUs' SDC digests, with the nodes of ``fleet`` (the
+    ones the sweep gathered before it) and itself: the node suite's fleet phase, over the sweep's nodes so
+    far (the first node's GPUs are judged among themselves)."""
     from burnin.checks.fleet import SECTION, fleet_sections
+    from burnin.checks.sdc import SECTION as SDC_SECTION
+    from burnin.checks.sdc import sdc_sections
     from burnin.topology.load import find_topology
 
     topology = find_topology(topology_ref)
@@ -59,6 +62,9 @@ def judge(facts: Facts, *, topology_ref: str, out_dir: Path, fleet: Mapping[str,
     section = fleet_sections(group, dict.fromkeys(group, topology)).get(facts.node)
     if section is not None:
         facts.data[SECTION] = section
+    digests = sdc_sections(group).get(facts.node)
+    if digests is not None:
+        facts.data[SDC_SECTION] = digests
     return execute(GatheredDispatcher(facts), topology=topology_ref, out_dir=node_dir(out_dir, facts.node),
                    suites=("node",), say=lambda _: None)
 
