@@ -114,7 +114,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, str],
 def test_every_fault_that_fails_its_check_is_in_a_run() -> None:
     placed = {fault for _, faults in RUNS for fault in faults}
     failing = {("xid:79" if n == "xid:N" else n) for n, spec in FAULTS.items()
-               if spec.suite != "soak" and spec.outcome == "fail"}
+               if spec.suite not in ("soak", "watch") and spec.outcome == "fail"}  # the watch's: docs/watch.md
     assert placed == failing and len(placed) > 50
     assert all(len(faults) < NODES for _, faults in RUNS), "each run keeps a healthy node"
 

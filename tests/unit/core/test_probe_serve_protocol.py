@@ -89,9 +89,11 @@ class Recorder:
         self.calls: list[dict[str, object]] = []
         self.error = error
 
-    def __call__(self, result: ProbeResult, *, drain: bool, undrain: bool, gate: str, metrics: Path | None) -> None:
+    def __call__(self, result: ProbeResult, *, drain: bool, undrain: bool, gate: str, metrics: Path | None,
+                 record: bool = False) -> None:
         self.calls.append({"exit": result.exit_code, "drain": drain, "undrain": undrain, "gate": gate,
                            "metrics": metrics})
+        self.recorded = record
         if self.error is not None:
             raise self.error
 

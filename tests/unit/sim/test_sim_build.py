@@ -4,6 +4,7 @@ and a healthy node that matches its topology."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -52,7 +53,10 @@ def test_node_directory_layout(healthy_node: SimNode) -> None:
 
 def test_environment_is_all_a_process_needs(healthy_node: SimNode) -> None:
     env = healthy_node.environment()
-    assert set(env) == {"PATH", "LD_LIBRARY_PATH", "BURNIN_ROOT", "BURNIN_SIM_NVML", "BURNIN_SIM_NODE"}
+    base = {"PATH", "LD_LIBRARY_PATH", "BURNIN_ROOT", "BURNIN_SIM_NVML", "BURNIN_SIM_NODE"}
+    # where this python's torch is, for GPU-14's workload on the node (burnin.sim.sdc): only when torch is there
+    sdc = {"BURNIN_SIM_SDC_PYTHON", "BURNIN_SIM_TORCH_PATH"} if importlib.util.find_spec("torch") else set()
+    assert base <= set(env) <= base | {"BURNIN_SIM_SDC_PYTHON", "BURNIN_SIM_TORCH_PATH"} and sdc <= set(env)
     assert env["PATH"].split(os.pathsep)[0] == str(healthy_node.dir / "bin")
     assert env["PATH"].endswith(os.environ["PATH"])
     assert env["BURNIN_ROOT"] == str(healthy_node.root)

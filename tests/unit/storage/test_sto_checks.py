@@ -300,9 +300,10 @@ def test_storage_without_roce_qos_makes_only_sto05_not_applicable(sto_topology: 
 def test_collector_sources_carry_every_node_types_targets(sto_topology: Topology) -> None:
     site = with_routing(sto_topology, StorageRouting(vrf="vrf-storage"), "site")
     bare = dataclasses.replace(sto_topology, storage=None)
-    assert collector_sources("all", [bare]) == "all"
-    assert collector_sources("all", [sto_topology, site, bare]) == (
-        "all,storage-route=10.20.0.10,storage-route=10.20.8.11,storage-vrf=vrf-storage")
+    assert collector_sources("all", [bare]) == "all,sdc-size=1024"  # GPU-14's workload size (topology sdc.size)
+    items = collector_sources("all", [sto_topology, site, bare]).split(",")
+    assert items[0] == "all" and sorted(items[1:]) == [
+        "sdc-size=1024", "storage-route=10.20.0.10", "storage-route=10.20.8.11", "storage-vrf=vrf-storage"]
 
 
 def test_only_cheap_sto_checks_are_in_the_probe() -> None:
