@@ -10,12 +10,14 @@ in the run's private TMPDIR.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -88,11 +90,23 @@ def _collector_running(pid: int) -> Callable[[], bool]:
     return lambda: any("burnin.collector" in cmd for _, cmd in _processes_mentioning(prefix))
 
 
+@contextlib.contextmanager
+def _sdc_workload_held() -> Iterator[None]:
+    """Every simulated node's SDC workload waits on the racks' shared cache lock (burnin.sim.sdc.CACHE_ENV, set
+    for the tests in tests/conftest.py) while this holds it: the gathering cannot end before the signal lands
+    (on a loaded machine it once did, and the run exited 0 before it was interrupted)."""
+    path = os.environ["BURNIN_SIM_SDC_CACHE"] + ".lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_signal_while_gathering_stops_collectors_and_removes_the_rack(tmp_path: Path, sig: signal.Signals) -> None:
-    proc = _start(["run", "--sim", "16", "--out", str(tmp_path / "out")], tmp_path)
-    _wait_for("collector running", proc, _collector_running(proc.pid))
-    _interrupt_and_check(proc, sig, tmp_path)
+    with _sdc_workload_held():
+        proc = _start(["run", "--sim", "16", "--out", str(tmp_path / "out")], tmp_path)
+        _wait_for("collector running", proc, _collector_running(proc.pid))
+        _interrupt_and_check(proc, sig, tmp_path)
 
 
 def test_sigterm_while_the_rack_is_built_removes_it(tmp_path: Path) -> None:
