@@ -64,17 +64,15 @@ def record_probe(node: str, rows: Sequence[tuple[str, str, str, str, str]], *, s
     status, measured, expected, reason)``. Reliability leaves probe runs out (they repeat every few minutes);
     a node's timeline shows them. Never raises: one warning line when the history cannot be written."""
     try:
-        from burnin.history.measure import measurement
+        from burnin.history.recorder import verdict_row
         from burnin.history.store import Store, default_path
 
         target = default_path()
         if target is None:
             return False
-        verdicts = []
-        for check, status, measured, expected, reason in rows:
-            found = measurement(measured) if status in ("pass", "fail") else None
-            value, unit = found if found is not None else (None, None)
-            verdicts.append((node, check, status, value, unit, measured, expected, reason))
+        verdicts = [row for check, status, measured, expected, reason in rows
+                    if (row := verdict_row({"node": node, "check": check, "verdict": status, "measured": measured,
+                                            "expected": expected, "reason": reason})) is not None]
         failed = [check for check, status, *_ in rows if status == "fail"]
         incomplete = [check for check, status, *_ in rows if status == "incomplete"]
         first = next((reason for _, status, _, _, reason in rows if status in ("fail", "incomplete")), "")
