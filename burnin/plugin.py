@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from burnin.checks.base import CheckSpec
+    from burnin.history.trendgate import TrendFailure
     from burnin.transport.workers import WorkerPool
 
 _STATE = pytest.StashKey["_PluginState"]()
@@ -371,6 +372,12 @@ class _Hookspecs:
     def pytest_burnin_judged(self, node: str, check: str, status: str) -> None:
         """Called when a node test's outcome is in (``burnin run``'s progress counts them)."""
 
+    @pytest.hookspec
+    def pytest_burnin_more_outcomes(self, outcomes: list[CheckOutcome]) -> list[TrendFailure]:
+        """Called once every node test is judged, before the gate decides: failures judged beyond the node tests
+        (the history's recorder: a TREND beyond the site's limit, ``burnin run --fail-on-trend``)."""
+        return []
+
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(_Hookspecs)
@@ -616,6 +623,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.out_dir is None or state.facts_dir is None:
         return
     outcomes = state.final_outcomes()
+    outcomes += [CheckOutcome(f.node, f.check, FAIL, f.reason, f.measured, f.expected, f"trend[{f.node}]", "history")
+                 for found in session.config.hook.pytest_burnin_more_outcomes(outcomes=list(outcomes))
+                 for f in found]
     decisions = decide(state.nodes, outcomes)
     stopped = _stop_reason(state, exitstatus)
     partial = state.partial_reasons(session.config)

@@ -164,12 +164,14 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
             on_gathered: Callable[[str], None] | None = None,
             on_test: Callable[[], None] | None = None,
             phases: Sequence[PhaseRun] = (), dry_run: bool = False,
-            say: Callable[[str], None] = print) -> RunResult:
+            say: Callable[[str], None] = print, trend_limit: float | None = None,
+            trend_runs: int = 5) -> RunResult:
     """Gather facts, run each phase (it adds its measurements to the facts), run the suites, read the gate.
 
     ``dry_run`` (``burnin run --dry-run``): facts are gathered as ever (the collector only reads), each phase
     prints every command it would launch (``say``) and launches none, so its checks are incomplete; the
-    suites judge what was gathered, and the gate admits nobody.
+    suites judge what was gathered, and the gate admits nobody. ``trend_limit`` (``--fail-on-trend``): a
+    measurement falling steadily beyond it over the node's last ``trend_runs`` runs in the history fails the node.
     """
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -186,7 +188,8 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
     from burnin.history.recorder import recording
 
-    with recording(out_dir, nodes=list(facts), topology=topology) as history:  # verdicts recorded as judged
+    with recording(out_dir, nodes=list(facts), topology=topology,  # verdicts recorded as judged
+                   trend_limit=trend_limit, trend_runs=trend_runs) as history:
         code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test, dry_run=dry_run,
                           plugins=history.plugins)
     gate_file = out_dir / GATE_FILE

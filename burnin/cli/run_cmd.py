@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.argtypes import seconds
+from burnin.argtypes import positive_int, seconds
 from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from burnin.cli.history_cmd import drop_fraction
     from burnin.dispatch import registry as dispatchers
     from burnin.gate.registry import NO_GATE, gate_names
     from burnin.phases import add_arguments as add_phase_arguments
@@ -41,7 +42,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only run tests matching this pytest -k expression")
     parser.add_argument("--timeout", type=seconds, default=120.0, metavar="S",
                         help="per-node timeout for gathering facts (default 120)")
+    history = parser.add_argument_group("history")
+    history.add_argument("--fail-on-trend", type=drop_fraction, default=None, metavar="FRACTION",
+                         help="fail a node whose measurement (a bandwidth, a link speed) fell steadily by more than "
+                              "this (5%% or 0.05) over its last runs in the history, though it still passes "
+                              "(default: trends are only reported, by burnin history --trends)")
+    history.add_argument("--trend-runs", type=_trend_runs, default=5, metavar="N",
+                         help="with --fail-on-trend: the trend spans the node's last N runs, this one included "
+                              "(at least 3; default 5)")
     add_phase_arguments(parser)
+
+
+def _trend_runs(text: str) -> int:
+    """``--trend-runs``: a trend needs at least 3 runs (two points are a step, not a trend)."""
+    value = positive_int(text)
+    if value < 3:
+        raise argparse.ArgumentTypeError(f"{text!r}: a trend spans at least 3 runs")
+    return value
 
 
 def _default_out() -> Path:
@@ -167,7 +184,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
                 dispatcher,
                 topology=topology_ref, out_dir=out_dir, suites=suites, keyword=args.keyword,
                 timeout=args.timeout, on_gathered=progress.node_gathered, on_test=progress.test_done,
-                phases=phases, dry_run=args.dry_run,
+                phases=phases, dry_run=args.dry_run, trend_limit=args.fail_on_trend, trend_runs=args.trend_runs,
             )
     except SuiteError as exc:
         raise_if_received()  # pytest stopped on SIGINT/SIGTERM: report the interrupt, not pytest

@@ -2,9 +2,11 @@
 
 A verdict's ``measured`` is a line for people (``479.5 GB/s at 8 GiB (NVLS enabled)``, ``group sim[01-08]
 360.2 GB/s``, ``GPUDirect min 386.1 Gb/s, host min 390.4 Gb/s over 8 HCAs``). The history keeps the first
-throughput in it as the check's measurement: a bandwidth or a training throughput, for which lower is worse,
+throughput in it as the check's measurement: a bandwidth or a training throughput,
+and a PCIe link's speed (``32 GT/s x16``: IB-06, a link that trained down), for all of which lower is worse,
 so that a diff can say it moved and a trend can say it is falling. Other checks (counts, versions, states,
-temperatures that swing with the room) have no measurement here: a diff would only be noise.
+temperatures that swing with the room and the last job, a latency that is never a check's first number) have no
+measurement here: a diff would only be noise.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from __future__ import annotations
 import math
 import re
 
-_UNITS = {"GB/s": "GB/s", "Gb/s": "Gb/s", "Gb/sec": "Gb/s", "TFLOP/s": "TFLOP/s"}
-_THROUGHPUT = re.compile(r"(?<![\w.\-])(\d{1,9}(?:\.\d+)?)\s?(GB/s|Gb/sec|Gb/s|TFLOP/s)(?![\w/])")
+_UNITS = {"GB/s": "GB/s", "Gb/s": "Gb/s", "Gb/sec": "Gb/s", "TFLOP/s": "TFLOP/s", "GT/s": "GT/s"}
+_THROUGHPUT = re.compile(r"(?<![\w.\-])(\d{1,9}(?:\.\d+)?)\s?(GB/s|Gb/sec|Gb/s|TFLOP/s|GT/s)(?![\w/])")
 MEASURED_LIMIT = 2000
 """Only the beginning of a measured text is searched (a forged record may hold megabytes)."""
 

@@ -26,8 +26,12 @@ from typing import Any
 
 from burnin.history.measure import measurement
 from burnin.history.store import STATUS_CODES, Store, Target, default_path
+from burnin.history.trendgate import TREND_MARK, Point, TrendFailure, judge, past_measurements
+from burnin.nodes import fold
 from burnin.text import printable
 
+DEFAULT_TREND_RUNS = 5
+"""A TREND spans the node's last 5 runs (this one and 4 earlier), as ``burnin history --trends`` by default."""
 FLUSH_S = 1.0
 """Verdicts are committed when the run moves on to the next node, and at least every FLUSH_S seconds."""
 GATE_FILE = "gate.json"
@@ -57,25 +61,33 @@ def verdict_row(props: dict[str, Any]) -> Row | None:
 class RunRecorder:
     """One run's recording; every method is safe to call after the history failed (it then does nothing)."""
 
-    def __init__(self, store: Store | None, run: int | None, warn: Callable[[str], None] = stderr_line) -> None:
+    def __init__(self, store: Store | None, run: int | None, warn: Callable[[str], None] = stderr_line, *,
+                 trend_limit: float | None = None, trend_runs: int = DEFAULT_TREND_RUNS,
+                 unavailable: str = "") -> None:
+        """``trend_limit``: the site's limit for a TREND failing a node (None: trends are only reported);
+        ``unavailable``: why there is no history to record in (said if a trend was to be judged)."""
         self.store = store
         self.run = run
         self.warn = warn
+        self.trend_limit = trend_limit
+        self.trend_runs = trend_runs
+        self.unavailable = unavailable
         self.recorded = 0
         self._pending: list[Row] = []
         self._last_flush = time.monotonic()
 
     @classmethod
     def start(cls, path: Target | None, *, kind: str, out_dir: Path, topology: str, nodes: Sequence[str],
-              warn: Callable[[str], None] = stderr_line) -> RunRecorder:
+              warn: Callable[[str], None] = stderr_line, trend_limit: float | None = None,
+              trend_runs: int = DEFAULT_TREND_RUNS, unavailable: str = "BURNIN_HISTORY=off") -> RunRecorder:
         if path is None:
-            return cls(None, None, warn)
+            return cls(None, None, warn, trend_limit=trend_limit, trend_runs=trend_runs, unavailable=unavailable)
         try:
             store = Store(path)
         except Exception as exc:  # noqa: BLE001 - the history never stops a run
             warn(f"burnin: history: not recorded: {exc}")
-            return cls(None, None, warn)
-        recorder = cls(store, None, warn)
+            return cls(None, None, warn, trend_limit=trend_limit, trend_runs=trend_runs, unavailable=str(exc))
+        recorder = cls(store, None, warn, trend_limit=trend_limit, trend_runs=trend_runs)
         recorder._guard(lambda: setattr(recorder, "run", store.add_run(
             kind=kind, started=time.time(), out_dir=str(out_dir.resolve()), topology=topology,
             host=socket.gethostname(), pid=os.getpid(), nodes=len(nodes))))
@@ -83,8 +95,41 @@ class RunRecorder:
 
     @property
     def plugins(self) -> list[object]:
-        """What to hand pytest (nothing once the history failed)."""
-        return [self] if self.store is not None else []
+        """What to hand pytest (nothing once the history failed, unless a trend is to be judged: it says why not)."""
+        return [self] if self.store is not None or self.trend_limit is not None else []
+
+    # -- a TREND failing the node (the site's choice) ----------------------------------------------
+
+    def pytest_burnin_more_outcomes(self, outcomes: Sequence[Any]) -> list[TrendFailure]:
+        """The trend failures of this run's passing measurements (``--fail-on-trend``), judged as the gate is."""
+        if self.trend_limit is None:
+            return []
+        current: dict[tuple[str, str], Point] = {}
+        for outcome in outcomes:
+            found = measurement(outcome.measured) if outcome.status == "pass" else None
+            if found is not None:
+                current[(str(outcome.node), str(outcome.check))] = found
+        nodes = sorted({node for node, _ in current})
+        if not nodes:
+            return []
+        earlier = self.trend_runs - 1
+        if self.store is None:
+            self.warn(f"burnin: {TREND_MARK} not judged on {fold(nodes)}: no history to read "
+                      f"({self.unavailable or 'it stopped recording'})")
+            return []
+        try:
+            past, counted = past_measurements(self.store, nodes, runs=earlier, exclude_run=self.run)
+        except Exception as exc:  # noqa: BLE001 - a history that cannot be read judges no trend; said once
+            self.warn(f"burnin: {TREND_MARK} not judged on {fold(nodes)}: the history {self.store.path} cannot be "
+                      f"read ({type(exc).__name__}: {exc})")
+            return []
+        short = [node for node in nodes if counted.get(node, 0) < earlier]
+        if short:
+            self.warn(f"burnin: {TREND_MARK} not judged on {fold(short)}: fewer than {earlier} earlier runs in "
+                      f"{self.store.path}")
+        return [failure for (node, check), point in sorted(current.items())
+                if (failure := judge(node, check, past.get((node, check), []), point, runs=self.trend_runs,
+                                     limit=self.trend_limit)) is not None]
 
     def _guard(self, action: Callable[[], object]) -> None:
         if self.store is None:
@@ -179,15 +224,19 @@ def _ids(value: object) -> list[str]:
 
 @contextlib.contextmanager
 def recording(out_dir: Path, *, nodes: Sequence[str], topology: str, kind: str = "run",
-              path: Target | None = None, warn: Callable[[str], None] = stderr_line) -> Iterator[RunRecorder]:
+              path: Target | None = None, warn: Callable[[str], None] = stderr_line,
+              trend_limit: float | None = None, trend_runs: int = DEFAULT_TREND_RUNS) -> Iterator[RunRecorder]:
     """Record the run whose suites run inside the ``with`` (hand :attr:`RunRecorder.plugins` to pytest);
-    ``path``: the history (default: ``$BURNIN_HISTORY`` or the state directory's; ``off``: none)."""
+    ``path``: the history (default: ``$BURNIN_HISTORY`` or the state directory's; ``off``: none);
+    ``trend_limit``: a steady fall beyond it over the node's last ``trend_runs`` runs fails the node's check."""
+    unavailable = "BURNIN_HISTORY=off"
     try:
         target = path if path is not None else default_path()
     except Exception as exc:  # noqa: BLE001 - no state directory to be found: the run goes on
         warn(f"burnin: history: not recorded: {exc}")
-        target = None
-    recorder = RunRecorder.start(target, kind=kind, out_dir=out_dir, topology=topology, nodes=nodes, warn=warn)
+        target, unavailable = None, str(exc)
+    recorder = RunRecorder.start(target, kind=kind, out_dir=out_dir, topology=topology, nodes=nodes, warn=warn,
+                                 trend_limit=trend_limit, trend_runs=trend_runs, unavailable=unavailable)
     try:
         yield recorder
     finally:
