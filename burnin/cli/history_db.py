@@ -75,8 +75,8 @@ def print_timeline(store: Store, node: str, trend_runs: int, trend_drop: float) 
     found = timeline(store, node)
     runs = len(found.entries)
     rejected = sum(not e.state.admitted for e in found.entries)
-    say(f"burnin history {node}: {runs} runs ({rejected} not admitted), {len(found.actions)} gate actions "
-        f"(history: {store.path})")
+    say(f"burnin history {node}: {runs} runs ({rejected} not admitted), {len(found.actions)} gate actions, "
+        f"{len(found.incidents)} watch incidents (history: {store.path})")
     events: list[tuple[float, int, list[str]]] = []
     for entry in found.entries:
         lines = [_entry_line(entry)]
@@ -88,6 +88,10 @@ def print_timeline(store: Store, node: str, trend_runs: int, trend_drop: float) 
         text = f"{time_text(action.at)}  {action.action} {action.checks}".rstrip()
         events.append((action.at, 1, [text + (f": {action.reason}" if action.reason else "") +
                                       (f"  [{action.source}]" if action.source else "")]))
+    for incident in found.incidents:
+        text = f"{time_text(incident.at)}  incident {incident.kind} {incident.check} {incident.action}"
+        events.append((incident.at, 2, [text + (f": {incident.detail}" if incident.detail else "") +
+                                        (f"  [{incident.source}]" if incident.source else "")]))
     for _, _, lines in sorted(events, key=lambda e: (e[0], e[1])):
         for line in lines:
             say(line)

@@ -157,6 +157,16 @@ class Action:
     source: str
 
 
+@dataclass(frozen=True, slots=True)
+class WatchIncident:
+    at: float
+    kind: str
+    check: str
+    action: str
+    detail: str
+    source: str
+
+
 @dataclass
 class TimelineEntry:
     run: Run
@@ -169,11 +179,12 @@ class Timeline:
     node: str
     entries: list[TimelineEntry]
     actions: list[Action]
+    incidents: list[WatchIncident] = field(default_factory=list)
 
 
 def timeline(store: Store, node: str) -> Timeline:
-    """Every run that judged ``node`` (its verdict and failed checks with their measurements), and every gate
-    action on it; HistoryError when the history never saw the node."""
+    """Every run that judged ``node`` (its verdict and failed checks with their measurements), every gate
+    action on it and every watch incident; HistoryError when the history never saw the node."""
     node_id = store.find_name("node_names", node)
     if node_id is None:
         raise HistoryError(f"node {safe_text(node, 100)!r} is not in {safe_text(str(store.path), 200)}")
@@ -195,7 +206,10 @@ def timeline(store: Store, node: str) -> Timeline:
     entries.sort(key=lambda e: (e.run.started, e.run.id))
     actions = [Action(float(at), str(a), str(c), str(r), str(s)) for at, a, c, r, s in store.db.execute(
         "SELECT at, action, check_ids, reason, source FROM actions WHERE node = ? ORDER BY at", (node_id,))]
-    return Timeline(node, entries, actions)
+    incidents = [WatchIncident(float(at), str(k), str(c), str(a), str(d), str(s))
+                 for at, k, c, a, d, s in store.db.execute("SELECT at, kind, check_id, action, detail, source FROM "
+                                                           "incidents WHERE node = ? ORDER BY at, id", (node_id,))]
+    return Timeline(node, entries, actions, incidents)
 
 
 @dataclass

@@ -97,6 +97,21 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX actions_by_node ON actions (node, at);
     """,
+    # 2: the watch's incidents as they happen, whether or not they took an action
+    """
+    CREATE TABLE incidents (
+        id INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        node INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        check_id TEXT NOT NULL DEFAULT '',
+        action TEXT NOT NULL DEFAULT '',
+        detail TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL DEFAULT '',
+        origin TEXT UNIQUE
+    );
+    CREATE INDEX incidents_by_node ON incidents (node, at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -297,6 +312,18 @@ class Store:
             (at, self.name_id("node_names", node), safe_text(action, NAME_LIMIT),
              ",".join(safe_text(c, NAME_LIMIT) for c in check_ids), safe_text(reason), safe_text(source),
              run, None if origin is None else safe_text(origin)))
+        return cursor.rowcount > 0
+
+    def add_incident(self, *, at: float, node: str, kind: str, check_id: str = "", action: str = "", detail: str = "",
+                     source: str = "", origin: str | None = None) -> bool:
+        """A watch incident (an Xid, a link down, a stall...) and what the watch did about it, taken or not;
+        False when ``origin`` was recorded before."""
+        cursor = self.db.execute(
+            "INSERT INTO incidents (at, node, kind, check_id, action, detail, source, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (at, self.name_id("node_names", node), safe_text(kind, NAME_LIMIT), safe_text(check_id, NAME_LIMIT),
+             safe_text(action, NAME_LIMIT), safe_text(detail), safe_text(source),
+             None if origin is None else safe_text(origin)))
         return cursor.rowcount > 0
 
     def run_with_origin(self, origin: str) -> int | None:

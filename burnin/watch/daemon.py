@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from burnin.history.incidents import IncidentLog, incident
 from burnin.text import printable
 from burnin.watch.actions import Actor, Outcome, SlurmActor, Step
 from burnin.watch.devices import NodeDevices, hca_labels, read_devices
@@ -75,8 +76,10 @@ def _in_thread(work: Callable[[], None]) -> None:
 class Watcher:
     def __init__(self, config: WatchConfig, *, actor: Actor | None = None, out: TextIO | None = None,
                  err: TextIO | None = None, clock: Callable[[], float] = time.time,
-                 background: Callable[[Callable[[], None]], None] | None = None) -> None:
-        """``background`` runs the release of requeued jobs (default: a daemon thread each)."""
+                 background: Callable[[Callable[[], None]], None] | None = None,
+                 history: IncidentLog | None = None) -> None:
+        """``background`` runs the release of requeued jobs (default: a daemon thread each); ``history``: where
+        each incident is recorded as it is journaled (default: burnin's history, ``$BURNIN_HISTORY``)."""
         self.config = config
         self.background = background or _in_thread
         self.out = out or sys.stdout
@@ -84,6 +87,7 @@ class Watcher:
         self.clock = clock
         self.actor: Actor = actor or SlurmActor(config.node, dry_run=config.dry_run, out=self.out)
         self.journal = Journal(config.state_dir)
+        self.history = history or IncidentLog(self.log)
         self.incidents = Incidents(config.dedupe_window)
         self.incidents.restore(self.journal.recent(clock() - config.dedupe_window))
         self.events = EventLanes(self._urgency)
@@ -178,9 +182,16 @@ class Watcher:
                 self._retries.append(_Retry(event, decision, 1, now + RETRY_S))
         entry = self._entry(event, decision, outcome, covered, self.clock())
         self.journal.append(entry)
+        self._remember(entry)
         self._say(entry, outcome)
         self._release_later(entry, outcome)
         return entry
+
+    def _remember(self, entry: dict[str, Any]) -> None:
+        """The journaled incident into the fleet's history (after the journal and the action: it never costs them)."""
+        found = incident(entry, str(self.journal.path))
+        if found is not None:
+            self.history.record(found)
 
     def _resumed_since(self, decision: Decision, now: float) -> bool:
         """A repeat of an incident that took the node out of the pool, heard after it was put back: a new incident.
@@ -273,6 +284,7 @@ class Watcher:
             entry = self._entry(retry.event, retry.decision, outcome, None, self.clock())
             entry["retry"] = retry.attempts
             self.journal.append(entry)
+            self._remember(entry)
             self._say(entry, outcome)
             self._release_later(entry, outcome)
             if outcome.out_of_pool:
@@ -363,6 +375,7 @@ class Watcher:
                 self.log(f"event {event.kind.value} from {event.source} not handled: {type(exc).__name__}: {exc}")
         for thread in threads:
             thread.join(timeout=2.0)
+        self.history.close()
         overlong = self.kernel.overlong if self.kernel else 0
         self.log(f"stopped ({self.incidents.duplicates} duplicate sightings ignored; kernel log: {self.untrusted} "
                  f"lines not the kernel's, {self.forged} of them event-like; {overlong} overlong lines dropped; "

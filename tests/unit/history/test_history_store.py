@@ -14,7 +14,7 @@ from history_db_support import add_run, verdict
 from burnin.cli.main import main
 from burnin.history.measure import measurement
 from burnin.history.query import problems, runs, timeline
-from burnin.history.store import SCHEMA_VERSION, HistoryError, Store
+from burnin.history.store import MIGRATIONS, SCHEMA_VERSION, HistoryError, Store
 
 AT = 1_790_000_000.0
 
@@ -33,7 +33,8 @@ def test_a_newer_schema_is_refused_and_left_as_it_is(tmp_path: Path, capsys: pyt
     path = tmp_path / "history.sqlite"
     with Store(path) as store:
         store.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(HistoryError, match=r"written by a newer burnin \(schema 2; this burnin reads up to 1\)"):
+    newer = rf"written by a newer burnin \(schema {SCHEMA_VERSION + 1}; this burnin reads up to {SCHEMA_VERSION}\)"
+    with pytest.raises(HistoryError, match=newer):
         Store(path)
     assert main(["history", "n1", "--history", str(path)]) == 2
     err = capsys.readouterr().err
@@ -153,3 +154,18 @@ def test_a_killed_run_keeps_what_it_judged_in_the_node_timeline(tmp_path: Path,
     assert listed[0] == f"burnin history --runs: 2 runs (history: {path})"
     assert "complete" in listed[1] and "incomplete (never ended: killed?)" in listed[2]
     assert main(["history", "--runs", "--trends", "--history", str(path)]) == 2
+
+
+def test_a_history_of_schema_1_is_migrated_forward_keeping_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+    old = sqlite3.connect(path)
+    old.executescript(MIGRATIONS[0])
+    old.execute("INSERT INTO runs (kind, started) VALUES ('run', 1.0)")
+    old.execute("PRAGMA user_version = 1")
+    old.commit()
+    old.close()
+    with Store(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert store.db.execute("SELECT kind FROM runs").fetchall() == [("run",)]
+        assert store.add_incident(at=2.0, node="n1", kind="xid", check_id="GPU-04", action="record", origin="k")
+        assert not store.add_incident(at=2.0, node="n1", kind="xid", origin="k")  # once per origin
