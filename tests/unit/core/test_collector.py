@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from burnin.collector import commands
+from burnin.collector.commands import _KERNEL_LOG_KEEP as KERNEL_LOG_KEEP
 from burnin.collector.core import collect
 
 
@@ -52,3 +54,9 @@ def test_missing_tool_and_missing_nvml_are_recorded(tmp_path: Path) -> None:
     assert "nvmlInit failed" in facts["sources"]["nvml"]["error"]
     assert facts["sources"]["pci"]["ok"] is False  # no /sys/bus/pci below this root
     assert facts["sources"]["bogus"]["error"] == "unknown source"
+
+
+@pytest.mark.parametrize("word", [*KERNEL_LOG_KEEP, ""])
+def test_the_kernel_log_keeps_a_line_with_any_of_its_words_and_no_other(word: str) -> None:
+    line = f"[ 12.345678] mlx4 0000:1b:00.0: {word}: something happened"
+    assert commands._kept(line) is bool(word)
