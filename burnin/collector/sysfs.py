@@ -20,6 +20,11 @@ _IB_COUNTERS = (
 )
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+_FIRST_READ = 8192
+"""Bytes asked for by a file's first read: more than a sysfs attribute holds (a page)."""
+
+
 def _path(root: str, *parts: str) -> str:
     return os.path.join(root, *(p.lstrip("/") for p in parts))
 
@@ -28,16 +33,21 @@ def read_file(path: str) -> str:
     """The file's text, stripped (bad bytes replaced, line ends as text mode reads them); OSError if unreadable.
 
     Plain ``os.open``/``os.read``: a sysfs attribute costs a quarter of what ``open()`` does, and the
-    probe reads some 1,500 of them.
+    probe reads some 1,500 of them. A sysfs attribute (at most a page) comes whole in the first read, and
+    a regular file ends where a read comes back short: only procfs (whose files may come a page at a time)
+    and a read that filled its buffer are read on to the end.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = os.open(path, _READ_FLAGS)
     try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
+        data = os.read(fd, _FIRST_READ)
+        if len(data) == _FIRST_READ or "/proc/" in path:
+            chunks = [data]
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+            data = b"".join(chunks)
     finally:
         os.close(fd)
-    text = b"".join(chunks).decode("utf-8", "replace")
+    text = data.decode("utf-8", "replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.strip()
@@ -116,12 +126,12 @@ def _relative_to_root(real_root: str, real: str) -> str:
     return real
 
 
-def _pci_device(dev_dir: str, real_dir: str, real_root: str) -> dict[str, Any]:
-    """The function's attributes (read in ``dev_dir``) and its canonical sysfs path (``real_dir``) below the root."""
+def _pci_device(dev_dir: str, real_dir: str, real_root: str, vendor: str | None = None) -> dict[str, Any]:
+    """The function's attributes (read in ``dev_dir``; ``vendor`` when already read in this pass) and its
+    canonical sysfs path (``real_dir``) below the root."""
     info: dict[str, Any] = {}
     for name in _PCI_FILES:
-        value = read_text(f"{dev_dir}/{name}")
-        info[name] = value
+        info[name] = vendor if name == "vendor" and vendor is not None else read_text(f"{dev_dir}/{name}")
     numa = info.get("numa_node")
     info["numa_node"] = int(numa) if numa not in (None, "") and numa.lstrip("-").isdigit() else None
     width = info.get("current_link_width")
@@ -145,7 +155,7 @@ def collect_pci(root: str) -> dict[str, Any]:
         if vendor not in (NVIDIA, MELLANOX):
             continue
         real_dir = realpath(dev_dir)
-        devices[bdf] = _pci_device(dev_dir, real_dir, real_root)
+        devices[bdf] = _pci_device(dev_dir, real_dir, real_root, vendor)
         # Walk up the hierarchy so switch ports and root ports are known too (a canonical path's
         # parents are canonical: no symlink left to resolve).
         parent = os.path.dirname(real_dir)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from burnin.collector import commands
+from burnin.collector.commands import _KERNEL_LOG_KEEP as KERNEL_LOG_KEEP
 from burnin.collector.core import collect
 
 
@@ -52,3 +54,30 @@ def test_missing_tool_and_missing_nvml_are_recorded(tmp_path: Path) -> None:
     assert "nvmlInit failed" in facts["sources"]["nvml"]["error"]
     assert facts["sources"]["pci"]["ok"] is False  # no /sys/bus/pci below this root
     assert facts["sources"]["bogus"]["error"] == "unknown source"
+
+
+@pytest.mark.parametrize("word", [*KERNEL_LOG_KEEP, ""])
+def test_the_kernel_log_keeps_a_line_with_any_of_its_words_and_no_other(word: str) -> None:
+    line = f"[ 12.345678] mlx4 0000:1b:00.0: {word}: something happened"
+    assert commands._kept(line) is bool(word)
+
+
+def test_a_hung_file_source_stops_its_lane_and_the_rest_is_not_run_never_passed(tmp_path: Path) -> None:
+    # The file readers share one thread (burnin.collector.core.FILE_LANE): numa, then kernel, which blocks
+    # here opening a FIFO nobody writes; what comes after it in the lane is reported not run (incomplete).
+    (tmp_path / "sys/devices/system/node/node0").mkdir(parents=True)
+    (tmp_path / "sys/devices/system/node/online").write_text("0\n")
+    fifo = tmp_path / "proc/sys/kernel/numa_balancing"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    try:
+        facts = collect(str(tmp_path), ("numa", "kernel", "host", "pci-census", "bogus"), timeout=0.5)
+    finally:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the reader gets its end of file: the thread ends
+    assert facts["sources"]["numa"] == {"ok": True, "error": None, "duration_s": facts["sources"]["numa"]["duration_s"]}
+    assert facts["numa"]["online"] == "0"
+    assert facts["sources"]["kernel"]["error"] == "timed out after 0.5 s"
+    for name in ("host", "pci-census"):
+        assert facts["sources"][name]["ok"] is False
+        assert facts["sources"][name]["error"] == "not run: kernel before it timed out after 0.5 s"
+        assert name.replace("-", "_") not in facts

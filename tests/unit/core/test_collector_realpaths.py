@@ -1,4 +1,5 @@
-"""RealPaths answers what os.path.realpath answers, on the link shapes sysfs has and the odd ones it could."""
+"""RealPaths answers what os.path.realpath answers, on the link shapes sysfs has and the odd ones it
+could; read_file reads a file whole."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from burnin.collector.sysfs import RealPaths
+from burnin.collector.sysfs import RealPaths, read_file
 
 
 @pytest.fixture
@@ -49,3 +50,23 @@ def test_realpaths_agrees_with_realpath(tree: Path, relative: str) -> None:
 def test_a_relative_path_is_resolved_from_the_working_folder(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tree / "sys" / "bus")
     assert RealPaths()("pci/devices/0000:02:00.0") == os.path.realpath("pci/devices/0000:02:00.0")
+
+
+def test_read_file_reads_a_file_longer_than_its_first_read_whole(tmp_path: Path) -> None:
+    text = "".join(f"line {n}\n" for n in range(5000))  # ~44 kB: many reads' worth
+    path = tmp_path / "sys" / "long"
+    path.parent.mkdir()
+    path.write_text(text)
+    assert read_file(str(path)) == text.strip()
+
+
+@pytest.mark.skipif(not os.access("/proc/kallsyms", os.R_OK), reason="no readable /proc/kallsyms here")
+def test_read_file_reads_a_procfs_file_past_a_short_first_read() -> None:
+    # procfs hands a long file out about a page per read: a short first read is not its end there
+    whole = Path("/proc/kallsyms").read_bytes().decode("utf-8", "replace").strip()
+    fd = os.open("/proc/kallsyms", os.O_RDONLY)
+    try:
+        assert len(os.read(fd, 65536)) < 65536  # the premise: this file does come short
+    finally:
+        os.close(fd)
+    assert len(read_file("/proc/kallsyms")) == len(whole)
