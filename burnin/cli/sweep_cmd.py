@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from burnin.sweep.plan import NodeRecord
 
 DEFAULT_SHARE = 0.1
+MAX_GROUP = 4096
 
 
 def _share(text: str) -> float:
@@ -25,6 +26,16 @@ def _share(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (like 0.1)") from None
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"{text!r}: a share of the partition is above 0 and at most 1")
+    return value
+
+
+def _group_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of nodes (like 4)") from None
+    if value != 0 and not 2 <= value <= MAX_GROUP:
+        raise argparse.ArgumentTypeError(f"{text!r}: a fabric group is 2 to {MAX_GROUP} nodes (0: no groups)")
     return value
 
 
@@ -55,6 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how often node states are read while no job ends (default 10)")
     parser.add_argument("--collector", metavar="PATH",
                         help="collector zipapp already on the nodes (default: ship it with sbcast)")
+    parser.add_argument("--fabric-group", type=_group_size, default=0, metavar="N",
+                        help="also run the fabric suite's multi-node checks in one job over the admitted nodes "
+                             "idle together, when at least N are (default 0: node suite only)")
+    parser.add_argument("--fabric-config", type=Path, metavar="FILE",
+                        help="fabric site settings YAML for the groups (docs/fabric.md); needs --fabric-group")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +99,11 @@ def run(args: argparse.Namespace) -> int:
     if window_s < needed_s:
         raise UsageError(f"the window ({window_s:.0f} s) is shorter than one node's job needs "
                          f"({needed_s:.0f} s: --timeout {args.timeout:g} and 60 s to start and end it)")
+    if args.fabric_config is not None:
+        if not args.fabric_group:
+            raise UsageError("--fabric-config applies to fabric groups only: add --fabric-group N")
+        if not args.fabric_config.is_file():
+            raise UsageError(f"--fabric-config {args.fabric_config}: no such file")
     out_dir: Path = args.out or Path("reports") / new_run_id("sweep-")
     make_folder(out_dir)
     with own(out_dir, ["burnin", *sys.argv[1:]]):
@@ -91,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace, nodes: list[str], window_s: float, out_dir: Path, topology_name: str) -> int:
     from burnin.checks.storage import collector_sources
+    from burnin.fabric.phase import FabricOptions
     from burnin.gate.registry import NO_GATE, find_gate
     from burnin.sweep.loop import SWEEP_FILE, Sweep, SweepConfig
     from burnin.topology.load import find_topology
@@ -101,14 +123,16 @@ def _sweep(args: argparse.Namespace, nodes: list[str], window_s: float, out_dir:
         topology_ref=args.topology, out_dir=out_dir,
         sources=collector_sources("all", [find_topology(args.topology)]), timeout_s=args.timeout,
         poll_s=args.poll, qos=args.qos, collector=args.collector,
-        gate=None if args.gate == NO_GATE else find_gate(args.gate))
+        gate=None if args.gate == NO_GATE else find_gate(args.gate), fabric_group=args.fabric_group,
+        fabric_options=FabricOptions(args.fabric_config))
     client = SlurmClient()
     try:
         records = Sweep(config, client, say=_say).run()
     finally:
         client.close()
-    _summary(records, topology_name, out_dir / SWEEP_FILE)
-    every_admitted = all(r.status == "admitted" for r in records.values())
+    _summary(records, topology_name, out_dir / SWEEP_FILE, fabric=args.fabric_group >= 2)
+    every_admitted = all(r.status == "admitted" and (args.fabric_group < 2 or r.fabric == "passed")
+                         for r in records.values())
     return EXIT_OK if every_admitted else EXIT_REJECTED
 
 
@@ -118,9 +142,9 @@ def _say(line: str) -> None:
     say(line)
 
 
-def _summary(records: dict[str, NodeRecord], topology: str, sweep_file: Path) -> None:
+def _summary(records: dict[str, NodeRecord], topology: str, sweep_file: Path, *, fabric: bool = False) -> None:
     from burnin.nodes import fold
-    from burnin.sweep.plan import NOT_TESTED, TESTED, counts
+    from burnin.sweep.plan import NOT_TESTED, TESTED, counts, fabric_counts
 
     by = counts(records)
     tested = [n for s in TESTED for n in by[s]]
@@ -136,4 +160,14 @@ def _summary(records: dict[str, NodeRecord], topology: str, sweep_file: Path) ->
             _say(f"not tested ({labels[status]}): {fold(by[status])} ({len(by[status])})")
             for node in by[status][:8] if status in ("down", "ended") else ():
                 _say(f"    {node}: {records[node].why}")
-    _say(f"results:  {sweep_file}, {sweep_file.parent}/nodes/<node>/gate.json")
+    if fabric:
+        fab = fabric_counts(records)
+        labels = {"passed": "passed", "failed": "failed", "incomplete": "incomplete",
+                  "preempted": "not tested (preempted)", "ended": "not tested (group job ended)",
+                  "ungrouped": "not tested (no group)", "pending": "not tested (no group)"}
+        shown = [f"{labels[s]} {fold(fab[s])} ({len(fab[s])})" for s in labels if fab[s]]
+        _say(f"fabric:   {'; '.join(shown) or '-'}")
+        for node in fab["incomplete"][:8]:
+            _say(f"    {node}: {records[node].fabric_why}")
+    _say(f"results:  {sweep_file}, {sweep_file.parent}/nodes/<node>/gate.json"
+         + (f", {sweep_file.parent}/groups/<group>/gate.json" if fabric else ""))

@@ -1,7 +1,9 @@
 """A node's facts through the node suite and the gate, as ``burnin run`` judges and gates (the same code).
 
 Each tested node gets a folder of its own, ``OUT/nodes/<node>/``, with what a run writes (``gate.json``,
-``verdicts.json``, ``junit.xml``, ``metrics.prom``, ``facts/``), judged as soon as its job has ended.
+``verdicts.json``, ``junit.xml``, ``metrics.prom``, ``facts/``), judged as soon as its job has ended. A fabric
+group's members are judged by the fabric suite together, in ``OUT/groups/<group>/`` (with ``fabric.json`` and
+``fabric-commands.log``); a group's verdicts gate only the nodes a check failed for.
 """
 
 from __future__ import annotations
@@ -19,24 +21,26 @@ if TYPE_CHECKING:
     from burnin.launch.log import CommandLog
 
 NODES_DIR = "nodes"
+GROUPS_DIR = "groups"
 
 
 class GatheredDispatcher:
-    """A dispatcher whose one node's facts were gathered already (by the node's own job)."""
+    """A dispatcher whose nodes' facts were gathered (and measured) already, by the sweep's own jobs."""
 
-    def __init__(self, facts: Facts) -> None:
-        self.nodes = [facts.node]
+    def __init__(self, facts: Facts | Mapping[str, Facts]) -> None:
+        self._facts = {facts.node: facts} if isinstance(facts, Facts) else dict(facts)
+        self.nodes = list(self._facts)
         self.topology_by_node: dict[str, str] = {}
-        self._facts = facts
 
     def gather(self, *, sources: str, timeout: float, on_done: Callable[[str], None] | None = None
                ) -> dict[str, Facts]:
         if on_done is not None:
-            on_done(self._facts.node)
-        return {self._facts.node: self._facts}
+            for node in self._facts:
+                on_done(node)
+        return dict(self._facts)
 
     def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> Launcher:
-        raise NotImplementedError("the sweep runs the node suite only: no phase launches work")
+        raise NotImplementedError("the sweep's jobs measured already: no phase launches work when judging")
 
     def close(self) -> None:
         return None
@@ -67,6 +71,28 @@ def judge(facts: Facts, *, topology_ref: str, out_dir: Path, fleet: Mapping[str,
         facts.data[SDC_SECTION] = digests
     return execute(GatheredDispatcher(facts), topology=topology_ref, out_dir=node_dir(out_dir, facts.node),
                    suites=("node",), say=lambda _: None)
+
+
+def group_dir(out_dir: Path, label: str) -> Path:
+    return out_dir / GROUPS_DIR / label
+
+
+def judge_group(facts: Mapping[str, Facts], *, topology_ref: str, out_dir: Path) -> RunResult:
+    """The fabric suite over a group's members, whose facts carry what the group's job measured (its folder holds
+    fabric.json already)."""
+    return execute(GatheredDispatcher(facts), topology=topology_ref, out_dir=out_dir, suites=("fabric",),
+                   say=lambda _: None)
+
+
+def gate_failed(result: RunResult, nodes: list[str], gate: Gate | None) -> str | None:
+    """Drain ``nodes`` (the ones a check of the group failed for) through ``gate``; why not, if it was not.
+    A member only incomplete is neither drained nor resumed: the group could not tell."""
+    if gate is None or not nodes:
+        return None
+    if result.gate.get("partial"):
+        return f"not gated: the fabric suite did not judge every check ({result.gate.get('partial_reasons')})"
+    ok = gate.apply({node: result.decisions[node] for node in nodes}, dry_run=False)
+    return None if ok else f"the {gate.name} gate could not act on it (see above)"
 
 
 def gate_node(result: RunResult, gate: Gate | None) -> str | None:

@@ -7,6 +7,11 @@ end or for the next round (``poll_s``), whichever comes first. A node whose job 
 when it is idle again. No job is started that could not run its collector to the end before the window
 closes; when it closes, the sweep's jobs still running are cancelled, and before it returns nothing of the
 sweep is left in Slurm's queue.
+
+With fabric groups (``fabric_group`` N >= 2), each round first starts one group job over the nodes the node suite
+admitted in this sweep that are idle together (N at least, up to the room left under the share), then node jobs
+in the room that is left; a group's members are judged by the fabric suite together when it ends and gated
+(only the nodes a check failed for are drained).
 """
 
 from __future__ import annotations
@@ -28,15 +33,26 @@ from burnin.launch.base import SHIP_TIMEOUT_S, SLACK_S
 from burnin.launch.log import CommandLog
 from burnin.nodes import fold
 from burnin.report.reasons import condense
-from burnin.sweep.judge import gate_node, judge, node_dir
+from burnin.sweep.group_job import GroupEnd, GroupSpec, run_group_job
+from burnin.sweep.judge import gate_failed, gate_node, group_dir, judge, judge_group, node_dir
 from burnin.sweep.node_job import SETTLE_POLL_S, SETTLE_WAIT_S, JobBook, JobEnd, run_node_job
-from burnin.sweep.plan import Attempt, NodeRecord, counts, limit, pick
+from burnin.sweep.plan import (
+    Attempt,
+    NodeRecord,
+    counts,
+    fabric_counts,
+    groups_possible,
+    limit,
+    pick,
+    pick_group,
+)
 from burnin.sweep.slurm_state import jobs_named_argv, outside, parse_jobs_named, read_nodes, read_partition
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmRunner, scancel_argv
 from burnin.transport.slurm_jobs import SlurmJobs
 
 if TYPE_CHECKING:
+    from burnin.fabric.phase import FabricOptions
     from burnin.gate.registry import Gate
 
 SWEEP_FILE = "sweep.json"
@@ -68,6 +84,9 @@ class SweepConfig:
     qos: str | None = None
     collector: str | None = None
     gate: Gate | None = None
+    fabric_group: int = 0
+    """Run the fabric suite's multi-node checks over at least this many admitted nodes idle together (0: off)."""
+    fabric_options: FabricOptions | None = None
 
     @property
     def needed_s(self) -> float:
@@ -94,6 +113,7 @@ class Sweep:
         self.at_once = 0
         self.started = time.time()
         self._host_names: dict[str, str] = {}
+        self._groups = 0
         self._fleet: dict[str, Facts] = {}
         """The facts of every node whose job gathered them: the fleet INV-11 compares each node with."""
         self._jobs = SlurmJobs(client, partition=config.partition, qos=config.qos, nice=NICE,
@@ -114,7 +134,7 @@ class Sweep:
         deadline = time.monotonic() + config.window_s
         self.say(f"burnin sweep: {fold(config.nodes)} ({len(config.nodes)}) in partition {config.partition}, "
                  f"at most {self.at_once} jobs at once, for {config.window_s:.0f} s")
-        running: dict[Future[JobEnd], str] = {}
+        running: dict[Future[JobEnd | GroupEnd], tuple[str, ...]] = {}
         pool = ThreadPoolExecutor(max_workers=self.at_once)
         self._save()
         try:
@@ -124,10 +144,10 @@ class Sweep:
                     self.book.closed.set()
                 if remaining <= 0:
                     self._cancel_open("the window closed")
-                busy = set(running.values())
-                waiting = [n for n in config.nodes if not self.records[n].settled and n not in busy]
+                busy = {node for nodes in running.values() for node in nodes}
+                waiting = [n for n in config.nodes if self._needs_job(n) and n not in busy]
                 if not self.book.closed.is_set() and waiting:
-                    self._start(pool, running, waiting, min(config.time_limit_s, remaining))
+                    self._start(pool, running, waiting, remaining)
                 if not running and (self.book.closed.is_set() or not waiting):
                     break
                 pause = max(0.1, min(config.poll_s, remaining if remaining > 0 else config.poll_s))
@@ -136,17 +156,40 @@ class Sweep:
                     self.book.closed.wait(pause)
                 for future in done:
                     running.pop(future)
-                    self._ended(future.result())
+                    ended = future.result()
+                    if isinstance(ended, GroupEnd):
+                        self._group_ended(ended)
+                    else:
+                        self._ended(ended)
         finally:
             self.book.closed.set()
             self._cancel_open("the sweep stopped")
             pool.shutdown(wait=not running, cancel_futures=True)
             self._cancel_strays()
+            self._ungrouped()
             self._save()
         return self.records
 
-    def _start(self, pool: ThreadPoolExecutor, running: dict[Future[JobEnd], str], waiting: list[str],
-               time_limit_s: float) -> None:
+    def _needs_job(self, node: str) -> bool:
+        """Not judged by the node suite yet, or admitted and waiting for a fabric group that can still form."""
+        record = self.records[node]
+        if not record.settled:
+            return True
+        return self.config.fabric_group >= 2 and record.awaits_group and groups_possible(
+            self.records, self.config.fabric_group)
+
+    def _ungrouped(self) -> None:
+        """What the fabric part of a node that never got into a group came to."""
+        if self.config.fabric_group < 2:
+            return
+        for record in self.records.values():
+            if record.status == "admitted" and record.fabric == "pending":
+                record.fabric = "ungrouped"
+                record.fabric_why = (f"never {self.config.fabric_group} admitted nodes idle together while the "
+                                     "window was open")
+
+    def _start(self, pool: ThreadPoolExecutor, running: dict[Future[JobEnd | GroupEnd], tuple[str, ...]],
+               waiting: list[str], time_limit_s: float) -> None:
         current, hosts, error = read_nodes(self.client, waiting)
         self._host_names.update(hosts)
         if error is not None:
@@ -154,13 +197,32 @@ class Sweep:
             return
         for node in waiting:
             self.records[node].saw(current.get(node))
-        for node in pick(self.config.nodes, self.records, current, list(running.values()), self.at_once):
-            future = pool.submit(run_node_job, self._jobs, node, label=f"{self.label}-{node}",
-                                 host_name=self._host_names.get(node), sources=self.config.sources,
-                                 timeout_s=self.config.timeout_s, time_limit_s=time_limit_s, book=self.book,
-                                 log=self.log)
-            running[future] = node
-        self.most_at_once = max(self.most_at_once, len(running))
+        in_jobs = [node for nodes in running.values() for node in nodes]
+        group = pick_group(self.config.nodes, self.records, current, in_jobs, self.at_once, self.config.fabric_group)
+        if group:
+            running[self._start_group(pool, group, time_limit_s)] = tuple(group)
+            in_jobs += group
+        for node in pick(self.config.nodes, self.records, current, in_jobs, self.at_once):
+            future: Future[JobEnd | GroupEnd] = pool.submit(
+                run_node_job, self._jobs, node, label=f"{self.label}-{node}", host_name=self._host_names.get(node),
+                sources=self.config.sources, timeout_s=self.config.timeout_s,
+                time_limit_s=min(self.config.time_limit_s, time_limit_s), book=self.book, log=self.log)
+            running[future] = (node,)
+        self.most_at_once = max(self.most_at_once, sum(len(nodes) for nodes in running.values()))
+
+    def _start_group(self, pool: ThreadPoolExecutor, group: list[str], time_limit_s: float
+                     ) -> Future[JobEnd | GroupEnd]:
+        from burnin.fabric.phase import FabricOptions
+        from burnin.topology.load import find_topology
+
+        self._groups += 1
+        label = f"{self.label}-g{self._groups}"
+        spec = GroupSpec(label, group_dir(self.config.out_dir, label), self.config.sources, self.config.timeout_s,
+                         time_limit_s, find_topology(self.config.topology_ref),
+                         self.config.fabric_options or FabricOptions())
+        self.say(f"sweep: fabric group {label}: {fold(group)} ({len(group)} nodes idle together)")
+        return pool.submit(run_group_job, self._jobs, group, spec, host_names=dict(self._host_names), book=self.book,
+                           log=self.log)
 
     def _ended(self, end: JobEnd) -> None:
         record = self.records[end.node]
@@ -199,13 +261,62 @@ class Sweep:
         if not_gated:
             self.say(f"sweep: {end.node}: {not_gated}")
 
+    def _group_ended(self, end: GroupEnd) -> None:
+        records = [self.records[node] for node in end.nodes]
+        if end.ending != "not-started":
+            for record in records:
+                record.fabric_groups.append(Attempt(end.job_id, end.ending if end.ending in ("tested", "preempted")
+                                                    else f"{end.ending}: {end.why}"))
+        if end.ending == "tested":
+            self._judge_group(end)
+        elif end.ending in ("preempted", "ended"):
+            retried = end.ending == "preempted"
+            for record in records:
+                record.fabric = end.ending
+                record.fabric_why = f"{end.why}{' by another job; tried again when idle together' if retried else ''}"
+            self.say(f"sweep: fabric group {end.label} ({fold(list(end.nodes))}): {end.why}; not tested"
+                     + ("" if not retried else ", tried again when idle together"))
+        else:
+            refused = _CONFIG_ERROR.search(end.why)
+            if refused:
+                raise UsageError(f"Slurm refuses the sweep's jobs: {refused.group(0).strip()}")
+            self.log.line(f"# fabric group {end.label} not started: {end.why}")
+        self._save()
+
+    def _judge_group(self, end: GroupEnd) -> None:
+        folder = group_dir(self.config.out_dir, end.label)
+        result = judge_group(end.facts, topology_ref=self.config.topology_ref, out_dir=folder)
+        failed: list[str] = []
+        for node in end.nodes:
+            record, decision = self.records[node], result.decisions[node]
+            record.fabric_results = str(folder)
+            record.fabric_reasons = decision.reasons
+            record.fabric_why = "" if decision.admitted else "; ".join(condense(decision.reasons)[:3])
+            if decision.admitted:
+                record.fabric = "passed"
+            elif decision.failed:
+                failed.append(node)
+                record.fabric = "failed"
+                record.status, record.reasons, record.why = "rejected", decision.reasons, record.fabric_why
+            else:
+                record.fabric = "incomplete"
+            shown = "FAILED" if record.fabric == "failed" else record.fabric
+            self.say(f"sweep: {node}: fabric {shown}{': ' + record.fabric_why if record.fabric_why else ''} "
+                     f"(group {end.label}, job {end.job_id})")
+        not_gated = gate_failed(result, failed, self.config.gate)
+        if not_gated:
+            self.say(f"sweep: fabric group {end.label}: {not_gated}")
+
     # -- cleaning up ------------------------------------------------------------------------
 
     def _cancel_open(self, why: str) -> None:
+        cancelled: set[str] = set()
         for node, job_id in self.book.open_jobs().items():
             self.log.line(f"# {why}: cancelling job {job_id} of {node}")
             self.book.remove(node)
-            self._client(scancel_argv(job_id))
+            if job_id not in cancelled:  # a group's members share one job
+                cancelled.add(job_id)
+                self._client(scancel_argv(job_id))
 
     def _cancel_strays(self) -> None:
         """Until Slurm's queue holds no job named for this sweep (one granted as the sweep stopped is cancelled;
@@ -239,16 +350,29 @@ class Sweep:
         return {
             "started": self.started, "window_s": self.config.window_s, "partition": self.config.partition,
             "qos": self.config.qos, "at_once": self.at_once, "most_jobs_at_once": self.most_at_once,
+            "fabric_group": self.config.fabric_group,
             "summary": {status: fold(nodes) for status, nodes in by.items()},
+            "fabric_summary": ({status: fold(nodes) for status, nodes in fabric_counts(self.records).items()}
+                               if self.config.fabric_group >= 2 else None),
             "nodes": {
                 node: {"status": r.status, "tested": r.status in ("admitted", "rejected"), "why": r.why,
                        "reasons": list(r.reasons),
                        "results": str(node_dir(self.config.out_dir, node)) if r.status in ("admitted", "rejected")
                        else None,
-                       "jobs": [{"job_id": a.job_id, "end": printable(a.end)} for a in r.attempts]}
+                       "jobs": [{"job_id": a.job_id, "end": printable(a.end)} for a in r.attempts],
+                       "fabric": self._fabric_document(r)}
                 for node, r in self.records.items()
             },
         }
+
+    def _fabric_document(self, record: NodeRecord) -> dict[str, object] | None:
+        """A node's fabric part (None: fabric groups are off, or the node suite did not admit it)."""
+        if self.config.fabric_group < 2 or (record.status != "admitted" and record.fabric == "pending"):
+            return None
+        return {"status": record.fabric, "tested": record.fabric in ("passed", "failed", "incomplete"),
+                "why": printable(record.fabric_why), "reasons": [printable(r) for r in record.fabric_reasons],
+                "results": record.fabric_results,
+                "groups": [{"job_id": a.job_id, "end": printable(a.end)} for a in record.fabric_groups]}
 
     def _save(self) -> None:
         write_text_atomic(self.config.out_dir / SWEEP_FILE, json.dumps(self.document(), indent=1) + "\n")

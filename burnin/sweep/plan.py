@@ -6,6 +6,13 @@ admitted, and says why: ``preempted`` (its job gave way to another job; it is tr
 ``ended`` (its job ended some other way: cancelled, timed out, its node failed, the window closed),
 ``down`` (Slurm runs no job there: drained, down, not responding) or ``busy`` (never idle while the window
 was open, or taken again before its job could start).
+
+With fabric groups (``--fabric-group N``) a node the node suite admitted in this sweep also waits for a *group*:
+one job over at least N such nodes idle together, which runs the fabric suite's multi-node checks across them.
+Its fabric part is ``passed``, ``failed`` (a check named this node: it is rejected), ``incomplete`` (measured
+nothing this node can be blamed or cleared for: never admitted by the fabric, never drained for it),
+``preempted`` (its group gave way to another job: tried again), ``ended`` (its group ended otherwise), or
+``pending`` (no group yet; ``ungrouped`` once none can form).
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from burnin.sweep.slurm_state import idle
 from burnin.transport.slurm_jobs import SlurmNode
 
 Status = Literal["admitted", "rejected", "preempted", "ended", "down", "busy"]
+FabricStatus = Literal["pending", "passed", "failed", "incomplete", "preempted", "ended", "ungrouped"]
+FABRIC_SETTLED: tuple[FabricStatus, ...] = ("passed", "failed", "incomplete", "ended", "ungrouped")
 TESTED: tuple[Status, ...] = ("admitted", "rejected")
 NOT_TESTED: tuple[Status, ...] = ("busy", "preempted", "down", "ended")
 
@@ -42,6 +51,18 @@ class NodeRecord:
     attempts: list[Attempt] = field(default_factory=list)
     reasons: tuple[str, ...] = ()
     """A rejected node's reasons (gate.json's)."""
+    fabric: FabricStatus = "pending"
+    fabric_why: str = "no group of idle nodes formed yet"
+    fabric_reasons: tuple[str, ...] = ()
+    fabric_groups: list[Attempt] = field(default_factory=list)
+    """The group jobs this node was in, and how each ended."""
+    fabric_results: str | None = None
+    """The folder of the group whose verdicts count for this node."""
+
+    @property
+    def awaits_group(self) -> bool:
+        """Admitted by the node suite in this sweep and its fabric part still to measure (or preempted)."""
+        return self.status == "admitted" and self.fabric in ("pending", "preempted")
 
     @property
     def settled(self) -> bool:
@@ -86,9 +107,37 @@ def pick(order: Sequence[str], records: Mapping[str, NodeRecord], current: Mappi
     return chosen
 
 
+def pick_group(order: Sequence[str], records: Mapping[str, NodeRecord], current: Mapping[str, SlurmNode],
+               running: Sequence[str], at_once: int, size: int) -> list[str]:
+    """The nodes of a fabric group to start now: every node the node suite admitted in this sweep whose fabric
+    part is still to measure, idle now and in no job of the sweep, in ``order``, up to the room left under
+    ``at_once``; none unless at least ``size`` (2 at least) are there together."""
+    room = at_once - len(running)
+    found = [node for node in order if records[node].awaits_group and node not in running
+             and (info := current.get(node)) is not None and idle(info)][:max(0, room)]
+    return found if size >= 2 and len(found) >= size else []
+
+
+def groups_possible(records: Mapping[str, NodeRecord], size: int) -> bool:
+    """Whether a group of ``size`` can still form: the nodes awaiting one and those whose node suite has not
+    judged them yet (they may still be admitted) are ``size`` at least."""
+    could = [r for r in records.values() if r.awaits_group or not r.settled]
+    return size >= 2 and len(could) >= size
+
+
 def counts(records: Mapping[str, NodeRecord]) -> dict[str, list[str]]:
     """Nodes by status, every status present (empty lists too)."""
     by: dict[str, list[str]] = {status: [] for status in (*TESTED, *NOT_TESTED)}
     for node, record in records.items():
         by[record.status].append(node)
+    return by
+
+
+def fabric_counts(records: Mapping[str, NodeRecord]) -> dict[str, list[str]]:
+    """Nodes by the fabric part's status (every status present); a node the node suite did not admit has none."""
+    by: dict[str, list[str]] = {status: [] for status in
+                                ("passed", "failed", "incomplete", "preempted", "ended", "ungrouped", "pending")}
+    for node, record in records.items():
+        if record.status == "admitted" or record.fabric != "pending":
+            by[record.fabric].append(node)
     return by

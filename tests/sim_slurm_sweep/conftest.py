@@ -18,7 +18,7 @@ from burnin.transport.slurm import SlurmClient
 from burnin_lab import slurm as lab
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one cluster for every module here: starting it is the slow part
 def sweep_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SweepLab]:
     missing = lab.missing_commands()
     if missing or os.geteuid() != 0:
