@@ -20,6 +20,8 @@ BASE = ["sweep", "--nodes", "gpu[1-4]", "--partition", "sweep"]
     (["--for", "6h", "--max-share", "0"], "a share of the partition is above 0"),
     (["--for", "6h", "--max-share", "1.5"], "a share of the partition is above 0"),
     (["--for", "6h", "--timeout", "nan"], "seconds must be a finite number"),
+    (["--for", "6h", "--fabric-group", "1"], "a fabric group is 2 to 4096 nodes"),
+    (["--for", "6h", "--fabric-group", "x"], "is not a number of nodes"),
 ])
 def test_bad_options_are_one_line_exit_2(args: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:  # argparse's own exit (the console script's status)
@@ -46,3 +48,14 @@ def test_a_window_too_short_for_one_job_is_refused(capsys: pytest.CaptureFixture
     assert main([*BASE, "--for", "100", "--timeout", "60"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "the window (100 s) is shorter than one node's job needs (120 s" in err and err.count("\n") == 1, err
+
+
+def test_fabric_config_needs_groups_and_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "fabric.yaml"
+    settings.write_text("localize: auto\n")
+    assert main([*BASE, "--for", "6h", "--fabric-config", str(settings)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "--fabric-config applies to fabric groups only: add --fabric-group N" in err and err.count("\n") == 1
+    assert main([*BASE, "--for", "6h", "--fabric-group", "2", "--fabric-config", str(tmp_path / "no")]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "no such file" in err and err.count("\n") == 1, err

@@ -6,7 +6,16 @@ import pytest
 
 from burnin.facts import Facts
 from burnin.sweep.node_job import own_facts
-from burnin.sweep.plan import Attempt, NodeRecord, counts, limit, pick
+from burnin.sweep.plan import (
+    Attempt,
+    NodeRecord,
+    counts,
+    fabric_counts,
+    groups_possible,
+    limit,
+    pick,
+    pick_group,
+)
 from burnin.transport.slurm_jobs import SlurmNode
 
 NODES = [f"n{i}" for i in range(1, 7)]
@@ -65,3 +74,37 @@ def test_facts_count_only_for_the_host_slurm_runs_the_node_on() -> None:
     assert unknown_host.unreachable and "host name" in unknown_host.unreachable
     unreachable = Facts.unreachable_node("gpu7", "srun: error")
     assert own_facts(unreachable, "gpu7") is unreachable
+
+
+def test_a_group_forms_only_of_admitted_nodes_idle_together() -> None:
+    records = {n: NodeRecord(n, status="admitted") for n in NODES}
+    records["n1"].status = "rejected"  # failed its node suite: never in a group
+    records["n5"].status = "busy"  # not judged yet
+    records["n6"].fabric = "passed"  # measured in a group already
+    current = {n: SlurmNode(n, "IDLE") for n in NODES}
+    assert pick_group(NODES, records, current, running=[], at_once=6, size=2) == ["n2", "n3", "n4"]
+    assert pick_group(NODES, records, current, running=[], at_once=6, size=4) == []  # not enough together
+    assert pick_group(NODES, records, current, running=["n5"], at_once=3, size=2) == ["n2", "n3"]  # the share
+    assert pick_group(NODES, records, current, running=["n5", "n6"], at_once=3, size=2) == []
+    current["n3"] = SlurmNode("n3", "ALLOCATED")
+    assert pick_group(NODES, records, current, running=[], at_once=6, size=2) == ["n2", "n4"]
+    assert pick_group(NODES, records, current, running=["n4"], at_once=6, size=2) == []
+    records["n3"].fabric = "preempted"  # its group gave way: tried again once idle
+    current["n3"] = SlurmNode("n3", "IDLE")
+    assert pick_group(NODES, records, current, running=[], at_once=6, size=3) == ["n2", "n3", "n4"]
+    assert pick_group(NODES, records, current, running=[], at_once=6, size=0) == []  # groups off
+
+
+def test_a_group_can_form_while_enough_nodes_could_still_join() -> None:
+    records = {n: NodeRecord(n) for n in NODES[:3]}
+    assert groups_possible(records, 3)  # none judged yet: each may be admitted
+    records["n1"].status = "rejected"
+    assert not groups_possible(records, 3) and groups_possible(records, 2)
+    records["n2"].status = "admitted"
+    records["n3"].status, records["n3"].fabric = "admitted", "passed"
+    assert not groups_possible(records, 2)  # only n2 still waits for one
+    assert not groups_possible(records, 0)
+    records["n2"].fabric = "ungrouped"
+    records["n3"].status, records["n3"].fabric = "rejected", "failed"
+    by = fabric_counts(records)
+    assert by["ungrouped"] == ["n2"] and by["failed"] == ["n3"] and not any("n1" in nodes for nodes in by.values())
