@@ -104,6 +104,12 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--fabric-config applies to fabric groups only: add --fabric-group N")
         if not args.fabric_config.is_file():
             raise UsageError(f"--fabric-config {args.fabric_config}: no such file")
+    if args.fabric_group:  # the groups' settings are read once here: a bad file is exit 2 before any job
+        from burnin.fabric.settings import load_settings
+
+        if load_settings(args.fabric_config).launcher == "mpirun":
+            raise UsageError("fabric setting launcher: mpirun: a sweep's groups run srun steps in their own job "
+                             "(use launcher: srun or auto)")
     out_dir: Path = args.out or Path("reports") / new_run_id("sweep-")
     make_folder(out_dir)
     with own(out_dir, ["burnin", *sys.argv[1:]]):

@@ -59,3 +59,15 @@ def test_fabric_config_needs_groups_and_a_file(tmp_path: Path, capsys: pytest.Ca
     assert main([*BASE, "--for", "6h", "--fabric-group", "2", "--fabric-config", str(tmp_path / "no")]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "no such file" in err and err.count("\n") == 1, err
+
+
+def test_fabric_settings_a_group_cannot_honour_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "fabric.yaml"
+    settings.write_text("launcher: mpirun\n")
+    assert main([*BASE, "--for", "6h", "--fabric-group", "2", "--fabric-config", str(settings)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "launcher: mpirun" in err and err.count("\n") == 1, err
+    settings.write_text("localize: [\n")
+    assert main([*BASE, "--for", "6h", "--fabric-group", "2", "--fabric-config", str(settings)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "fabric.yaml" in err and err.count("\n") == 1, err
