@@ -10,6 +10,8 @@ import pytest
 from simsweep_support import WAIT_S, SweepLab, sweep_doc
 
 pytestmark = pytest.mark.sim_slurm
+# --timeout 60 in every sweep here: four node jobs at once run the SDC workload side by side (GPU-14), which a
+# loaded 2-core machine once took more than 15 s (half of 30) for
 
 GROUP = ("sim01", "sim02", "sim03", "sim04")
 
@@ -36,7 +38,7 @@ def test_a_group_names_the_node_only_a_multi_node_run_sees(sweep_lab: SweepLab, 
     lab.reset()
     out = tmp_path / "sweep"
     lab.fault("sim03", "rail-degraded")  # its leaf switch port: invisible to the node suite and to IB-08
-    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "30", "--gate", "slurm",
+    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "60", "--gate", "slurm",
                       "--fabric-group", "4", nodes="sim[01-04]")
     said = _finish(sweep)  # every node settled: it ends before the window
     assert sweep.returncode == 1, said
@@ -95,7 +97,7 @@ def test_a_group_of_garbage_and_a_forged_host_is_incomplete_never_drained(sweep_
     _counting_python(lab, "sim04", tmp_path, 2, "export BURNIN_SIM_NODE=sim01")
     kept = [_garbage_multi_node(lab, node) for node in GROUP]
     try:
-        sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "30", "--gate", "slurm",
+        sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "60", "--gate", "slurm",
                           "--fabric-group", "4", nodes="sim[01-04]")
         said = _finish(sweep)
     finally:
@@ -123,7 +125,7 @@ def test_a_group_with_a_bad_majority_never_blames_the_good_node(sweep_lab: Sweep
     out = tmp_path / "sweep"
     for node in ("sim02", "sim03", "sim04"):
         lab.fault(node, "rail-degraded")
-    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "30", "--gate", "slurm",
+    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "60", "--gate", "slurm",
                       "--fabric-group", "4", nodes="sim[01-04]")
     said = _finish(sweep)
     assert sweep.returncode == 1, said
@@ -144,7 +146,7 @@ def test_a_preempted_group_is_not_tested_and_an_interrupted_one_leaves_no_job(sw
     # sim01's collector in every group job says so and waits (the node's own job is call 1)
     _counting_python(lab, "sim01", tmp_path, 2, f'touch {tmp_path}/group-$n\n'
                                                 f'while [ ! -e {tmp_path}/go ]; do sleep 0.1; done')
-    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "30", "--gate", "slurm",
+    sweep = lab.sweep(out, "--for", "600", "--max-share", "1", "--timeout", "60", "--gate", "slurm",
                       "--fabric-group", "2", nodes="sim[01-02]")
     try:
         lab.wait_for("the first group collecting", lambda: (tmp_path / "group-2").exists())
