@@ -11,7 +11,7 @@ from simsweep_support import WAIT_S, SweepLab, sweep_doc
 
 pytestmark = pytest.mark.sim_slurm
 # --timeout 60 in every sweep here: four node jobs at once run the SDC workload side by side (GPU-14), which a
-# loaded 2-core machine once took more than 15 s (half of 30) for
+# loaded 2-core machine once took more than 15 s (half of 30) for one source
 
 GROUP = ("sim01", "sim02", "sim03", "sim04")
 
