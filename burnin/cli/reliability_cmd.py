@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 from burnin.argtypes import positive_int
 from burnin.cli.history_cmd import window
+
+if TYPE_CHECKING:
+    from burnin.parsers.sacctmgr import SlurmEvent
 
 DEFAULT_GPUS = (1024, 16384)
 
@@ -33,10 +37,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a repeat offender: the same check on the same GPU or HCA in K outages (default 2) "
                              "within --repeat-window (default 30d)")
     parser.add_argument("--repeat-window", type=window, default=window("30d"), metavar="TIME")
+    parser.add_argument("--slurm-events", action=argparse.BooleanOptionalAction, default=None,
+                        help="fold in Slurm's node events (sacctmgr show event: drains and downs burnin did not "
+                             "record); default: when sacctmgr can be asked, else one line says why not; "
+                             "--slurm-events: they must be read (exit 2 when they cannot)")
 
 
 def _hours(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 3600:.1f} h"
+
+
+def _slurm_events(args: argparse.Namespace, since: float) -> tuple[list[SlurmEvent] | None, str]:
+    """Slurm's node events of the period (None and why, when they were not read)."""
+    from burnin.errors import UsageError
+    from burnin.history.slurm_events import EVENTS_ENV, EventsUnavailable, read_events
+    from burnin.transport.slurm import SlurmClient
+
+    if args.slurm_events is False:
+        return None, ""
+    client = SlurmClient(EVENTS_ENV)
+    try:
+        return read_events(client, since), ""
+    except EventsUnavailable as exc:
+        if args.slurm_events:
+            raise UsageError(f"Slurm node events (--slurm-events) not available: {exc}") from None
+        return None, f"Slurm node events: not available ({exc}); these figures are burnin's history alone"
+    finally:
+        client.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,10 +74,11 @@ def run(args: argparse.Namespace) -> int:
     from burnin.history.reliability import CATEGORIES, ettr, reliability
 
     since = time.time() - args.since
+    events, unavailable = _slurm_events(args, since)
     with open_store(args) as store:
         found = reliability(store, since=since, gpus_per_node=args.gpus_per_node,
                             lemon_failures=args.lemon_failures, lemon_window_s=args.lemon_window,
-                            repeat_k=args.repeat, repeat_window_s=args.repeat_window)
+                            repeat_k=args.repeat, repeat_window_s=args.repeat_window, slurm_events=events)
     if found is None:
         raise UsageError(f"no complete run recorded since {time_text(since)} (see burnin history --runs)")
     fleet = found.fleet
@@ -74,4 +102,10 @@ def run(args: argparse.Namespace) -> int:
         f"{duration_text(args.repeat_window)}): {offenders or 'none'}")
     lemons = "; ".join(f"{n} ({h.lemon.failures} failures)" for n, h in fleet.nodes.items() if h.lemon is not None)
     say(f"lemons (>= {args.lemon_failures} failures within {duration_text(args.lemon_window)}): {lemons or 'none'}")
+    slurm = found.slurm
+    if slurm is not None:
+        say(f"Slurm node events (sacctmgr): {slurm.read} read, {slurm.folded} counted as failures, {slurm.known} "
+            f"drains burnin had recorded, {slurm.ignored} neither down nor drained or begun before the period")
+    elif unavailable:
+        say(unavailable)
     return 0

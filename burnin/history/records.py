@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["run", "watch"]
+Source = Literal["run", "watch", "slurm"]
 STAMP = "%Y-%m-%dT%H:%M:%SZ"
 """How gate.json (``created``) and run.json (``started``) write times: UTC to the second."""
 EARLIEST = 946684800.0

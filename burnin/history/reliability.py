@@ -12,23 +12,29 @@ outages, MTTR, availability and lemons. On top of that:
   expected effective training time ratio for a checkpoint interval and restart time (first order:
   ``ETTR = 1 - (T_restart + T_interval / 2) / MTTF``, catalog REL-02);
 - repeat offenders: the same check failing on the same GPU or HCA of a node in ``k`` separate outages within
-  ``window`` seconds.
+  ``window`` seconds;
+- with Slurm's node events (``sacctmgr show event``, :mod:`.slurm_events`), each drain or down Slurm recorded
+  that burnin did not record itself is a failure too (category from its reason), ended when Slurm saw the node
+  back.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from burnin.history.metrics import DAY_S, FleetHistory, Outage, fleet_history
 from burnin.history.records import Observation
+from burnin.history.slurm_events import MATCH_WINDOW_S, SLURM_HOST, SLURM_OTHER, Folded, RecordedDrain, fold_events
 from burnin.history.store import Store
+from burnin.parsers.sacctmgr import SlurmEvent
 
 CATEGORIES = ("GPU", "HBM/ECC", "NVLink", "IB", "host", "software", "other")
 _BY_CHECK = {"GPU-01": "HBM/ECC", "GPU-02": "HBM/ECC", "GPU-03": "HBM/ECC", "GPU-10": "NVLink", "GPU-11": "NVLink",
              "INV-03": "software", "INV-05": "software", "INV-10": "software", "INV-11": "software",
-             "INV-09": "IB"}
+             "INV-09": "IB", SLURM_HOST: "host", SLURM_OTHER: "other"}
 _BY_FAMILY = {"GPU": "GPU", "INV": "GPU", "BRN": "GPU", "NVL": "NVLink", "IB": "IB", "NCCL": "IB", "TOP": "host",
               "STO": "host", "PIN": "host", "MEG": "software"}
 _SUBJECT = re.compile(r"\b(gpu\d{1,3}|GPU\d{1,3}|mlx5_\d{1,3})\b")
@@ -73,6 +79,8 @@ class Reliability:
     gpus_per_node: int
     by_category: Counter[str] = field(default_factory=Counter)
     repeat_offenders: list[RepeatOffender] = field(default_factory=list)
+    slurm: Folded | None = None
+    """What Slurm's node events added (None: they were not read)."""
 
     @property
     def node_days(self) -> float:
@@ -133,6 +141,16 @@ def observations(store: Store, since: float) -> tuple[list[Observation], int]:
     return taken, len(runs)
 
 
+def recorded_drains(store: Store, since: float) -> list[RecordedDrain]:
+    """The drains, evictions and taints burnin recorded since ``since`` (a little before: a Slurm event of one
+    may start before its record)."""
+    names = store.names("node_names")
+    marks = ",".join("?" * len(OUT_OF_POOL_ACTIONS))
+    return [RecordedDrain(names[node], float(at), _ids(checks), str(reason or "")) for at, node, checks, reason in
+            store.db.execute(f"SELECT at, node, check_ids, reason FROM actions WHERE at >= ? AND action IN ({marks})",  # noqa: S608 - placeholders only
+                             (since - MATCH_WINDOW_S, *OUT_OF_POOL_ACTIONS))]
+
+
 def _outage_at(outages: list[Outage], at: float) -> int | None:
     for index, outage in enumerate(outages):
         if outage.start <= at and (outage.end is None or at < outage.end):
@@ -174,13 +192,18 @@ def repeat_offenders(store: Store, fleet: FleetHistory, since: float, k: int, wi
 
 def reliability(store: Store, *, since: float, gpus_per_node: int = DEFAULT_GPUS_PER_NODE, lemon_failures: int = 3,
                 lemon_window_s: float = 30 * DAY_S, repeat_k: int = 2, repeat_window_s: float = 30 * DAY_S,
-                ) -> Reliability | None:
-    """The fleet's reliability since ``since`` (None: nothing recorded in that time)."""
+                slurm_events: Iterable[SlurmEvent] | None = None) -> Reliability | None:
+    """The fleet's reliability since ``since`` (None: nothing recorded in that time); ``slurm_events``: Slurm's
+    node events of the period, folded in (None: not read)."""
     found, run_count = observations(store, since)
+    folded = None
+    if slurm_events is not None:
+        folded = fold_events(slurm_events, recorded_drains(store, since), since)
+        found += folded.observations
     if not found:
         return None
     fleet = fleet_history(found, lemon_failures=lemon_failures, lemon_window_s=lemon_window_s)
-    result = Reliability(fleet, since, run_count, gpus_per_node)
+    result = Reliability(fleet, since, run_count, gpus_per_node, slurm=folded)
     for history in fleet.nodes.values():
         for outage in history.failures:
             result.by_category[category(outage.failed[0])] += 1

@@ -15,6 +15,7 @@ import importlib
 import json
 import math
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any, cast
 
 from burnin.errors import UsageError
@@ -50,6 +51,7 @@ PARSERS: dict[str, str] = {
     "mlnx-qos": "burnin.parsers.mlnx_qos:parse_mlnx_qos",
     "sysctl": "burnin.parsers.sysctl:parse_sysctl",
     "cpu-bind": "burnin.parsers.cpubind:parse_cpu_bind",
+    "sacctmgr-events": "burnin.parsers.sacctmgr:parse_sacctmgr_events",
 }
 
 __all__ = ["PARSERS", "get_parser", "iter_json", "parse", "to_jsonable"]
@@ -91,6 +93,8 @@ def _convert(value: Any) -> object:
         return [_convert(v) for v in items]
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, datetime):
+        return value.isoformat()
     return value
 
 
@@ -122,6 +126,8 @@ def _pieces(value: Any, level: int, indent: int) -> Iterator[str]:
         yield "\n" + " " * (indent * level) + "]"
     elif isinstance(value, float) and not math.isfinite(value):
         yield "null"
+    elif isinstance(value, datetime):
+        yield _scalar(value.isoformat())
     else:
         yield _scalar(value)
 

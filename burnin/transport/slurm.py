@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Protocol
 
 from burnin.nodes import fold
@@ -149,6 +150,15 @@ def sinfo_nodes_argv(nodes: str | None = None) -> list[str]:
     if nodes:
         argv.append(f"--nodes={nodes}")
     return argv
+
+
+def sacctmgr_events_argv(start: datetime, fields: Sequence[str]) -> list[str]:
+    """Slurm's node events from ``start`` (its accounting, slurmdbd): one ``|``-separated line each, no header,
+    the columns ``fields``. sacctmgr reads and prints local times: run it with ``TZ=UTC`` (``start`` is
+    written in UTC)."""
+    stamp = start.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return ["sacctmgr", "--parsable2", "--noheader", "show", "event", "Event=Node", f"Start={stamp}",
+            f"format={','.join(fields)}"]
 
 
 def granted_job_id(stderr: str) -> str | None:

@@ -46,9 +46,11 @@ from typing import Any
 
 from burnin.errors import BurninError, UsageError
 from burnin.nodes import fold
+from burnin_lab import slurmdbd
 from burnin_lab.supervisor import _become_subreaper, _log, stop_adopted
 
 LAB_FILE = "lab.json"
+CLUSTER_NAME = "burnin"
 CONTROLLER_HOST = "burninctl"
 PARTITION = "batch"
 SWEEP_PARTITION = "sweep"
@@ -118,14 +120,18 @@ def client_env(state: Path) -> dict[str, str]:
 
 
 def slurm_conf(layout: Layout, names: Sequence[str], *, ctld_port: int, node_ports: Mapping[str, int],
-               health_interval: int, cpus: int, memory_mb: int, preemption: bool = False) -> str:
+               health_interval: int, cpus: int, memory_mb: int, preemption: bool = False,
+               accounting: Sequence[str] = ()) -> str:
     """slurm.conf text for the cluster (pure; see docs/slurm.md for each choice).
+
+    ``accounting``: the lines that replace ``AccountingStorageType=accounting_storage/none``
+    (:func:`burnin_lab.slurmdbd.slurm_conf_lines`).
 
     ``preemption``: a job of :data:`PARTITION` cancels jobs of :data:`SWEEP_PARTITION` on its nodes at once
     (``preempt/partition_prio``, ``PreemptMode=CANCEL``, no grace time), as docs/sweep.md tells a site."""
     lines = [
         "# written by burnin sim up --slurm; every path is below the state folder",
-        "ClusterName=burnin",
+        f"ClusterName={CLUSTER_NAME}",
         f"SlurmctldHost={CONTROLLER_HOST}(127.0.0.1)",
         "SlurmUser=root",
         "SlurmdUser=root",
@@ -144,7 +150,7 @@ def slurm_conf(layout: Layout, names: Sequence[str], *, ctld_port: int, node_por
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "JobAcctGatherType=jobacct_gather/none",
-        "AccountingStorageType=accounting_storage/none",
+        *(accounting or ["AccountingStorageType=accounting_storage/none"]),
         "JobCompType=jobcomp/none",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",
@@ -289,11 +295,12 @@ def free_ports(count: int) -> list[int]:
 
 def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[Any]], *,
        health_interval: int = 30, ready_timeout: float = READY_TIMEOUT,
-       watch: Sequence[str] | None = None, preemption: bool = False) -> dict[str, Any]:
+       watch: Sequence[str] | None = None, preemption: bool = False, accounting: bool = False) -> dict[str, Any]:
     """Build the simulated nodes, start the cluster, wait until every node answers.
 
     ``watch``: also run ``burnin watch ARGS`` as every node (None: no watch daemons);
-    ``preemption``: a preemptible :data:`SWEEP_PARTITION` beside the default one (:func:`slurm_conf`).
+    ``preemption``: a preemptible :data:`SWEEP_PARTITION` beside the default one (:func:`slurm_conf`);
+    ``accounting``: a private MariaDB and slurmdbd, slurmctld recording to it (:mod:`burnin_lab.slurmdbd`).
     """
     from burnin.sim import build_rack
 
@@ -301,6 +308,11 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
     if missing:
         raise UsageError(f"missing {', '.join(missing)}: install Slurm and munge "
                          "(Debian: apt-get install slurm-wlm munge)")
+    search = os.pathsep.join([os.environ.get("PATH", ""), SYSTEM_PATH])
+    missing = slurmdbd.missing_commands(search) if accounting else []
+    if missing:
+        raise UsageError(f"missing {', '.join(missing)}: install the accounting "
+                         "(Debian: apt-get install mariadb-server slurmdbd)")
     if os.geteuid() != 0:
         raise UsageError("burnin sim up --slurm needs root (slurmd, unshare --uts)")
     if health_interval < 1:
@@ -316,12 +328,20 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
     rack = build_rack(state, topology, names, dict(faults))
     _prepare_dirs(layout, names)
     _make_munge_key(layout)
-    ports = free_ports(len(names) + 1)
-    node_ports = dict(zip(names, ports[1:], strict=True))
+    ports = free_ports(len(names) + 3)
+    node_ports = dict(zip(names, ports[1:len(names) + 1], strict=True))
     cpus = max(1, os.cpu_count() or 1)
+    records = slurmdbd.Accounting(state, db_port=ports[-2], dbd_port=ports[-1]) if accounting else None
+    if records is not None:
+        try:
+            slurmdbd.prepare(records, layout.munge_socket)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            raise LabError(f"the accounting's database could not be made: {exc}") from exc
+    recording = slurmdbd.slurm_conf_lines(records, layout.munge_socket) if records else []
     layout.conf.write_text(slurm_conf(layout, names, ctld_port=ports[0], node_ports=node_ports,
                                       health_interval=health_interval, cpus=cpus,
-                                      memory_mb=min(1000, _memory_mb()), preemption=preemption),
+                                      memory_mb=min(1000, _memory_mb()), preemption=preemption,
+                                      accounting=recording),
                            encoding="utf-8")
     topology_name = _topology_name(topology)
     for node in rack:
@@ -340,6 +360,8 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
     _write_script(layout.bin / "reboot", reboot_program(layout, sys.executable))
     daemon_env = {**os.environ, "SLURM_CONF": str(layout.conf)}
     plan = _daemon_plan(layout, names, ports[0])
+    if records is not None:  # after munged (slurmdbd authenticates with it), before slurmctld (which records to it)
+        plan[1:1] = slurmdbd.daemon_plan(records, layout.log, CLUSTER_NAME)
     if watch is not None:
         plan += _watch_plan(layout, names, burnin_command(), watch)
     layout.plan.write_text(json.dumps({"daemons": plan}, indent=1),
@@ -358,6 +380,7 @@ def up(state: Path, topology: Any, names: list[str], faults: Mapping[str, list[A
             "supervisor": supervisor.pid, "pids": {}, "slurm_conf": str(layout.conf),
             "env": client_env(state), "ports": {"slurmctld": ports[0], **node_ports},
             "health_interval": health_interval, "started_at": time.time(), "watch": watch is not None,
+            "accounting": accounting,
         }
         _write_lab(layout, lab)
     finally:
@@ -389,8 +412,9 @@ def down(state: Path) -> None:
         _signal(supervisor, signal.SIGTERM)
         _wait_gone([supervisor], STOP_TIMEOUT)
     # The supervisor stops its daemons; anything left (the supervisor was killed) goes here,
-    # slurmd first, munged last.
-    order = sorted(pids.items(), key=lambda item: (item[0] == "munged", item[0] == "slurmctld"))
+    # slurmd first, then slurmctld, the accounting's daemons, munged last.
+    last = ("slurmctld", "slurmdbd", "mariadbd", "munged")
+    order = sorted(pids.items(), key=lambda item: last.index(item[0]) + 1 if item[0] in last else 0)
     for _, pid in order:
         if pid != supervisor and _is_ours(pid, conf):
             _signal(pid, signal.SIGTERM)
@@ -601,6 +625,9 @@ def supervise(state: Path) -> int:
     code = 0
     try:
         for daemon in plan["daemons"]:
+            if daemon.get("once"):
+                _run_once(daemon, env, children)
+                continue
             with open(daemon["log"], "ab") as log:
                 proc = subprocess.Popen(daemon["argv"], env=env, stdin=subprocess.DEVNULL,
                                         stdout=log, stderr=subprocess.STDOUT)
@@ -650,6 +677,23 @@ def _save_pids(layout: Layout, children: Mapping[str, int]) -> None:
     tmp.replace(layout.pids)
 
 
+def _run_once(step: Mapping[str, Any], env: Mapping[str, str], children: dict[str, int]) -> None:
+    """A start-up step run to its end (the accounting's database user, its cluster): tried again until it
+    exits 0, while the daemon it talks to finishes starting, within :data:`DAEMON_START_TIMEOUT`."""
+    deadline = time.monotonic() + DAEMON_START_TIMEOUT
+    while True:
+        with open(step["log"], "ab") as log:
+            code = subprocess.run(step["argv"], env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=DAEMON_START_TIMEOUT, check=False).returncode
+        _reap(children)
+        if code == 0:
+            _log(f"{step['name']} done")
+            return
+        if time.monotonic() > deadline:
+            raise LabError(f"{step['name']} exited {code}; see {step['log']}")
+        time.sleep(0.5)
+
+
 def _await_daemon(daemon: Mapping[str, Any], pid: int, children: dict[str, int]) -> None:
     ready = daemon.get("ready") or {}
     deadline = time.monotonic() + DAEMON_START_TIMEOUT
@@ -686,7 +730,7 @@ def _reap(children: dict[str, int]) -> None:
 def _stop_all(children: dict[str, int]) -> None:
     """slurmd first, then slurmctld, then munged; TERM, then KILL after a grace period."""
     stages = [[n for n in children if n.startswith(prefix)] for prefix in ("watch:", "slurmd:")]
-    stages += [["slurmctld"], ["munged"]]
+    stages += [["slurmctld"], *slurmdbd.stop_order(list(children)), ["munged"]]
     for stage in stages:
         pids = [children[name] for name in stage if name in children]
         for pid in pids:
