@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from burnin.history.reliability import CATEGORIES, ettr, reliability
 
     since = time.time() - args.since
-    events, unavailable = _slurm_events(args, since)
-    with open_store(args) as store:
+    with open_store(args) as store:  # first: a history that cannot be read is the one error, sacctmgr not asked
+        events, unavailable = _slurm_events(args, since)
         found = reliability(store, since=since, gpus_per_node=args.gpus_per_node,
                             lemon_failures=args.lemon_failures, lemon_window_s=args.lemon_window,
                             repeat_k=args.repeat, repeat_window_s=args.repeat_window, slurm_events=events)

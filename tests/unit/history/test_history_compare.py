@@ -145,7 +145,7 @@ def test_reliability_seeded_with_llama_3s_rate_gives_its_job_mttf(tmp_path: Path
             store.add_action(at=at, node=nodes[(i * 7) % 2048], action="drain",
                              check_ids=["GPU-04" if i % 2 else "GPU-01"], source="seed")
             store.add_action(at=at + 1, node=nodes[(i * 7) % 2048], action="resume", source="seed")
-    code, out, err = _cli(capsys, "reliability", "--history", str(path), "--since", "3650d")
+    code, out, err = _cli(capsys, "reliability", "--no-slurm-events", "--history", str(path), "--since", "3650d")
     assert code == 0, err
     mttf = {int(n): float(h) for n, h in re.findall(r"job MTTF at (\d+) GPUs: ([\d.]+) h", out)}
     assert mttf[16384] == pytest.approx(3.09, abs=0.05)
@@ -209,7 +209,7 @@ def test_reliability_names_repeat_offenders_by_gpu_and_counts_repairs(tmp_path: 
         store.add_action(at=AT + 8 * DAY, node="n4", action="evict", check_ids=["GPU-04"], reason="Xid 79")
         store.add_action(at=AT + 8.5 * DAY, node="n4", action="resume")
         _fleet_night(store, 9, {})
-    code, out, err = _cli(capsys, "reliability", "--since", "3650d", "--gpus", "8", "--history", str(path))
+    code, out, err = _cli(capsys, "reliability", "--no-slurm-events", "--since", "3650d", "--gpus", "8", "--history", str(path))
     assert code == 0, err
     lines = out.splitlines()
     # 4 nodes x 9 days observed; out: n1 2 + 2 days, n2 1 + 2 days, n4 half a day (evicted, then resumed)
@@ -227,7 +227,7 @@ def test_a_fleet_that_never_failed_has_no_job_mttf(tmp_path: Path, capsys: pytes
     with Store(path) as store:
         _fleet_night(store, 0, {})
         _fleet_night(store, 1, {})
-    code, out, _ = _cli(capsys, "reliability", "--since", "3650d", "--history", str(path))
+    code, out, _ = _cli(capsys, "reliability", "--no-slurm-events", "--since", "3650d", "--history", str(path))
     assert code == 0
     assert "failures: 0 attributed; 0.00 per 1000 node-days" in out
     assert "job MTTF at 1024 GPUs: - (1/(n*r)); ETTR 100.0%" in out
@@ -237,7 +237,7 @@ def test_one_run_is_no_node_day_yet(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = tmp_path / "h.sqlite"
     with Store(path) as store:
         _fleet_night(store, 0, {"n1": "GPU-04 gpu3 Xid 79"})
-    code, out, _ = _cli(capsys, "reliability", "--since", "3650d", "--history", str(path))
+    code, out, _ = _cli(capsys, "reliability", "--no-slurm-events", "--since", "3650d", "--history", str(path))
     assert code == 0 and "failures: 1 attributed; - per 1000 node-days" in out
 
 
@@ -254,5 +254,5 @@ def test_reliability_with_nothing_in_the_period_is_one_line(tmp_path: Path, caps
     path = tmp_path / "h.sqlite"
     with Store(path) as store:
         _fleet_night(store, 0, {})
-    code, _, err = _cli(capsys, "reliability", "--since", "1d", "--history", str(path))
+    code, _, err = _cli(capsys, "reliability", "--no-slurm-events", "--since", "1d", "--history", str(path))
     assert code == 2 and err.count("\n") == 1 and "no complete run recorded since" in err

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from field_samples import field_text
 from pending_reference import pending_files, pending_tool
 from storage_samples import NO_REAL_SAMPLE
 
@@ -107,6 +108,8 @@ def _seeds(tool: str, ref_dir: Path, tool_of: Callable[[Path], str | None]) -> l
         seeds.append(NUMACTL_SEED)
     if tool == "dcgmi-diag":
         seeds.append(DCGM_JSON_SEED)
+    if tool == "sacctmgr-events":  # no capture in ../shared: the lab's own (tests/field/SOURCES.md)
+        seeds.append(field_text("sacctmgr-events-P-slurmdbd-22.05.8-burnin-lab-drain-down-pipe-in-reason.txt"))
     if tool in NO_REAL_SAMPLE:  # no real output yet: the simulator's rendering
         seeds.append(NO_REAL_SAMPLE[tool]())
     return seeds
@@ -220,6 +223,6 @@ def test_pathological_input_finishes_fast(tool: str) -> None:
 @pytest.mark.parametrize("bad", ["", "   \n\t\n", "\x00\x00", "\ufeff"])
 def test_empty_input(tool: str, bad: str) -> None:
     _accepts(tool, bad)
-    if tool != "dmesg-xid":  # an empty kernel log is a valid log without events
+    if tool not in ("dmesg-xid", "sacctmgr-events"):  # an empty kernel log, sacctmgr -n's empty answer: no events
         with pytest.raises(ParseError):
             parse(tool, bad)

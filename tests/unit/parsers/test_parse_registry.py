@@ -43,6 +43,7 @@ EXPECTED_TOOLS = {
     "mlnx-qos",
     "sysctl",
     "cpu-bind",
+    "sacctmgr-events",
 }
 
 
