@@ -209,7 +209,8 @@ def test_reliability_names_repeat_offenders_by_gpu_and_counts_repairs(tmp_path: 
         store.add_action(at=AT + 8 * DAY, node="n4", action="evict", check_ids=["GPU-04"], reason="Xid 79")
         store.add_action(at=AT + 8.5 * DAY, node="n4", action="resume")
         _fleet_night(store, 9, {})
-    code, out, err = _cli(capsys, "reliability", "--no-slurm-events", "--since", "3650d", "--gpus", "8", "--history", str(path))
+    code, out, err = _cli(capsys, "reliability", "--no-slurm-events", "--since", "3650d", "--gpus", "8",
+                          "--history", str(path))
     assert code == 0, err
     lines = out.splitlines()
     # 4 nodes x 9 days observed; out: n1 2 + 2 days, n2 1 + 2 days, n4 half a day (evicted, then resumed)

@@ -136,5 +136,5 @@ def test_without_a_slurm_configuration_sacctmgr_is_not_asked(tmp_path: Path) -> 
     shim.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
     shim.chmod(0o755)
     client = SlurmClient()
-    with pytest.raises(EventsUnavailable, match="SLURM_CONF=/nonexistent/slurm.conf is not a file"):
+    with pytest.raises(EventsUnavailable, match=r"SLURM_CONF=/nonexistent/slurm\.conf is not a file"):
         read_events(client, AT, environ={"PATH": str(tmp_path), "SLURM_CONF": "/nonexistent/slurm.conf"})

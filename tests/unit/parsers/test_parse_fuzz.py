@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from field_samples import field_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from field_samples import field_text
 from pending_reference import pending_files, pending_tool
 from storage_samples import NO_REAL_SAMPLE
 
