@@ -12,7 +12,8 @@ nodes with ``--label``, split back into one result per node by
 collector's stdout is rebuilt by joining its chunks, and the node a task ran on
 is taken from a marker line the task prints itself (``@burnin-node NAME@``)
 rather than from Slurm's task placement. Node states, allocations and the
-recheck of drained nodes are :mod:`burnin.transport.slurm_jobs`. See docs/slurm.md.
+recheck of drained nodes are :mod:`burnin.transport.slurm_jobs`. Slurm's recorded node events
+(``sacctmgr show event``, :func:`sacctmgr_events_argv`) are read for ``burnin reliability``. See docs/slurm.md.
 """
 
 from __future__ import annotations

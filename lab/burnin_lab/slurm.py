@@ -683,8 +683,11 @@ def _run_once(step: Mapping[str, Any], env: Mapping[str, str], children: dict[st
     deadline = time.monotonic() + DAEMON_START_TIMEOUT
     while True:
         with open(step["log"], "ab") as log:
-            code = subprocess.run(step["argv"], env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
-                                  stderr=subprocess.STDOUT, timeout=DAEMON_START_TIMEOUT, check=False).returncode
+            try:
+                code = subprocess.run(step["argv"], env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
+                                      stderr=subprocess.STDOUT, timeout=DAEMON_START_TIMEOUT, check=False).returncode
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise LabError(f"{step['name']}: {exc}; see {step['log']}") from exc
         _reap(children)
         if code == 0:
             _log(f"{step['name']} done")
