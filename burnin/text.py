@@ -26,8 +26,9 @@ def _escape(match: re.Match[str]) -> str:
 def printable(text: object, *, keep_newlines: bool = False, limit: int | None = None) -> str:
     """``text`` with every control character shown as ``\\xNN`` (tab kept; newlines only if asked)."""
     value = str(text)
-    pattern = _CONTROL if keep_newlines else _CONTROL_NO_NEWLINE
-    value = pattern.sub(_escape, value)
+    if not value.isprintable():  # printable text (nearly all) holds none of the characters escaped
+        pattern = _CONTROL if keep_newlines else _CONTROL_NO_NEWLINE
+        value = pattern.sub(_escape, value)
     if limit is not None and len(value) > limit:
         value = value[: max(0, limit - 3)] + "..."
     return value

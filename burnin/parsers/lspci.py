@@ -8,6 +8,7 @@ capability and control bits, bridge bus numbers and AER status bits.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -81,13 +82,19 @@ class _Draft:
 
 
 def _flags(text: str) -> dict[str, bool]:
-    """``"SrcValid+ TransBlk-"`` -> ``{"SrcValid": True, "TransBlk": False}``."""
+    """``"SrcValid+ TransBlk-"`` -> ``{"SrcValid": True, "TransBlk": False}`` (a new dict each time)."""
+    return dict(_flag_items(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _flag_items(text: str) -> tuple[tuple[str, bool], ...]:
+    """The flags of one ACS/AER line; the same lines recur in every stanza and on every node (cached)."""
     out: dict[str, bool] = {}
     for tok in text.split():
         name, sign = tok[:-1], tok[-1:]
         if sign in ("+", "-") and name[:1].isalpha() and name.replace("_", "").isalnum():
             out[name] = sign == "+"
-    return out
+    return tuple(out.items())
 
 
 def _speed(text: str | None) -> float | None:
@@ -165,68 +172,106 @@ def _finish(d: _Draft) -> PciDevice:
     )
 
 
+def _set_numa(d: _Draft, value: str) -> None:
+    d.numa_node = parse_int(value)
+
+
+def _set_lnkcap(d: _Draft, value: str) -> None:
+    if d.lnkcap is None:
+        d.lnkcap = value
+
+
+def _set_lnksta(d: _Draft, value: str) -> None:
+    if d.lnksta is None:
+        d.lnksta = value
+
+
+def _set_acs_cap(d: _Draft, value: str) -> None:
+    d.acs_cap = _flags(value)
+
+
+def _set_acs_ctl(d: _Draft, value: str) -> None:
+    d.acs_ctl = _flags(value)
+
+
+def _set_uesta(d: _Draft, value: str) -> None:
+    if d.uesta is None:
+        d.uesta = _flags(value)
+
+
+def _set_cesta(d: _Draft, value: str) -> None:
+    if d.cesta is None:
+        d.cesta = _flags(value)
+
+
+def _set_slot(d: _Draft, value: str) -> None:
+    d.physical_slot = value
+
+
+def _set_driver(d: _Draft, value: str) -> None:
+    d.kernel_driver = value
+
+
+def _set_bus(d: _Draft, value: str) -> None:
+    m = _BUS.search(value)
+    if m:
+        d.secondary_bus = int(m.group(1), 16)
+        d.subordinate_bus = int(m.group(2), 16)
+
+
+_FIELDS = {
+    "NUMA node": _set_numa, "LnkCap": _set_lnkcap, "LnkSta": _set_lnksta, "ACSCap": _set_acs_cap,
+    "ACSCtl": _set_acs_ctl, "UESta": _set_uesta, "CESta": _set_cesta, "Physical Slot": _set_slot,
+    "Kernel driver in use": _set_driver, "Bus": _set_bus,
+}
+"""What an indented ``Key: value`` line of a stanza sets, by its key; ``Capabilities...`` lines aside."""
+
+
 def _apply(d: _Draft, line: str) -> None:
-    """Read one indented line of a stanza into the draft."""
+    """Read one indented line of a stanza into the draft (most lines are none of the keys read: dropped
+    before their value is touched)."""
     key, sep, value = line.partition(":")
     if not sep:
         return
     key = key.strip()
-    value = value.strip()
-    if key == "NUMA node":
-        d.numa_node = parse_int(value)
-    elif key == "LnkCap" and d.lnkcap is None:
-        d.lnkcap = value
-    elif key == "LnkSta" and d.lnksta is None:
-        d.lnksta = value
-    elif key == "ACSCap":
-        d.acs_cap = _flags(value)
-    elif key == "ACSCtl":
-        d.acs_ctl = _flags(value)
-    elif key == "UESta" and d.uesta is None:
-        d.uesta = _flags(value)
-    elif key == "CESta" and d.cesta is None:
-        d.cesta = _flags(value)
-    elif key == "Physical Slot":
-        d.physical_slot = value
-    elif key == "Kernel driver in use":
-        d.kernel_driver = value
-    elif key == "Bus":
-        m = _BUS.search(value)
-        if m:
-            d.secondary_bus = int(m.group(1), 16)
-            d.subordinate_bus = int(m.group(2), 16)
-    elif key.startswith("Capabilities") and d.port_type is None and "Express" in value:
-        m = _EXPRESS.search(value)
+    setter = _FIELDS.get(key)
+    if setter is not None:
+        setter(d, value.strip())
+    elif d.port_type is None and key.startswith("Capabilities") and "Express" in value:
+        m = _EXPRESS.search(value.strip())
         if m:
             d.port_type = m.group(1).strip()
 
 
-def parse_lspci(text: str) -> LspciReport:
-    """Parse ``lspci -vv``/``-vvv`` output; a ParseError when no device is found."""
+def _parse(text: str, wanted: Collection[str] | None) -> LspciReport:
+    """Every device (``wanted`` None), or those at ``wanted``'s addresses, whose stanzas alone are read."""
     require_text(TOOL, text)
     devices: list[PciDevice] = []
     current: _Draft | None = None
+    found = False
     for line in iter_lines(text):
-        if not line.strip():
+        if not line or line.isspace():
             continue
         if not line[0].isspace():
             m = _HEAD.match(line.rstrip())
             if m:
+                found = True
                 if current is not None:
                     devices.append(_finish(current))
-                current = _draft(m)
+                current = _draft(m) if wanted is None or _address(m) in wanted else None
             continue
         if current is not None:
             _apply(current, line)
     if current is not None:
         devices.append(_finish(current))
-    if not devices:
+    if not found:
         fail(TOOL, "no 'BB:DD.F class: name' device line found", head_excerpt(text))
     return LspciReport(devices=tuple(devices))
 
 
-# A device line as parse_lspci takes it: the address, a space, then some text (lines split on "\n" only).
-_HEAD_LINE = re.compile(r"^(?:([0-9a-fA-F]{4,8}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7]) [^\n]*\S", re.MULTILINE)
+def parse_lspci(text: str) -> LspciReport:
+    """Parse ``lspci -vv``/``-vvv`` output; a ParseError when no device is found."""
+    return _parse(text, None)
 
 
 def _address(m: re.Match[str]) -> str:
@@ -238,17 +283,7 @@ def parse_lspci_at(text: str, addresses: Collection[str]) -> LspciReport:
     """The devices of :func:`parse_lspci` at ``addresses`` (``0000:1a:00.0``), parsing only their stanzas.
 
     A whole machine's ``lspci -vvv`` is some 2,000 lines; a check that reads a few devices' lines
-    cuts the output at each device line and parses those devices' stanzas alone. The devices are the
-    ones ``parse_lspci(text)`` gives at those addresses, and a ParseError when it would raise one.
+    reads every device line and only those devices' stanzas. The devices are the ones
+    ``parse_lspci(text)`` gives at those addresses, and a ParseError when it would raise one.
     """
-    wanted = set(addresses)
-    if "\r" in text or "\x00" in text or text.startswith("\ufeff"):  # line ends parse_lspci normalises
-        return LspciReport(tuple(d for d in parse_lspci(text).devices if d.address in wanted))
-    heads = list(_HEAD_LINE.finditer(text))
-    if not heads:
-        return parse_lspci(text)  # no device line: its ParseError
-    ends = [m.start() for m in heads[1:]] + [len(text)]
-    kept = [text[m.start():end] for m, end in zip(heads, ends, strict=True) if _address(m) in wanted]
-    if not kept:
-        return LspciReport(())
-    return LspciReport(tuple(d for d in parse_lspci("\n".join(kept)).devices if d.address in wanted))
+    return _parse(text, frozenset(addresses))

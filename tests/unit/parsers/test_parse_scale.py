@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from burnin.cli import parse_cmd
-from burnin.parsers import get_parser, iter_json, to_jsonable
+from burnin.parsers import _common, get_parser, iter_json, to_jsonable
 from burnin.parsers._common import iter_lines, split_lines
 
 pytestmark = pytest.mark.fuzz
@@ -74,6 +74,18 @@ def test_iter_lines_gives_the_lines_split_lines_gives(text: str) -> None:
 @given(st.text(alphabet=st.sampled_from(["a", "b", " ", "\r", "\n", "\x00", "\ufeff", "é"]), max_size=60))
 def test_iter_lines_matches_split_lines_on_any_text(text: str) -> None:
     assert list(iter_lines(text)) == split_lines(text)
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "b", " ", "\n", "\x00", "\ufeff"]), max_size=60),
+       st.integers(min_value=1, max_value=8))
+def test_iter_lines_in_chunks_matches_split_lines(text: str, chunk: int) -> None:
+    """Text without a carriage return is split a chunk at a time: any chunk size, any place of the newlines."""
+    original = _common._CHUNK_CHARS
+    _common._CHUNK_CHARS = chunk  # a few characters: every line end falls on or near a chunk's
+    try:
+        assert list(iter_lines(text)) == split_lines(text)
+    finally:
+        _common._CHUNK_CHARS = original
 
 
 @dataclass(frozen=True)
