@@ -99,6 +99,7 @@ class _PluginState:
         self.collect_skips: list[str] = []
         self.stopped: str | None = None
         self.current: pytest.Item | None = None  # the test being set up
+        self.current_check: str | None = None  # its check mark's id (None: it has none)
         self.order: dict[str, int] = {}  # selected test id -> its place in collection order
         self._facts: OrderedDict[str, Facts] = OrderedDict()
         self._topologies: dict[str, Topology] = {}
@@ -106,7 +107,7 @@ class _PluginState:
         self._checks: dict[str, CheckSpec] | None = None
         self.hook: Any = None  # config.hook: pytest_burnin_facts_read and pytest_burnin_judged
         self.lean = False  # every test is judged by the lean protocol (burnin.plugin_lean)
-        self._report_paths: dict[Path, str] = {}  # test file -> its path in pytest's reports (location[0])
+        self._lean_files: dict[Path, tuple[str, bool]] = {}  # test file -> its path in reports, readers
         self.jobs = 1  # worker processes a lean run of POOL_MIN_NODES or more judges its checks in
         self._pool: WorkerPool | None = None
         self._pooled: Iterator[tuple[str, dict[str, Verdict] | None]] | None = None
@@ -138,45 +139,79 @@ class _PluginState:
             self._hand_out(session.items) if self.lean else self.close_pool()
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """A lean session's tests judged one after the other without a hook call each (pytest's own loop
+        otherwise, or where another plugin runs the tests: xdist)."""
+        if not self.lean or session.config.option.collectonly or session.testsfailed or any(
+                impl.plugin is not self and impl.plugin_name != "main"
+                for impl in session.config.hook.pytest_runtestloop.get_hookimpls() if not impl.hookwrapper):
+            return None
+        for item in session.items:
+            self.judge_lean_item(item, session)
+            if session.shouldfail:
+                raise session.Failed(session.shouldfail)
+            if session.shouldstop:
+                raise session.Interrupted(session.shouldstop)
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-        """Judge a node test through the lean protocol (:mod:`burnin.plugin_lean`); what it does not map runs
-        again through pytest's whole protocol, as the last test of the session (nothing set up is left behind)."""
         if not self.lean or item.stash.get(_FULL_PROTOCOL, False):
             return None
+        self.judge_lean_item(item, item.session)
+        return True
+
+    def judge_lean_item(self, item: pytest.Item, session: pytest.Session) -> None:
+        """Judge a node test through the lean protocol (:mod:`burnin.plugin_lean`); what it does not map runs
+        again through pytest's whole protocol, as the last test of the session (nothing set up is left behind).
+
+        Its two reports (setup, then teardown with the outcome) go to the report readers there are
+        (:data:`~burnin.plugin_lean.LEAN_REPORTS`); with none, the outcome is recorded and counted as
+        pytest's session counts a failed report, without reports."""
         assert isinstance(item, pytest.Function)
         node, check = _node_of(item), _check_id(item)
         assert node is not None
         before = list(item.user_properties)
-        location = self._report_paths.get(item.path)
-        if location is None:
-            location = self._report_paths[item.path] = item.location[0]
-        ihook = item.ihook
-        ihook.pytest_runtest_logreport(report=pytest.TestReport(  # a node's first test: the recorder commits
-            item.nodeid, (location, None, item.name), {}, "passed", None, "setup", user_properties=before))
-        self.current = item
+        location, readers = self._lean_files.get(item.path) or self._lean_file(item)
+        if readers:
+            item.ihook.pytest_runtest_logreport(report=pytest.TestReport(  # a node's first test: the recorder commits
+                item.nodeid, (location, None, item.name), {}, "passed", None, "setup", user_properties=before))
+        self.current, self.current_check = item, _check_mark(item)
         started = time.perf_counter()
         judged = judge_lean(item, node, check, _FIXTURE_VALUES)
         if judged is None:
             item.user_properties[:] = before
             item.stash[_FULL_PROTOCOL] = True
-            ihook.pytest_runtest_protocol(item=item, nextitem=None)
-            return True
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+            return
         result = ItemResult()
         result.add(*judged)
         _set_outcome(item, result)
         # the outcome as pytest's reports carry it: failed (pytest's exit status counts it), skipped, passed
         outcome: Literal["passed", "failed", "skipped"] = "failed" if result.status in (FAIL, INCOMPLETE) else \
             "skipped" if result.status == NOT_APPLICABLE else "passed"
-        longrepr = (location, 0, result.reason) if outcome == "skipped" else result.reason or None
-        ihook.pytest_runtest_logreport(report=pytest.TestReport(
-            item.nodeid, (location, None, item.name), {}, outcome, longrepr, "teardown",
-            user_properties=[(name, printable(value)) for name, value in item.user_properties],
-            duration=time.perf_counter() - started))
-        return True
+        properties: list[tuple[str, object]] = [(name, printable(value)) for name, value in item.user_properties]
+        if readers:
+            longrepr = (location, 0, result.reason) if outcome == "skipped" else result.reason or None
+            item.ihook.pytest_runtest_logreport(report=pytest.TestReport(
+                item.nodeid, (location, None, item.name), {}, outcome, longrepr, "teardown",
+                user_properties=properties, duration=time.perf_counter() - started))
+            return
+        self.record(item.nodeid, item.nodeid.partition("::")[0], properties, time.perf_counter() - started)
+        if outcome == "failed":
+            session.testsfailed += 1  # as pytest's session counts a failed report (no --maxfail in a lean run)
+
+    def _lean_file(self, item: pytest.Item) -> tuple[str, bool]:
+        """A test file's path in pytest's reports and whether anything there reads test reports but the
+        plugin and pytest's session (which counts the failed ones)."""
+        readers = any(impl.plugin is not self and impl.plugin_name != "session"
+                      for impl in item.ihook.pytest_runtest_logreport.get_hookimpls())
+        found = self._lean_files[item.path] = (item.location[0], readers)
+        return found
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        self.current = item
+        self.current, self.current_check = item, _check_mark(item)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.skipped:
@@ -504,8 +539,8 @@ def _topology_of(node: str) -> Topology:
 
 def _current_check() -> tuple[pytest.Item, str]:
     """The test being set up and its check id (a UsageError without ``@pytest.mark.check(ID)``)."""
-    item = _active().current
-    mark = _check_mark(item) if item is not None else None
+    state = _active()
+    item, mark = state.current, state.current_check
     if item is None or mark is None:
         where = item.nodeid if item is not None else "a test"
         raise pytest.UsageError(f"{where}: the verdict fixture needs @pytest.mark.check(ID)")

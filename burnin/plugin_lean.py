@@ -76,8 +76,9 @@ def lean_session(session: pytest.Session, fixture_module: str) -> bool:
                                                      "stepwise", "trace")):
         return False
     hooks_seen: set[object] = set()
+    functions: dict[int, tuple[object, bool]] = {}  # a test function's fixture info -> whether it may be lean
     for item in session.items:
-        if not _lean_item(item, fixture_module):
+        if not _lean_item(item, fixture_module, functions):
             return False
         if item.path not in hooks_seen:
             hooks_seen.add(item.path)
@@ -95,13 +96,25 @@ def _known(impl: Any, hook: str) -> bool:
         hook == "pytest_runtest_logreport" and getattr(impl.plugin, LEAN_REPORTS, False) is True)
 
 
-def _lean_item(item: pytest.Item, fixture_module: str) -> bool:
+def _lean_item(item: pytest.Item, fixture_module: str, functions: dict[int, tuple[object, bool]]) -> bool:
+    """Whether one test may be lean: a node test (see the module docstring); what its function decides (its
+    fixtures, its marks and its module's) is looked at once per function, through ``functions``."""
     if not isinstance(item, pytest.Function) or item.cls is not None:
         return False
     callspec = getattr(item, "callspec", None)
     info = getattr(item, "_fixtureinfo", None)
     if callspec is None or set(callspec.params) != {"node"} or info is None:
         return False
+    if any(mark.name not in LEAN_MARKS for mark in item.own_markers):  # a parameter's marks are its own
+        return False
+    seen = functions.get(id(info))
+    if seen is None or seen[0] is not info:
+        seen = functions[id(info)] = (info, _lean_function(item, info, fixture_module))
+    return seen[1]
+
+
+def _lean_function(item: pytest.Function, info: Any, fixture_module: str) -> bool:
+    """What every test of ``item``'s function shares: a plain function, the plugin's fixtures, lean marks."""
     function = item.obj
     if not inspect.isfunction(function) or inspect.iscoroutinefunction(function) \
             or inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
