@@ -8,7 +8,6 @@ capability and control bits, bridge bus numbers and AER status bits.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -82,19 +81,13 @@ class _Draft:
 
 
 def _flags(text: str) -> dict[str, bool]:
-    """``"SrcValid+ TransBlk-"`` -> ``{"SrcValid": True, "TransBlk": False}`` (a new dict each time)."""
-    return dict(_flag_items(text))
-
-
-@functools.lru_cache(maxsize=256)
-def _flag_items(text: str) -> tuple[tuple[str, bool], ...]:
-    """The flags of one ACS/AER line; the same lines recur in every stanza and on every node (cached)."""
+    """``"SrcValid+ TransBlk-"`` -> ``{"SrcValid": True, "TransBlk": False}``."""
     out: dict[str, bool] = {}
     for tok in text.split():
         name, sign = tok[:-1], tok[-1:]
         if sign in ("+", "-") and name[:1].isalpha() and name.replace("_", "").isalnum():
             out[name] = sign == "+"
-    return tuple(out.items())
+    return out
 
 
 def _speed(text: str | None) -> float | None:
