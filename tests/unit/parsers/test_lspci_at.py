@@ -68,3 +68,24 @@ _LINES = st.sampled_from([
        st.sets(st.sampled_from(["0000:1a:00.0", "0000:19:00.0", "0000:18:01.0", "abcd:18:01.0"])))
 def test_any_output_gives_what_the_whole_parse_gives(lines: list[str], newline: str, addresses: set[str]) -> None:
     _same(newline.join(lines), addresses)
+
+
+STANZA = """0000:19:00.0 PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0)
+\tSubsystem: Vendor Express (v2) Endpoint, MSI 00
+\tCapabilities: [68] Express (v2) Downstream Port (Slot+), MSI 00
+\tCapabilities: [a0] Express (v2) Root Port (Slot-), MSI 00
+\t\tUESta:\tDLP+ SDES- TLP-
+\t\tCESta:\tRxErr+ BadTLP-
+\t\tUESta:\tDLP- SDES+ TLP-
+\t\tCESta:\tRxErr- BadTLP+
+"""
+
+
+def test_a_stanza_keeps_the_first_express_capability_and_aer_status_lines() -> None:
+    """The port type comes from the first ``Capabilities: ... Express`` line (not from any other line naming
+    one), the AER status bits from the first UESta/CESta lines: whole or cut to the stanza, the same."""
+    for report in (parse_lspci(STANZA), parse_lspci_at(STANZA, {"0000:19:00.0"})):
+        (device,) = report.devices
+        assert device.port_type == "Downstream Port"
+        assert device.aer_uncorrectable == {"DLP": True, "SDES": False, "TLP": False}
+        assert device.aer_correctable == {"RxErr": True, "BadTLP": False}
