@@ -469,9 +469,13 @@ def remote_command(argv: Sequence[str], env: Mapping[str, str] | None = None,
     if timeout is None:
         return line
     secs = max(1, int(timeout + 0.999))
-    return ("exec 3<&0; if command -v timeout >/dev/null 2>&1; "
+    # The trap is set before the command starts: a signal that lands before ``p`` is known marks ``stop``
+    # and the command is stopped as soon as it is (set after it, a signal in between killed the shell alone
+    # and left the command running until its timeout).
+    return ("exec 3<&0; p=; stop=; trap 'stop=1; [ -z \"$p\" ] || kill -TERM $p 2>/dev/null' HUP INT TERM; "
+            "if command -v timeout >/dev/null 2>&1; "
             f"then timeout -k {KILL_GRACE_S} {secs} {line} <&3 3<&- & else {line} <&3 3<&- & fi; "
-            "p=$!; exec 3<&-; trap 'kill -TERM $p 2>/dev/null' HUP INT TERM; wait $p; s=$?; "
+            "p=$!; exec 3<&-; [ -z \"$stop\" ] || kill -TERM $p 2>/dev/null; wait $p; s=$?; "
             "while kill -0 $p 2>/dev/null; do wait $p; s=$?; done; "
             "if [ $s -gt 128 ] && [ $s -lt 160 ]; then "
             "echo \"burnin: the command was killed by signal $((s-128)) (SIG$(kill -l $((s-128))))\" >&2; "

@@ -161,7 +161,10 @@ def test_remote_command_quotes_every_word() -> None:
     line = remote_command(argv)
     assert shlex.split(line) == argv
     wrapped = remote_command(argv, {"BURNIN_X": "v w"}, timeout=9.2)
-    assert wrapped.startswith("exec 3<&0; if command -v timeout >/dev/null 2>&1; then timeout -k 5 10 env ")
+    assert wrapped.startswith("exec 3<&0; ") and "then timeout -k 5 10 env " in wrapped
+    # the shell traps HUP/INT/TERM before it starts the command: a signal sshd delivers in between must not
+    # end the shell alone and leave the command running until its timeout (a CI run caught that race)
+    assert wrapped.index("trap ") < wrapped.index("timeout -k 5 10 env ")
     assert shlex.quote("BURNIN_X=v w") in wrapped and shlex.join(argv) in wrapped
     with pytest.raises(SshError, match="invalid environment variable"):
         remote_command(["true"], {"A;B": "1"})
