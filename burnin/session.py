@@ -84,6 +84,11 @@ def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts],
                                                       duration_s=duration_s))
 
 
+PLUGIN_ARGS = ("--disable-plugin-autoload", "-p", "burnin.plugin")
+"""burnin's own plugin and no other: a third-party plugin installed beside burnin (pytest-rerunfailures retrying
+a failed check, pytest-xdist, hypothesis) never joins the session that judges nodes, and costs no import. A site
+suite that needs one loads it itself (``pytest_plugins = ["name"]`` in its conftest.py)."""
+
 PYTEST_LEAN_ARGS = (
     "-p", "no:logging", "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception",
     "--capture=sys", "--burnin-lean",
@@ -120,6 +125,7 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
         "--burnin-facts", str(facts_dir),
         "--burnin-topology", topology,
         "--burnin-out", str(out_dir),
+        *PLUGIN_ARGS,
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
         *PYTEST_LEAN_ARGS, "--burnin-jobs", str(usable_cpus()),

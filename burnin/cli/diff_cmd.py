@@ -28,15 +28,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from burnin.cli.history_db import open_store, problem_text, say
     from burnin.errors import UsageError
+
+    if len(args.runs) not in (0, 2):  # before the history's modules: a usage error costs nothing
+        raise UsageError(f"name two runs or none, not {len(args.runs)}")
+    from burnin.cli.history_db import open_store, problem_text, say
     from burnin.history.compare import default_pair, diff
     from burnin.history.query import find_run
     from burnin.history.records import time_text
     from burnin.nodes import fold
 
-    if len(args.runs) not in (0, 2):
-        raise UsageError(f"name two runs or none, not {len(args.runs)}")
     with open_store(args) as store:
         if args.runs:
             before, after = find_run(store, args.runs[0]), find_run(store, args.runs[1])

@@ -50,7 +50,12 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None, *, options: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser: every verb's (``verb`` None) or one verb's only.
+
+    ``options=False``: the verbs without their options, all that ``burnin --help`` shows and all an unknown
+    verb's usage error needs, so neither imports a single command module.
+    """
     parser = ArgumentParser(
         prog="burnin",
         description="Acceptance, burn-in and health probes for bare-metal NVIDIA H100 GPU nodes.",
@@ -65,7 +70,8 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         if verb is None or verb == name:
             sub_parser = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
-            _command_module(module).add_arguments(sub_parser)
+            if options:
+                _command_module(module).add_arguments(sub_parser)
     return parser
 
 
@@ -122,7 +128,7 @@ def _dispatch(args_list: list[str], verb: str | None, prog: str) -> int:
     from burnin.cli import interrupt
     from burnin.errors import BurninError
 
-    parser = build_parser(verb if verb in COMMANDS else None)
+    parser = build_parser(verb) if verb in COMMANDS else build_parser(options=False)
     args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help()

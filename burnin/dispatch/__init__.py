@@ -1,5 +1,3 @@
-"""Dispatchers: which nodes a run covers and how their facts are gathered."""
+"""Dispatchers: which nodes a run covers and how their facts are gathered (:class:`burnin.dispatch.base.Dispatcher`).
 
-from burnin.dispatch.base import Dispatcher
-
-__all__ = ["Dispatcher"]
+Importing the package imports nothing else: ``burnin run --help`` reads only the registry's options."""

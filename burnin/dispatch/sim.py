@@ -17,16 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.dispatch.base import DispatchContext
 from burnin.errors import UsageError
-from burnin.facts import Facts
-from burnin.launch.local import LocalLauncher
-from burnin.launch.log import NO_LOG, CommandLog
-from burnin.transport.local import LocalTransport
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `burnin run --help` reads add_arguments only: the dispatcher's machinery is imported when used
+    from burnin.dispatch.base import DispatchContext
+    from burnin.facts import Facts
+    from burnin.launch.local import LocalLauncher
+    from burnin.launch.log import CommandLog
     from burnin.sim import SimNode
     from burnin.topology.model import Topology
+    from burnin.transport.local import LocalTransport
 
 DEFAULT_NODES = 8
 USAGE = "--sim [N]"
@@ -183,6 +183,7 @@ class SimDispatcher:
         """``render=False``: the nodes already rendered in ``state_dir`` as they are (``burnin repair --rack``:
         what a reset or a reboot left on them), not rendered again from ``faults``."""
         from burnin.sim import SimNode, build_rack
+        from burnin.transport.local import LocalTransport
 
         self.nodes = names
         self._state_dir = state_dir
@@ -219,6 +220,9 @@ class SimDispatcher:
 
     def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> LocalLauncher:
         """Commands run locally as each node; a multi-node job may run as one process that models the group."""
+        from burnin.launch.local import LocalLauncher
+        from burnin.launch.log import NO_LOG
+
         del facts  # simulated whatever the nodes reported
         return LocalLauncher(self._transport, sim_job_env, log=log or NO_LOG)
 

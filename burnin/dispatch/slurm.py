@@ -31,18 +31,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.dispatch.base import DispatchContext, preset_from_facts
 from burnin.errors import UsageError
-from burnin.facts import Facts
-from burnin.launch.log import CommandLog
-from burnin.launch.slurm import STAGE_DIR
-from burnin.nodes import expand
-from burnin.transport.base import CommandResult
-from burnin.transport.slurm import SlurmClient
-from burnin.transport.slurm_jobs import SlurmJobs
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `burnin run --help` reads add_arguments only: the dispatcher's machinery is imported when used
+    from burnin.dispatch.base import DispatchContext
+    from burnin.facts import Facts
+    from burnin.launch.log import CommandLog
     from burnin.launch.slurm import SlurmLauncher, Triage
+    from burnin.transport.base import CommandResult
+    from burnin.transport.slurm import SlurmClient
+    from burnin.transport.slurm_jobs import SlurmJobs
 
 # A resumed node shows idle* for a moment; if the health check drains it again meanwhile
 # (it still fails a fast check), the recheck allocation can never start: do not wait long.
@@ -75,10 +73,15 @@ class SlurmDispatcher:
         reservation: str | None = None,
         collector: str | None = None,
         recheck_drained: bool = False,
-        stage_dir: str = STAGE_DIR,
+        stage_dir: str | None = None,
         client: SlurmClient | None = None,
         log_file: Path | None = None,
     ) -> None:
+        """``stage_dir``: where the collector is shipped to (default :data:`burnin.launch.slurm.STAGE_DIR`)."""
+        from burnin.launch.log import CommandLog
+        from burnin.launch.slurm import STAGE_DIR
+        from burnin.transport.slurm import SlurmClient
+
         self.nodes = nodes
         self.topology_by_node: dict[str, str] = {}
         self.job_id = job_id
@@ -86,7 +89,7 @@ class SlurmDispatcher:
         self.reservation = reservation
         self.collector = collector
         self.recheck_drained = recheck_drained
-        self.stage_dir = stage_dir.rstrip("/") or "/"
+        self.stage_dir = (STAGE_DIR if stage_dir is None else stage_dir).rstrip("/") or "/"
         self.client: SlurmClient = client or SlurmClient()
         self.log_file = log_file
         self._log = CommandLog(log_file)
@@ -98,6 +101,8 @@ class SlurmDispatcher:
     @classmethod
     def from_args(cls, args: argparse.Namespace, topology_name: str, out_dir: Path) -> SlurmDispatcher:
         """Nodes from ``--nodes``, else the allocation this runs in (``SLURM_JOB_NODELIST``)."""
+        from burnin.nodes import expand
+
         del topology_name  # every node is judged against the run's topology
         if shutil.which("srun") is None:
             raise UsageError("srun not found on PATH: --via slurm needs Slurm's client commands "
@@ -130,6 +135,7 @@ class SlurmDispatcher:
                on_done: Callable[[str], None] | None = None) -> dict[str, Facts]:
         """The collector launched on every node Slurm runs a job on: the schedulable nodes in one allocation, the
         burnin-drained ones rechecked (``--gate slurm``) in one of their own, side by side."""
+        from burnin.facts import Facts
         from burnin.launch.base import fan_out
         from burnin.launch.gather import collector_args, facts_from_result
         from burnin.launch.slurm import Triage, triage
@@ -179,12 +185,15 @@ class SlurmDispatcher:
             launcher.close()
 
     def _jobs(self) -> SlurmJobs:
+        from burnin.transport.slurm_jobs import SlurmJobs
+
         return SlurmJobs(self.client, job_id=self.job_id, partition=self.partition, reservation=self.reservation,
                          recheck_drained=self.recheck_drained, collector=self.collector)
 
     def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> SlurmLauncher:
         """srun steps from here, in an allocation of the caller's own (or the one burnin runs in); its commands
         go to ``log``, else to this dispatcher's own log."""
+        from burnin.dispatch.base import preset_from_facts
         from burnin.launch.slurm import SlurmLauncher
 
         return SlurmLauncher(self._jobs(), preset=preset_from_facts(facts), log=log or self._log,

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from burnin.dispatch.base import DispatchContext, preset_from_facts
 from burnin.errors import UsageError
-from burnin.facts import Facts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `burnin run --help` reads add_arguments only: the dispatcher's machinery is imported when used
+    from burnin.dispatch.base import DispatchContext
+    from burnin.facts import Facts
     from burnin.inventory import Inventory
     from burnin.launch.log import CommandLog
     from burnin.launch.ssh import SshLauncher
@@ -123,6 +123,7 @@ class SshDispatcher:
 
     def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> SshLauncher:
         """Commands over the SSH connections; jobs start on the nodes themselves (mpirun from the first node)."""
+        from burnin.dispatch.base import preset_from_facts
         from burnin.launch.log import NO_LOG
         from burnin.launch.ssh import SshLauncher
 

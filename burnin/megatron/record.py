@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from burnin.errors import ParseError
 from burnin.launch.base import NOT_EXECUTABLE_EXIT, NOT_FOUND_EXIT, missing_program
 from burnin.megatron import logs
-from burnin.megatron.commands import TIMED_OUT_EXITS, Launch
-from burnin.megatron.config import MegatronSettings
 from burnin.megatron.mfu import flops_per_iteration
+
+if TYPE_CHECKING:  # the launch's machinery is not the checks' to import (burnin.checks.workload reads the keys)
+    from burnin.megatron.commands import Launch
+    from burnin.megatron.config import MegatronSettings
 
 PROBE_MARKER = "BURNIN-PLACEMENT "
 FLEET_KEY = "single.tflops_per_gpu"
@@ -78,6 +80,8 @@ def rank_log_files(launch: Launch, results: Mapping[str, Outcome]) -> dict[str, 
 
 def _outcome(launch: Launch, results: Mapping[str, Outcome]) -> dict[str, Any]:
     """One exit for the run: the first node's error, any timeout, the worst exit status."""
+    from burnin.megatron.commands import TIMED_OUT_EXITS
+
     missing = [n for n in launch.argv_by_node if n not in results]
     got = [results[n] for n in launch.argv_by_node if n in results]
     errors = [f"{n}: {results[n].error}" for n in launch.argv_by_node if n in results and results[n].error]
