@@ -76,10 +76,12 @@ import json
 import os
 import random
 import re
-import socket
 import sys
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs an import on every simulated tool run; the annotations are strings
+if TYPE_CHECKING:
+    from typing import Any
 
 NVLS_GBPS = 480.0
 RING_GBPS = {"all_reduce": 367.0, "all_gather": 361.4, "reduce_scatter": 362.9, "alltoall": 340.0,
@@ -295,6 +297,13 @@ def info_lines(node: Node, n_index: int, members: list[Node], *, host: str | Non
     return lines
 
 
+def _host_name() -> str:
+    """The host's name, as a real rank prints it (socket is imported only by a rank of a real mpirun job)."""
+    import socket
+
+    return socket.gethostname()
+
+
 def node_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -350,7 +359,7 @@ class MpiRank:
         """Report this rank and read every rank's report: (the job's folder, reports in rank order)."""
         rendezvous = _sibling("rendezvous", "burnin.sim.rendezvous")
         where = rendezvous.folder("mpi", self.job)
-        record = {"rank": self.rank, "node": me, "host": socket.gethostname(), "pid": os.getpid()}
+        record = {"rank": self.rank, "node": me, "host": _host_name(), "pid": os.getpid()}
         try:
             return where, rendezvous.meet(where, self.rank, self.size, record, MPI_WAIT_S)
         except rendezvous.Missing as exc:
@@ -488,7 +497,7 @@ def rank_line(rank: int, pid: int, host: str, gpu: dict[str, Any], name: str) ->
 def other_rank(own: list[Node], members: list[Node], *, real: bool = False) -> int:
     """A rank that prints no table: its own nodes' NCCL INFO lines (``real``: with its own host name and pid);
     a hung job never ends."""
-    host, pid = (socket.gethostname(), os.getpid()) if real else (None, None)
+    host, pid = (_host_name(), os.getpid()) if real else (None, None)
     for member in own:
         sys.stdout.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members,
                                                                     host=host, pid=pid)))
@@ -552,7 +561,7 @@ def table(collective: str, opts: dict[str, str], members: list[Node], own: list[
         if len(node.gpus) < gpus_per_proc or any(g["lost"] for g in node.gpus):
             out.flush()
             raise SimFailure(f"{node.name}: Test CUDA failure common.cu:1093 'invalid device ordinal'")
-    host, pid = (socket.gethostname(), os.getpid()) if real else (None, None)
+    host, pid = (_host_name(), os.getpid()) if real else (None, None)
     for member in own:
         out.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members,
                                                              host=host, pid=pid)))
