@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 import sys
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from burnin.nodes import fold
 from burnin.report.reasons import condense, id_list
-from burnin.session import RunResult
 from burnin.text import printable
+
+if TYPE_CHECKING:
+    from burnin.session import RunResult
 
 
 def _say(line: str) -> None:

@@ -15,8 +15,10 @@ Older releases leave out the ``c*a/h`` factor, which is 1 for the Llama shapes.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from burnin.megatron.config import ModelShape
+if TYPE_CHECKING:  # a pydantic model: the checks that read MFU figures do not build it
+    from burnin.megatron.config import ModelShape
 
 
 def padded_vocab_size(shape: ModelShape, tensor_parallel: int) -> int:
