@@ -84,10 +84,26 @@ def write_reports(out_dir: Path, gate: dict[str, Any], facts: dict[str, Facts],
                                                       duration_s=duration_s))
 
 
-PLUGIN_ARGS = ("--disable-plugin-autoload", "-p", "burnin.plugin")
-"""burnin's own plugin and no other: a third-party plugin installed beside burnin (pytest-rerunfailures retrying
-a failed check, pytest-xdist, hypothesis) never joins the session that judges nodes, and costs no import. A site
-suite that needs one loads it itself (``pytest_plugins = ["name"]`` in its conftest.py)."""
+PLUGIN_ARGS = ("--disable-plugin-autoload",)
+"""No plugin but pytest's own and burnin's (:class:`_BurninPlugin`): a third-party plugin installed beside burnin
+(pytest-rerunfailures retrying a failed check, pytest-xdist, hypothesis) never joins the session that judges
+nodes, and costs no import. A site suite that needs one loads it itself (``pytest_plugins = ["name"]`` in its
+conftest.py)."""
+
+
+class _BurninPlugin:
+    """Registers :mod:`burnin.plugin` under its entry point's name, ``burnin``, as autoloading did.
+
+    ``-p burnin`` would also mark every burnin module for pytest's assertion rewriting (a rewritten module is
+    compiled again on every run), and a plugin object given to ``pytest.main`` is registered under its module's
+    name, which the lean protocol does not know (:data:`burnin.plugin_lean.KNOWN_PLUGINS`).
+    """
+
+    def pytest_addhooks(self, pluginmanager: Any) -> None:
+        from burnin import plugin
+
+        if pluginmanager.get_plugin("burnin") is None:
+            pluginmanager.register(plugin, "burnin")
 
 PYTEST_LEAN_ARGS = (
     "-p", "no:logging", "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception",
@@ -151,7 +167,8 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
                 self.interrupt = value
 
     progress = _Progress()
-    code = int(pytest.main(args, plugins=[progress, *plugins]))
+    # burnin's plugin registered last, as autoloading did: its hooks run before those of the ones given here
+    code = int(pytest.main(args, plugins=[progress, *plugins, _BurninPlugin()]))
     if progress.interrupt is not None:
         raise progress.interrupt
     return code
