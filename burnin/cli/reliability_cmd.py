@@ -49,8 +49,8 @@ def _hours(seconds: float | None) -> str:
 
 def _slurm_events(args: argparse.Namespace, since: float) -> tuple[list[SlurmEvent] | None, str]:
     """Slurm's node events of the period (None and why, when they were not read)."""
+    from burnin.cli.slurm_events import EVENTS_ENV, EventsUnavailable, read_events
     from burnin.errors import UsageError
-    from burnin.history.slurm_events import EVENTS_ENV, EventsUnavailable, read_events
     from burnin.transport.slurm import SlurmClient
 
     if args.slurm_events is False:

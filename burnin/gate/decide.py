@@ -14,13 +14,13 @@ this decision judged and passed (:func:`unjudged`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from burnin.evaluate.verdict import Status
 from burnin.nodes import fold
+from burnin.reasons import CHECK_ID, DRAIN_PREFIX, RUN_CHECK, reason_checks
 from burnin.text import printable
 
 # The outcome strings are the one vocabulary's values (burnin.evaluate.verdict.Status).
@@ -28,14 +28,10 @@ PASS: str = Status.PASS.value
 FAIL: str = Status.FAIL.value
 INCOMPLETE: str = Status.INCOMPLETE.value
 NOT_APPLICABLE: str = Status.NOT_APPLICABLE.value
-RUN_CHECK = "RUN"  # the pseudo check id of reasons about the run itself
-DRAIN_PREFIX = "burnin:"  # what every reason burnin takes a node out with starts with (DESIGN.md, "Contracts")
 VENDOR_MARK = "sent to vendor"
 """What follows the check ids in the reason of a node the repair ladder sent to the vendor (docs/repair.md):
 no gate, probe or watch changes that reason or resumes the node; an operator returns it."""
 IDS_BUDGET = 100  # a longer list of check ids is written with ranges (GPU-01..06) in a reason
-_CHECK_ID = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)$")
-_CHECK_RANGE = re.compile(r"^([A-Z][A-Z0-9]*)-(\d+)\.\.(\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +92,7 @@ def check_ids_text(ids: Iterable[str]) -> str:
     numbered: dict[str, list[tuple[int, str]]] = {}
     others: list[str] = []
     for check in unique:
-        match = _CHECK_ID.match(check)
+        match = CHECK_ID.match(check)
         if match is None:
             others.append(check)
         else:
@@ -114,31 +110,6 @@ def check_ids_text(ids: Iterable[str]) -> str:
             if number is not None:
                 run = [number]
     return ",".join([*parts, *others])
-
-
-def parse_check_ids(text: str) -> tuple[str, ...] | None:
-    """``IB-01,GPU-03..05,RUN`` -> the ids (ranges expanded); None when any item is no check id."""
-    ids: list[str] = []
-    for item in text.split(","):
-        single = _CHECK_ID.match(item)
-        span = _CHECK_RANGE.match(item)
-        if single is not None or item == RUN_CHECK:
-            ids.append(item)
-        elif span is not None and len(span.group(2)) == len(span.group(3)) and span.group(2) < span.group(3):
-            family, first, last = span.group(1), int(span.group(2)), int(span.group(3))
-            ids += [f"{family}-{n:0{len(span.group(2))}d}" for n in range(first, last + 1)]
-        else:
-            return None
-    return tuple(dict.fromkeys(ids))
-
-
-def reason_checks(reason: str) -> tuple[str, ...] | None:
-    """The check ids a reason burnin set names (``burnin: IB-01,GPU-10 <cause>``); None when it is not
-    burnin's, or its ids cannot be read (cut short, edited): such a reason is never resumed from."""
-    if not reason.startswith(DRAIN_PREFIX):
-        return None
-    words = reason[len(DRAIN_PREFIX):].split(maxsplit=1)
-    return parse_check_ids(words[0]) if words else None
 
 
 def sent_to_vendor(reason: str) -> bool:

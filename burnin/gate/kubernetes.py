@@ -26,7 +26,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from burnin.gate.decide import DRAIN_PREFIX, RUN_CHECK, check_ids_text, reason_checks
+from burnin.gate.decide import check_ids_text
+from burnin.reasons import DRAIN_PREFIX, RUN_CHECK, reason_checks
 from burnin.transport.slurm_jobs import burnin_reason
 
 if TYPE_CHECKING:

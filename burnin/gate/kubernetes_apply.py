@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from burnin.breaker.budget import Drained, Fleet
 from burnin.breaker.guard import guard
 from burnin.errors import UsageError
-from burnin.gate.decide import reason_checks
 from burnin.gate.kubernetes import NO_EXECUTE, NO_SCHEDULE, NodePatch, NodeState, plan_node, put_back, take_out
 from burnin.gate.kubernetes import with_version as _with_version
 from burnin.history.actions import TakenAction, record_actions
 from burnin.outdir import new_run_id
+from burnin.reasons import reason_checks
 from burnin.text import printable
 from burnin.transport.kubernetes import KubeClient, KubeError, NodeApi
 

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from burnin.breaker.guard import Admission, guard
-from burnin.gate.decide import check_ids_text, reason_checks, sent_to_vendor, unjudged
+from burnin.gate.decide import check_ids_text, sent_to_vendor, unjudged
 from burnin.history.actions import TakenAction, record_actions
 from burnin.nodes import fold, validate_name
+from burnin.reasons import reason_checks
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
 from burnin.transport.slurm_jobs import (

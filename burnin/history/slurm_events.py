@@ -12,32 +12,22 @@ its start to its end (open: still out), with its reason:
 A drain burnin took and recorded itself (a gate action in the history: same node, a start within
 :data:`MATCH_WINDOW_S` of the recorded action, the same reason or the same check ids) is not counted a second
 time: only its end (when Slurm saw the node back) is folded in, which the history may not know when an operator
-resumed the node. Reading the events (:func:`read_events`) runs ``sacctmgr`` through the transport; the folding
-(:func:`fold_events`) is pure.
+resumed the node. The folding (:func:`fold_events`) is pure; ``burnin reliability`` reads the events
+(:mod:`burnin.cli.slurm_events`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 
-from burnin.errors import ParseError
-from burnin.gate.decide import reason_checks
 from burnin.history.records import Observation
-from burnin.parsers.sacctmgr import EVENT_FORMAT, SlurmEvent, parse_sacctmgr_events
+from burnin.parsers.sacctmgr import SlurmEvent
+from burnin.reasons import reason_checks
 from burnin.text import printable
-from burnin.transport.slurm import SlurmRunner, sacctmgr_events_argv
 
 MATCH_WINDOW_S = 300.0
 """A Slurm event starting this close to a drain burnin recorded on the node, with its reason, is that drain."""
-SACCTMGR_TIMEOUT_S = 60.0
-"""A bound on one ``sacctmgr show event`` (slurmdbd answers from its database; a failure limit)."""
-EVENTS_ENV = {"TZ": "UTC", "SLURM_TIME_FORMAT": "standard"}
-"""sacctmgr prints local times: read in UTC, in the one format the parser reads."""
 SLURM_HOST = "SLURM-host"
 """The failed 'check' of an event slurmctld set about the node's host (category host)."""
 SLURM_OTHER = "SLURM-other"
@@ -47,12 +37,6 @@ HOST_REASONS = ("Not responding", "Node unexpectedly rebooted", "Kill task faile
                 "batch job complete failure", "Duplicate jobid", "Node silently failed and came back",
                 "reboot timed out")
 OUT_OF_POOL_STATES = frozenset({"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING"})
-CONFIG_PATHS = (Path("/etc/slurm/slurm.conf"), Path("/run/slurm/conf/slurm.conf"))
-"""Where Slurm's clients find their configuration without ``SLURM_CONF`` (Debian's; configless slurmd's copy)."""
-
-
-class EventsUnavailable(Exception):
-    """The Slurm events could not be read; the message says why (one line)."""
 
 
 @dataclass(frozen=True)
@@ -132,34 +116,3 @@ def fold_events(events: Iterable[SlurmEvent], drains: Sequence[RecordedDrain], s
 
 def _back(event: SlurmEvent, end: float) -> Observation:
     return Observation(event.node, end, True, (), (), "", "sacctmgr", "slurm")
-
-
-def config_found(environ: Mapping[str, str] | None = None) -> str | None:
-    """Why Slurm's clients would find no configuration here (None: they would). Without one, sacctmgr
-    retries for a minute before it gives up."""
-    env = os.environ if environ is None else environ
-    conf = env.get("SLURM_CONF")
-    if conf:
-        return None if Path(conf).is_file() else f"SLURM_CONF={conf} is not a file"
-    if any(path.is_file() for path in CONFIG_PATHS):
-        return None
-    return f"no Slurm configuration ({' or '.join(str(p) for p in CONFIG_PATHS)}; set SLURM_CONF)"
-
-
-def read_events(client: SlurmRunner, since: float, *, environ: Mapping[str, str] | None = None) -> list[SlurmEvent]:
-    """Slurm's node events since ``since`` (``sacctmgr``, in UTC); :class:`EventsUnavailable` says why not."""
-    env = os.environ if environ is None else environ
-    if shutil.which("sacctmgr", path=env.get("PATH")) is None:
-        raise EventsUnavailable("sacctmgr is not on PATH")
-    missing = config_found(env)
-    if missing is not None:
-        raise EventsUnavailable(missing)
-    start = datetime.fromtimestamp(since, timezone.utc)
-    result = client.run(sacctmgr_events_argv(start, EVENT_FORMAT), timeout=SACCTMGR_TIMEOUT_S)
-    if not result.ok:
-        said = " ".join(line.strip() for line in f"{result.stderr}\n{result.stdout}".splitlines() if line.strip())
-        raise EventsUnavailable(printable(said or result.describe_failure(), limit=300))
-    try:
-        return parse_sacctmgr_events(result.stdout).node_events()
-    except ParseError as exc:
-        raise EventsUnavailable(f"its output did not read: {printable(str(exc), limit=300)}") from exc

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from burnin.gate.decide import VENDOR_MARK, check_ids_text, reason_checks, sent_to_vendor
+from burnin.gate.decide import VENDOR_MARK, check_ids_text, sent_to_vendor
 from burnin.gate.slurm import resume_blockers
+from burnin.reasons import reason_checks
 from burnin.repair import bundle as bundles
 from burnin.repair.journal import Journal
 from burnin.repair.policy import REBOOT, RESET, VENDOR, Decision, incident_class, incidents_from, next_step

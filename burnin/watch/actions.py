@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Protocol, TextIO
 
 from burnin.breaker.guard import HELD, RECORDED, guard
-from burnin.gate.decide import reason_checks
 from burnin.gate.slurm import drain_action, drain_argv, read_nodes
+from burnin.reasons import reason_checks
 from burnin.text import printable
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmClient, SlurmRunner
 

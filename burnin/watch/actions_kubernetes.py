@@ -17,9 +17,9 @@ import os
 from typing import TextIO
 
 from burnin.errors import UsageError
-from burnin.gate.decide import reason_checks
 from burnin.gate.kubernetes import NO_EXECUTE, NO_SCHEDULE, TAINT_KEY, taint_value
 from burnin.gate.kubernetes_apply import NODE_NAME_ENV, KubernetesGate
+from burnin.reasons import reason_checks
 from burnin.text import printable
 from burnin.transport.kubernetes import KubeError
 from burnin.watch.actions import Outcome, Step

@@ -17,9 +17,10 @@ import pytest
 from k8s_support import burnin, our_condition, our_taints
 
 from burnin.errors import UsageError
-from burnin.gate.decide import NodeDecision, reason_checks
+from burnin.gate.decide import NodeDecision
 from burnin.gate.kubernetes import LABEL_ADMITTED, LABEL_RUN, NO_SCHEDULE, REASON_FAILED, taint_ids
 from burnin.gate.kubernetes_apply import KubernetesGate
+from burnin.reasons import reason_checks
 from burnin.transport.kubernetes import KubeClient, KubeError
 from burnin_lab.k8s import K8sLab
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from burnin.cli.slurm_events import EVENTS_ENV, EventsUnavailable, read_events
 from burnin.history.document import duration_text
-from burnin.history.slurm_events import EVENTS_ENV, EventsUnavailable, read_events
 from burnin.history.store import Store
 from burnin.parsers.sacctmgr import EVENT_FORMAT, SlurmEvent, parse_sacctmgr_events
 from burnin.transport.slurm import SlurmClient

@@ -17,9 +17,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3] / "burnin"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("burnin", "burnin.errors", "burnin.text", "burnin.atomic", "burnin.resources", "burnin.outdir",
-              "burnin.argtypes", "burnin.nodes", "burnin.evaluate", "burnin.facts", "burnin.suite", "burnin.parsers",
-              "burnin.topology", "burnin.inventory", "burnin.collector", "burnin.counters", "burnin.history")),
+    ("base", ("burnin", "burnin.errors", "burnin.text", "burnin.reasons", "burnin.atomic", "burnin.resources",
+              "burnin.outdir", "burnin.argtypes", "burnin.nodes", "burnin.evaluate", "burnin.facts", "burnin.suite",
+              "burnin.parsers", "burnin.topology", "burnin.inventory", "burnin.collector", "burnin.counters",
+              "burnin.history")),
     ("transport", ("burnin.transport",)),
     ("launch", ("burnin.launch", "burnin.breaker", "burnin.gate")),
     ("workloads", ("burnin.fabric", "burnin.megatron", "burnin.storage")),

@@ -11,16 +11,15 @@ import pytest
 from history_db_support import add_run, verdict
 
 from burnin.cli.main import main
+from burnin.cli.slurm_events import EventsUnavailable, read_events
 from burnin.history.reliability import reliability
 from burnin.history.slurm_events import (
     SLURM_HOST,
     SLURM_OTHER,
-    EventsUnavailable,
     RecordedDrain,
     failed_checks,
     fold_events,
     out_of_pool,
-    read_events,
 )
 from burnin.history.store import Store
 from burnin.parsers.sacctmgr import SlurmEvent

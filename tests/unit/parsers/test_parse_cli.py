@@ -55,7 +55,11 @@ KEYS: dict[str, set[str]] = {
     "mlnx-qos": {"trust", "pfc_enabled", "tcs"},
     "sysctl": {"values"},
     "cpu-bind": {"tasks", "affinities"},
+    "sacctmgr-events": {"events"},
 }
+# Tools whose real outputs are this repository's own captures (tests/field/SOURCES.md), none in ../shared.
+FIELD = Path(__file__).resolve().parents[2] / "field"
+FIELD_SAMPLES = {"sacctmgr-events": "sacctmgr-events-P-slurmdbd-22.05.8-burnin-lab-drain-down-pipe-in-reason.txt"}
 NUMACTL = "available: 1 nodes (0)\nnode 0 cpus: 0 1\nnode 0 size: 100 MB\nnode 0 free: 50 MB\n"
 
 
@@ -76,6 +80,8 @@ def _sample(tool: str, ref_dir: Path, tool_of: Callable[[Path], str | None], tmp
         path = tmp / "numactl.txt"
         path.write_text(NUMACTL)
         return path
+    if tool in FIELD_SAMPLES:
+        return FIELD / FIELD_SAMPLES[tool]
     if tool in NO_REAL_SAMPLE:  # no real output of the tool yet (reference-pending/SOURCES.md)
         path = tmp / f"{tool}.txt"
         path.write_text(NO_REAL_SAMPLE[tool]())

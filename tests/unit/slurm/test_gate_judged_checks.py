@@ -18,12 +18,12 @@ from burnin.gate.decide import (
     NodeDecision,
     check_ids_text,
     decide,
-    parse_check_ids,
     passed_checks,
     reason_checks,
     unjudged,
 )
 from burnin.gate.slurm import SlurmGate, SlurmNode, drain_action, plan, resume_blockers
+from burnin.reasons import parse_check_ids
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import SlurmClient
 
