@@ -36,6 +36,7 @@ def test_a_steady_fall_beyond_the_limit_fails_the_check_naming_node_series_and_l
 
 @pytest.mark.parametrize(("past", "current"), [
     ([(v, "GB/s") for v in FALLING[1:]], (333.9, "GB/s")),  # too few earlier runs: not judged
+    ([(400.0, "GB/s"), (300.0, "GB/s"), (200.0, "GB/s")], (100.0, "GB/s")),  # too few, however steep the fall
     ([(362.0, "GB/s"), (None, None), (347.7, "GB/s"), (340.7, "GB/s")], (333.9, "GB/s")),  # one measured nothing
     ([(v, "GB/s") for v in FALLING], (333.9, "Gb/s")),  # another unit: not one series
     ([(v, None) for v in FALLING], (333.9, None)),  # no unit at all
@@ -61,9 +62,11 @@ def test_the_history_read_takes_the_nodes_earlier_judged_runs_oldest_first(tmp_p
         this = store.add_run(kind="run", started=AT + 6 * DAY, nodes=2)
         store.add_verdicts(this, [verdict("sim01", "IB-02", "pass", 3.0, "Gb/s")])
         series, counted = past_measurements(store, ["sim01", "sim02", "sim09"], runs=3, exclude_run=this)
+        unfinished, _ = past_measurements(store, ["sim02"], runs=3, exclude_run=None)  # no run to leave out
     assert series[("sim01", "IB-02")] == [(390.0, "Gb/s"), (380.0, "Gb/s"), (None, None)]
     assert series[("sim02", "IB-02")] == [(400.0, "Gb/s")] * 3
     assert counted == {"sim01": 3, "sim02": 3, "sim09": 0}
+    assert unfinished[("sim02", "IB-02")] == [(400.0, "Gb/s")] * 3
 
 
 def test_a_gigatransfer_link_speed_is_a_measurement() -> None:
