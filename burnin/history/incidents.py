@@ -7,12 +7,16 @@ eviction that took the node out of the pool is also a gate action, keyed as ``bu
 keys it, so importing the same journal later adds it once only.
 
 The journal comes first and the action before both: a history that cannot be opened or written is one warning
-line for the daemon's life (it keeps trying, silently), never a lost journal line or action.
+line for the daemon's life (it keeps trying, silently), never a lost journal line or action. The rows are written
+by a thread of their own, never on the watch's event path: a busy SQLite file (its busy timeout is 30 s) or a slow
+PostgreSQL server never delays the handling of the next event.
 """
 
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,22 +76,50 @@ def incident(entry: Mapping[str, Any], journal: str) -> Incident | None:
 
 
 class IncidentLog:
-    """The watch's history writer: one store kept open between incidents (reopened after a failure)."""
+    """The watch's history writer: :meth:`record` queues an incident and returns; one thread writes the queue, one
+    store kept open between incidents (reopened after a failure)."""
+
+    CLOSE_WAIT_S = 40.0
+    """How long stopping the watch waits for the incidents still queued (beyond SQLite's busy timeout)."""
 
     def __init__(self, warn: Callable[[str], object], target: Target | str | None = "default") -> None:
         self.warn = warn
         self._target = target
         self._store: Store | None = None
+        self._queue: queue.Queue[Incident | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        self._starting = threading.Lock()
         self.warned = False
-        self.recorded = 0
 
-    def record(self, item: Incident) -> bool:
-        """Add ``item`` (and its gate action when it took one); False, with one warning in all, when it cannot."""
+    def record(self, item: Incident) -> None:
+        """Queue ``item`` (and its gate action when it took one) for the writer thread."""
+        with self._starting:
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_queue, name="burnin-watch-history", daemon=True)
+                self._writer.start()
+        self._queue.put(item)
+
+    def flush(self) -> None:
+        """Wait until every incident queued so far is written (or given up on, with its one warning)."""
+        self._queue.join()
+
+    def _write_queue(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    self._close_store()
+                    return
+                self._write(item)
+            finally:
+                self._queue.task_done()
+
+    def _write(self, item: Incident) -> None:
         try:
             if self._target == "default":
                 self._target = default_path()
             if self._target is None:
-                return False
+                return
             if self._store is None:
                 self._store = Store(self._target)
             self._store.add_incident(at=item.at, node=item.node, kind=item.kind, check_id=item.check,
@@ -96,16 +128,22 @@ class IncidentLog:
                 self._store.add_action(at=item.at, node=item.node, action=item.taken, check_ids=(item.check,),
                                        reason=item.reason, source=WATCH_SOURCE, origin=item.action_origin)
         except Exception as exc:  # noqa: BLE001 - the history never costs the journal or the action
-            self.close()
+            self._close_store()
             if not self.warned:
                 self.warned = True
                 self.warn(f"history: incidents not recorded ({exc}); the journal has them "
                           "(burnin history import --journal); further failures not logged")
-            return False
-        self.recorded += 1
-        return True
 
     def close(self) -> None:
+        """Write what is queued (waiting at most :data:`CLOSE_WAIT_S`) and close the store."""
+        with self._starting:
+            writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        self._queue.put(None)
+        writer.join(self.CLOSE_WAIT_S)
+
+    def _close_store(self) -> None:
         store, self._store = self._store, None
         if store is not None:
             with contextlib.suppress(Exception):

@@ -12,6 +12,7 @@ import pytest
 from watch_support import FakeSlurm
 
 from burnin.cli.main import main
+from burnin.history.store import Store
 from burnin.watch.actions import SlurmActor
 from burnin.watch.daemon import WatchConfig, Watcher
 from burnin.watch.events import Kind, WatchEvent
@@ -64,6 +65,7 @@ def test_every_incident_is_recorded_taken_or_not_and_shown_in_the_nodes_timeline
     clock.now += 1
     watcher.handle(_xid(79, clock, bus="0000:43:00"))  # another GPU: the node was evicted already, kept
     assert slurm.commands().count("scontrol requeue") == 1
+    watcher.history.flush()
     rows = _incidents(history)
     assert [(at - AT, node, kind, check, action) for at, node, kind, check, action, _ in rows] == [
         (0.0, "sim01", "xid", "GPU-04", "record"), (1.0, "sim01", "xid", "GPU-04", "evict"),
@@ -97,6 +99,8 @@ def test_a_dry_run_and_a_failed_then_retried_action_are_incidents_too(tmp_path: 
     slurm.fail.clear()
     clock.now += 2.5
     watcher._retry_due(clock())
+    dry.history.flush()
+    watcher.history.flush()
     assert [row[4] for row in _incidents(history)] == ["evict (dry run: not taken)", "evict (failed: retried)",
                                                        "evict (retry 1)"]
     db = sqlite3.connect(history)
@@ -116,6 +120,7 @@ def test_an_unwritable_history_is_one_warning_and_loses_neither_journal_nor_acti
     watcher.handle(_xid(79, clock))
     clock.now += 1
     watcher.handle(_xid(48, clock, bus="0000:43:00"))
+    watcher.history.flush()
     assert [entry["code"] for entry in _journal(tmp_path) if entry["kind"] == "xid"] == [63, 79, 48]
     assert slurm.commands().count("scontrol requeue") == 1 and slurm.reason.startswith("burnin: GPU-04")
     lines = err.getvalue().splitlines()
@@ -123,3 +128,25 @@ def test_an_unwritable_history_is_one_warning_and_loses_neither_journal_nor_acti
     assert lines[0].startswith(f"burnin watch: sim01: history: incidents not recorded (history {garbage}: cannot be "
                                "used (")
     assert garbage.read_bytes() == b"this is no database\n" * 100
+
+
+def test_a_busy_history_never_holds_up_the_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer holds the database: the event is journaled and acted on at once, its row written once the
+    database is free (the watch used to wait out SQLite's 30 s busy timeout on its event path, then lose the row)."""
+    history = tmp_path / "history.sqlite"
+    Store(history).close()
+    monkeypatch.setenv("BURNIN_HISTORY", str(history))
+    slurm, clock = FakeSlurm(jobs=["41"]), Clock()
+    watcher, err = _watcher(tmp_path, slurm, clock)
+    other = sqlite3.connect(history, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        watcher.handle(_xid(79, clock))  # returns while the other writer still holds the database
+        assert slurm.commands().count("scontrol requeue") == 1
+        assert [entry["code"] for entry in _journal(tmp_path) if entry["kind"] == "xid"] == [79]
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    watcher.history.flush()
+    assert [row[4] for row in _incidents(history)] == ["evict"]
+    assert err.getvalue() == ""
