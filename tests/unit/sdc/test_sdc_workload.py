@@ -7,6 +7,7 @@ functions run as they run on a node, the simulated node's file read through its 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +137,32 @@ def test_a_simulated_rack_computes_each_answer_once_and_every_node_reads_the_sam
     assert workload.compute(torch, "cpu", data) == good["digests"]  # the cache holds what torch computes
     cache = json.loads((tmp_path / "nodes" / "sdc-cache.json").read_text())
     assert sorted(next(iter(cache.values()))["results"]) == ["", "matmul/bf16"]
+
+
+def test_the_cache_key_names_the_torch_that_would_be_imported_without_importing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.metadata
+
+    assert workload._torch_version() == importlib.metadata.version("torch") == torch.__version__
+    _node_run(tmp_path, monkeypatch, capsys, "sim01", [])
+    cache = json.loads((tmp_path / "nodes" / "sdc-cache.json").read_text())
+    assert list(cache) == [f"{workload.FORMAT}/16/2/{torch.__version__}"]
+    fake = tmp_path / "site" / "torch"  # another torch first on the path: its own version is the key
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "version.py").write_text("__all__ = ['__version__']\n__version__ = '9.9.9+elsewhere'\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "torch")  # find_spec of an imported module answers from sys.modules
+    assert workload._torch_version() == "9.9.9+elsewhere"
+    (fake / "version.py").write_text("git_version = 'abc'\n")
+    with pytest.raises(ImportError, match="names no __version__"):
+        workload._torch_version()
+
+
+def test_a_simulated_node_whose_python_has_no_torch_is_an_error_document(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _rack_node(tmp_path, monkeypatch, "sim01", [])
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if not (Path(p) / "torch").is_dir()])
+    monkeypatch.delitem(sys.modules, "torch")  # find_spec of an imported module answers from sys.modules
+    assert workload.main(["--size", "16"]) == 2
+    assert "torch not importable" in json.loads(capsys.readouterr().out)["error"]
