@@ -174,8 +174,9 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
     return code
 
 
-def _collector_sources(topology: str, by_node: dict[str, str]) -> str:
-    """``all`` plus the storage targets whose routes the collector looks up (STO-01), for every node type."""
+def run_collector_sources(topology: str, by_node: dict[str, str]) -> str:
+    """What `burnin run` asks the collector for: ``all`` plus the storage targets whose routes it looks up
+    (STO-01), for every node type (bench/fanout gives clush the same)."""
     from burnin.checks.storage import collector_sources
     from burnin.topology.load import find_topology
 
@@ -199,7 +200,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_results(out_dir)
-    facts = dispatcher.gather(sources=_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
+    facts = dispatcher.gather(sources=run_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
                               on_done=on_gathered)
     if phases:
         from burnin.phases import PhaseContext
