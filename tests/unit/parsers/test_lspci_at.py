@@ -61,6 +61,18 @@ _LINES = st.sampled_from([
     "\tBus: primary=17, secondary=19, subordinate=19, sec-latency=0",
     "",
     "   ",
+    # lines the stanza reader must read exactly as the line loop does (its keys are whole, stripped words)
+    "\u00a0NUMA node: 2",
+    "\x0b\tLnkCap :\tPort #0, Speed 16GT/s, Width x8",
+    "\t\tLnkCap2: Supported Link Speeds: 2.5-32GT/s",
+    "\tBusy: primary=17, secondary=20, subordinate=20",
+    "\tNUMA  node: 3",
+    "\tCapabilities: [10c v1] Secondary PCI Express",
+    "\tCapabilities : [40] Express (v2) Root Port (Slot-), MSI 00",
+    "\tCapabilitiesX: [40] Express (v2) Endpoint, MSI 00",
+    "\t\tACSCtl:\u2028SrcValid+ TransBlk-",
+    "\t\tUESta:\tDLP- SDES- TLP-\x1c",
+    "\tKernel driver in use:\tnvidia:x",
 ])
 
 
