@@ -128,6 +128,14 @@ class _PluginState:
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Every test is collected: the judging workers get their nodes now, while pytest and the plugins
+        order and select the tests (unless ``-k``/``-m`` will deselect some: then once they have)."""
+        if self._pool is not None and not (getattr(config.option, "keyword", "")
+                                           or getattr(config.option, "markexpr", "")):
+            self._hand_out(items)
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.selected = len(session.items)
         for item in session.items:
@@ -135,8 +143,10 @@ class _PluginState:
             if node is not None:
                 self.expected[item.nodeid] = (node, _check_id(item))
         self.lean = self.facts_dir is not None and lean_session(session, __name__)
-        if self._pool is not None:
-            self._hand_out(session.items) if self.lean else self.close_pool()
+        if not self.lean:
+            self.close_pool()
+        elif self._pool is not None and not self.handed_out:
+            self._hand_out(session.items)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -255,17 +265,29 @@ class _PluginState:
             self.close_pool()
 
     def _hand_out(self, items: list[pytest.Item]) -> None:
-        """Give the workers every node's verdict checks, in the order the tests will ask for them."""
+        """Give the workers every node's verdict checks, in the order the tests will ask for them (node by
+        node, in the run's order of nodes: :func:`pytest_collection_modifyitems` sorts the tests so). A test
+        deselected after this asks for nothing: its verdict is judged for nothing, never used."""
         assert self._pool is not None and self.facts_dir is not None
         checks: dict[str, dict[str, None]] = {}
         for item in items:
             node, mark = _node_of(item), _check_mark(item)
             if node is not None and mark is not None and "verdict" in getattr(item, "fixturenames", ()):
                 checks.setdefault(node, {})[mark] = None
-        tasks: list[NodeTask] = [(str(self.facts_dir / f"{node}.json"), node, tuple(ids),
-                                  self.node_topology.get(node, self.default_topology)) for node, ids in checks.items()]
-        self._pool_place = {node: place for place, node in enumerate(checks)}
-        self._pooled = self._pool.ordered(judge_node, tasks, window=POOL_WINDOW * self._pool.jobs)
+        place = {name: index for index, name in enumerate(self.nodes)}
+        order = sorted(checks, key=lambda name: place.get(name, len(place)))
+        tasks: list[NodeTask] = [(str(self.facts_dir / f"{node}.json"), node, tuple(checks[node]),
+                                  self.node_topology.get(node, self.default_topology)) for node in order]
+        self._pool_place = {node: index for index, node in enumerate(order)}
+        try:
+            self._pooled = self._pool.ordered(judge_node, tasks, window=POOL_WINDOW * self._pool.jobs)
+        except Exception:  # noqa: BLE001  # a pool that broke since it started: judged here, as ever
+            self.close_pool()
+
+    @property
+    def handed_out(self) -> bool:
+        """Whether the judging workers have their nodes (they judge them from then on)."""
+        return self._pooled is not None
 
     def pooled(self, node: str, check: str) -> Verdict | None:
         """The workers' verdict of ``check`` on ``node`` (None: judge it here, as without workers)."""

@@ -5,7 +5,7 @@ two thirds of a lean run's time. From :data:`POOL_MIN_NODES` nodes on, the
 plugin starts ``N`` workers (:class:`burnin.transport.workers.WorkerPool`)
 when the session starts, so they load the checks while pytest collects, then
 hands them each node's facts file and the check ids its tests ask a verdict
-of, in the order the tests run. Each worker reads the file as the plugin
+of, in the order the tests run, as soon as every test is collected. Each worker reads the file as the plugin
 reads it and returns the node's verdicts; the ``verdict`` fixture takes its
 verdict from there. A node a worker could not judge (any error, a worker that
 died) is judged by the plugin itself, as without workers, so the verdicts are
@@ -28,8 +28,9 @@ JOBS_OPTION = "--burnin-jobs"
 POOL_MIN_NODES = 96
 """Below this many nodes a lean run judges in its own process: starting a worker costs about what judging
 90 nodes' checks does."""
-POOL_WINDOW = 4
-"""Nodes handed to each worker ahead of the node being judged (memory stays a few nodes' verdicts)."""
+POOL_WINDOW = 64
+"""Nodes handed to each worker ahead of the node being judged: the workers start when every test is collected
+and run ahead while pytest orders the tests (a node's verdicts are some 90 KB: memory stays a few MB)."""
 
 NodeTask = tuple[str, str, tuple[str, ...], str]
 """(facts file, node, check ids, node type) for :func:`judge_node`."""

@@ -62,13 +62,19 @@ class WorkerPool:
                 window: int) -> Iterator[Result]:
         """``function(item)`` for each item, in the items' order; at most ``window`` items in flight.
 
-        A worker that dies or a function that raises raises here (``BrokenProcessPool``, the exception)."""
+        The first ``window`` items are handed out now, before the first result is asked for (the workers
+        start on them while the caller does other work). A worker that dies or a function that raises
+        raises when its result is read (``BrokenProcessPool``, the exception)."""
         pending: deque[Future[Result]] = deque()
         source = iter(items)
         for item in source:
             pending.append(self._executor.submit(function, item))
             if len(pending) >= window:
                 break
+        return self._results(function, source, pending)
+
+    def _results(self, function: Callable[[Item], Result], source: Iterator[Item],
+                 pending: deque[Future[Result]]) -> Iterator[Result]:
         while pending:
             result = pending.popleft().result()
             for item in source:

@@ -197,6 +197,20 @@ class FactsReads:
         self.nodes.append(node)
 
 
+class WhenOrdered:
+    """Whether the judging workers had their nodes when the tests were being ordered (after every test was
+    collected, before ``-k`` deselected any)."""
+
+    def __init__(self) -> None:
+        self.handed_out: bool | None = None
+
+    def pytest_collection_modifyitems(self, config: pytest.Config) -> None:
+        from burnin.plugin import _STATE
+
+        self.handed_out = config.stash[_STATE].handed_out
+
+
+@pytest.mark.proc  # starts the judging workers
 def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pytester: pytest.Pytester,
                                                                             tmp_path: Path) -> None:
     folder = tmp_path / "fleet"
@@ -208,12 +222,14 @@ def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pyte
     pytester.makepyfile(test_site=VERDICT_TESTS)
     documents, reads = [], []
     for name, args in (("alone", ()), ("workers", (JOBS_OPTION, "2"))):
-        read = FactsReads()
+        read, ordered = FactsReads(), WhenOrdered()
         out = pytester.path / name
         pytester.inline_run("--burnin-facts", str(folder), "--burnin-out", str(out), "--rootdir", str(pytester.path),
-                            *PYTEST_ARGS, LEAN_OPTION, *args, plugins=[read])
+                            *PYTEST_ARGS, LEAN_OPTION, *args, plugins=[read, ordered])
         documents.append(_documents(out))
         reads.append(read.nodes)
+        # the workers start as soon as every test is collected, while pytest orders the tests
+        assert ordered.handed_out is bool(args)
     assert documents[0] == documents[1]
     verdicts, gate = documents[0]
     assert len(verdicts) == 2 * len(nodes)
@@ -223,6 +239,31 @@ def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pyte
     # only the node they could not judge
     assert [n for n in reads[0] if n != "n007"] == [n for n in nodes if n != "n007"]
     assert set(reads[1]) == {"n007"}
+
+
+@pytest.mark.proc  # starts the judging workers
+def test_with_a_selection_the_workers_get_their_nodes_once_the_tests_are_selected(pytester: pytest.Pytester,
+                                                                               tmp_path: Path) -> None:
+    """-k deselects tests after the plugins order them: the workers get the selected ones' nodes then, and
+    judge every node still (the plugin reads no facts document itself), with the same verdicts."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    nodes = [f"n{i:03d}" for i in range(1, POOL_MIN_NODES + 5)]
+    for index, name in enumerate(nodes):
+        (folder / f"{name}.json").write_text(json.dumps(_facts(NODES[index % 3])))
+    pytester.makepyfile(test_site=VERDICT_TESTS)
+    documents = []
+    for name, args in (("alone", ()), ("workers", (JOBS_OPTION, "2"))):
+        read, ordered = FactsReads(), WhenOrdered()
+        out = pytester.path / name
+        pytester.inline_run("--burnin-facts", str(folder), "--burnin-out", str(out), "--rootdir", str(pytester.path),
+                            *PYTEST_ARGS, LEAN_OPTION, "-k", "not applicable_first", *args, plugins=[read, ordered])
+        documents.append(_documents(out))
+        if args:
+            assert ordered.handed_out is False
+            assert read.nodes == []
+    assert documents[0] == documents[1]
+    assert len(documents[0][0]) == len(nodes)
 
 
 class ReportReader:
