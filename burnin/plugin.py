@@ -151,10 +151,11 @@ class _PluginState:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         """A lean session's tests judged one after the other without a hook call each (pytest's own loop
-        otherwise, or where another plugin runs the tests: xdist)."""
+        otherwise, or where another plugin runs the tests: xdist; one that wraps the loop runs none)."""
         if not self.lean or session.config.option.collectonly or session.testsfailed or any(
                 impl.plugin is not self and impl.plugin_name != "main"
-                for impl in session.config.hook.pytest_runtestloop.get_hookimpls() if not impl.hookwrapper):
+                for impl in session.config.hook.pytest_runtestloop.get_hookimpls()
+                if not (impl.hookwrapper or impl.wrapper)):
             return None
         for item in session.items:
             self.judge_lean_item(item, session)

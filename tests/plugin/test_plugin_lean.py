@@ -189,6 +189,38 @@ def test_the_lean_protocol_stands_aside_where_something_could_tell(
     assert len(_test_reports(lean)) == len(_test_reports(full)) > 0
 
 
+class WrapsTheLoop:
+    """Wraps pytest_runtestloop, new style, and runs no test itself (a timer, a progress bar)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        return (yield)
+
+
+def test_a_plugin_that_wraps_the_loop_leaves_the_lean_loop_in_place(
+        pytester: pytest.Pytester, facts_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin's own loop judges the tests (none goes through pytest_runtest_protocol), as the same verdicts."""
+    from burnin.plugin import _PluginState
+
+    through_pytest: list[str] = []
+    protocol = _PluginState.pytest_runtest_protocol
+
+    @pytest.hookimpl(tryfirst=True)
+    def counted(self: _PluginState, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        through_pytest.append(item.nodeid)
+        return protocol(self, item, nextitem)
+
+    monkeypatch.setattr(_PluginState, "pytest_runtest_protocol", counted)
+    pytester.makepyfile(test_site=VERDICTS_ONLY)
+    _, full_out = _run(pytester, facts_dir, "full")
+    through_pytest.clear()
+    lean_out = pytester.path / "lean"
+    pytester.inline_run("--burnin-facts", str(facts_dir), "--burnin-out", str(lean_out), "--rootdir",
+                        str(pytester.path), *PYTEST_ARGS, LEAN_OPTION, plugins=[WrapsTheLoop()])
+    assert _documents(lean_out) == _documents(full_out)
+    assert through_pytest == []
+
+
 class FactsReads:
     def __init__(self) -> None:
         self.nodes: list[str] = []
