@@ -78,6 +78,16 @@ class _Draft:
     kernel_driver: str | None = None
     uesta: dict[str, bool] | None = None
     cesta: dict[str, bool] | None = None
+    seen_flags: dict[str, dict[str, bool]] | None = None  # the parse's flag lines read so far (most repeat)
+
+    def flags(self, text: str) -> dict[str, bool]:
+        """:func:`_flags` of ``text``, read once per parse: a device's own copy of it."""
+        if self.seen_flags is None:
+            return _flags(text)
+        found = self.seen_flags.get(text)
+        if found is None:
+            found = self.seen_flags[text] = _flags(text)
+        return dict(found)
 
 
 def _flags(text: str) -> dict[str, bool]:
@@ -109,7 +119,7 @@ def _width(text: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _draft(m: re.Match[str]) -> _Draft:
+def _draft(m: re.Match[str], seen_flags: dict[str, dict[str, bool]] | None = None) -> _Draft:
     domain = (m.group(1) or "0000").lower()
     if len(domain) < 4:
         domain = domain.rjust(4, "0")
@@ -127,7 +137,7 @@ def _draft(m: re.Match[str]) -> _Draft:
     rev = _REV.search(name)
     revision = rev.group(1) if rev else None
     name = _PROGIF.sub("", _REV.sub("", name)).strip()
-    return _Draft(address, cls, name, revision, vendor_id, device_id)
+    return _Draft(address, cls, name, revision, vendor_id, device_id, seen_flags=seen_flags)
 
 
 def _finish(d: _Draft) -> PciDevice:
@@ -180,21 +190,21 @@ def _set_lnksta(d: _Draft, value: str) -> None:
 
 
 def _set_acs_cap(d: _Draft, value: str) -> None:
-    d.acs_cap = _flags(value)
+    d.acs_cap = d.flags(value)
 
 
 def _set_acs_ctl(d: _Draft, value: str) -> None:
-    d.acs_ctl = _flags(value)
+    d.acs_ctl = d.flags(value)
 
 
 def _set_uesta(d: _Draft, value: str) -> None:
     if d.uesta is None:
-        d.uesta = _flags(value)
+        d.uesta = d.flags(value)
 
 
 def _set_cesta(d: _Draft, value: str) -> None:
     if d.cesta is None:
-        d.cesta = _flags(value)
+        d.cesta = d.flags(value)
 
 
 def _set_slot(d: _Draft, value: str) -> None:
@@ -255,10 +265,11 @@ def _parse_stanzas(text: str, wanted: Collection[str]) -> LspciReport:
     if not heads:
         fail(TOOL, "no 'BB:DD.F class: name' device line found", head_excerpt(text))
     devices: list[PciDevice] = []
+    seen_flags: dict[str, dict[str, bool]] = {}
     for index, (_, end, m) in enumerate(heads):
         if _address(m) not in wanted:
             continue
-        draft = _draft(m)
+        draft = _draft(m, seen_flags)
         stop = heads[index + 1][0] if index + 1 < len(heads) else len(text)
         for line in _READ_LINE.finditer(text, end, stop):
             field, value = line.groups()
@@ -278,6 +289,7 @@ def _parse(text: str, wanted: Collection[str] | None) -> LspciReport:
     if wanted is not None and "\r" not in text and "\x00" not in text and not text.startswith("\ufeff"):
         return _parse_stanzas(text, wanted)
     devices: list[PciDevice] = []
+    seen_flags: dict[str, dict[str, bool]] = {}
     current: _Draft | None = None
     found = False
     for line in iter_lines(text):
@@ -289,7 +301,7 @@ def _parse(text: str, wanted: Collection[str] | None) -> LspciReport:
                 found = True
                 if current is not None:
                     devices.append(_finish(current))
-                current = _draft(m) if wanted is None or _address(m) in wanted else None
+                current = _draft(m, seen_flags) if wanted is None or _address(m) in wanted else None
             continue
         if current is not None:
             _apply(current, line)

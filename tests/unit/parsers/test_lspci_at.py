@@ -101,3 +101,14 @@ def test_a_stanza_keeps_the_first_express_capability_and_aer_status_lines() -> N
         assert device.port_type == "Downstream Port"
         assert device.aer_uncorrectable == {"DLP": True, "SDES": False, "TLP": False}
         assert device.aer_correctable == {"RxErr": True, "BadTLP": False}
+
+
+def test_devices_with_the_same_flag_lines_have_flags_of_their_own(reference_dir: Path) -> None:
+    """A flag line read once per parse (most ports show the same ACSCap/ACSCtl/AER lines) is each device's copy."""
+    text = (reference_dir / "lspci" / "lspci-vvv-full-hgx-h100-8gpu-cx7-pex890xx.txt").read_text(encoding="utf-8")
+    for report in (parse_lspci(text), parse_lspci_at(text, {d.address for d in parse_lspci(text).devices})):
+        ports = [d for d in report.devices if d.acs_ctl is not None]
+        assert len(ports) >= 2 and ports[0].acs_ctl == ports[1].acs_ctl
+        assert ports[0].acs_ctl is not ports[1].acs_ctl
+        ports[0].acs_ctl.clear()
+        assert ports[1].acs_ctl
