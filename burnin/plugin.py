@@ -208,7 +208,8 @@ class _PluginState:
                 item.nodeid, (location, None, item.name), {}, outcome, longrepr, "teardown",
                 user_properties=properties, duration=time.perf_counter() - started))
             return
-        self.record(item.nodeid, item.nodeid.partition("::")[0], properties, time.perf_counter() - started)
+        test_id = item.nodeid
+        self.record(test_id, test_id.partition("::")[0], properties, time.perf_counter() - started)
         if outcome == "failed":
             session.testsfailed += 1  # as pytest's session counts a failed report (no --maxfail in a lean run)
 
@@ -240,15 +241,13 @@ class _PluginState:
 
     def record(self, test_id: str, path: str, properties: list[tuple[str, object]], duration_s: float) -> None:
         """A test's outcome, from its final properties (``path``: its file as pytest's reports name it)."""
-        outcome = outcome_from_properties(properties)
-        if outcome is None:
-            return
         suite = self._suites.get(path)
         if suite is None:
             suite = self._suites[path] = suite_name(path)
-        self.outcomes[test_id] = CheckOutcome(
-            outcome.node, outcome.check, outcome.status, outcome.reason, outcome.measured, outcome.expected,
-            test=test_name(test_id), suite=suite, duration_s=duration_s)
+        outcome = outcome_from_properties(properties, test=test_name(test_id), suite=suite, duration_s=duration_s)
+        if outcome is None:
+            return
+        self.outcomes[test_id] = outcome
         if self.hook is not None:
             self.hook.pytest_burnin_judged(node=outcome.node, check=outcome.check, status=outcome.status)
 
@@ -360,8 +359,9 @@ class _PluginState:
                 outcomes[test_id] = CheckOutcome(node, check, INCOMPLETE,
                                                  f"{check} has no outcome: the test did not run to the end",
                                                  test=test_name(test_id), suite=suite_name(test_id.split("::")[0]))
-        last = len(self.order)  # in collection order (they ran node by node); any other test after them
-        return [outcome for _, outcome in sorted(outcomes.items(), key=lambda entry: self.order.get(entry[0], last))]
+        # in collection order (they ran node by node: self.order holds it); any other test after them, as recorded
+        ordered = [outcomes.pop(test_id) for test_id in self.order if test_id in outcomes]
+        return ordered + list(outcomes.values())
 
     def partial_reasons(self, config: pytest.Config) -> list[str]:
         """Why this run did not judge every check of its suites (empty: it did)."""
