@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import operator
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -659,18 +660,24 @@ def _set_outcome(item: pytest.Item, result: ItemResult) -> None:
 
 
 _OUTCOME_FIELDS = tuple(field.name for field in dataclasses.fields(CheckOutcome))
-_PRINTABLE_FIELDS = ("reason", "measured", "expected")
+_OUTCOME_VALUES = operator.attrgetter(*_OUTCOME_FIELDS)
+_PRINTABLE_AT = tuple(_OUTCOME_FIELDS.index(name) for name in ("reason", "measured", "expected"))
+_BETWEEN = '}, {"' + _OUTCOME_FIELDS[0] + '": '
+"""Where one outcome's JSON object ends and the next begins in a JSON list of them: nowhere else, as a string
+holds no unescaped quote and every value is a string or a number."""
 
 
 def verdicts_document(outcomes: list[CheckOutcome]) -> str:
-    """verdicts.json: a JSON list of the outcomes, one per line (json's C encoder writes each line)."""
-    lines = []
+    """verdicts.json: a JSON list of the outcomes, one per line (json's C encoder writes the list at once, and
+    each object is put on a line of its own)."""
+    records = []
     for outcome in outcomes:
-        record = {name: getattr(outcome, name) for name in _OUTCOME_FIELDS}
-        for name in _PRINTABLE_FIELDS:
-            record[name] = printable(record[name])
-        lines.append(json.dumps(record))
-    return "[\n" + ",\n".join(lines) + "\n]\n"
+        values = list(_OUTCOME_VALUES(outcome))
+        for index in _PRINTABLE_AT:
+            values[index] = printable(values[index])
+        records.append(dict(zip(_OUTCOME_FIELDS, values, strict=True)))
+    listed = json.dumps(records)[1:-1]
+    return "[\n" + listed.replace(_BETWEEN, "},\n" + _BETWEEN[3:]) + "\n]\n"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
