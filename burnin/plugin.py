@@ -59,18 +59,15 @@ from burnin.outcomes import (
     suite_name,
     test_name,
 )
-from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, POOL_WINDOW, NodeTask, judge_node, start_judge_worker
+from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, FleetJudging
 from burnin.plugin_lean import LEAN_OPTION, judge_lean, lean_session
 from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
 from burnin.topology.model import Topology
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from burnin.checks.base import CheckSpec
     from burnin.history.trendgate import TrendFailure
-    from burnin.transport.workers import WorkerPool
 
 _STATE = pytest.StashKey["_PluginState"]()
 _ITEM_RESULT = pytest.StashKey["ItemResult"]()
@@ -110,10 +107,7 @@ class _PluginState:
         self.lean = False  # every test is judged by the lean protocol (burnin.plugin_lean)
         self._lean_files: dict[Path, tuple[str, bool]] = {}  # test file -> its path in reports, readers
         self.jobs = 1  # worker processes a lean run of POOL_MIN_NODES or more judges its checks in
-        self._pool: WorkerPool | None = None
-        self._pooled: Iterator[tuple[str, dict[str, Verdict] | None]] | None = None
-        self._pool_place: dict[str, int] = {}  # node -> its place in the workers' order (the tests')
-        self._pooled_node: tuple[str, dict[str, Verdict] | None] | None = None  # the last node they judged
+        self._workers: FleetJudging | None = None
         if facts_dir is not None:
             run_file = facts_dir / RUN_FILE
             if run_file.exists():
@@ -131,11 +125,11 @@ class _PluginState:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Every test is collected: the judging workers get their nodes now, while pytest and the plugins
-        order and select the tests (unless ``-k``/``-m`` will deselect some: then once they have)."""
-        if self._pool is not None and not (getattr(config.option, "keyword", "")
-                                           or getattr(config.option, "markexpr", "")):
-            self._hand_out(items)
+        """Every test is collected: the judging workers learn which checks each node's tests ask now, while
+        pytest and the plugins order and select the tests (unless ``-k``/``-m`` will deselect some: then
+        once they have)."""
+        if self._workers is not None and not _selecting(config):
+            self._workers.ask(self._asked(items))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.selected = len(session.items)
@@ -146,8 +140,8 @@ class _PluginState:
         self.lean = self.facts_dir is not None and lean_session(session, __name__)
         if not self.lean:
             self.close_pool()
-        elif self._pool is not None and not self.handed_out:
-            self._hand_out(session.items)
+        elif self._workers is not None and _selecting(session.config):
+            self._workers.ask(self._asked(session.items))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -254,63 +248,43 @@ class _PluginState:
 
     # -- the checks judged in worker processes (a lean run of a large fleet) ----------------------
 
-    def start_pool(self) -> None:
-        """Start the judging workers (they load the checks and node types while pytest collects)."""
-        from burnin.transport.workers import WorkerPool
-
-        topologies = tuple(sorted({self.default_topology, *self.node_topology.values()}))
+    def start_pool(self, config: pytest.Config) -> None:
+        """Start the judging workers (they load the checks and node types while pytest collects) and, unless
+        ``-k``/``-m`` will deselect tests, hand them their first nodes now."""
+        assert self.facts_dir is not None
         try:
-            self._pool = WorkerPool(self.jobs, start_judge_worker, (topologies,))
-            self._pool.start()
+            self._workers = FleetJudging(
+                self.jobs, self.facts_dir, self.nodes, lambda node: self.node_topology.get(node, self.default_topology),
+                tuple(sorted({self.default_topology, *self.node_topology.values()})))
         except Exception:  # noqa: BLE001  # no workers (no process left, a broken pool): judged here, as ever
-            self.close_pool()
+            self._workers = None
+            return
+        if not _selecting(config):
+            self._workers.start()
 
-    def _hand_out(self, items: list[pytest.Item]) -> None:
-        """Give the workers every node's verdict checks, in the order the tests will ask for them (node by
-        node, in the run's order of nodes: :func:`pytest_collection_modifyitems` sorts the tests so). A test
-        deselected after this asks for nothing: its verdict is judged for nothing, never used."""
-        assert self._pool is not None and self.facts_dir is not None
+    @staticmethod
+    def _asked(items: list[pytest.Item]) -> dict[str, tuple[str, ...]]:
+        """Node -> the checks its tests ask a verdict of."""
         checks: dict[str, dict[str, None]] = {}
         for item in items:
             node, mark = _node_of(item), _check_mark(item)
             if node is not None and mark is not None and "verdict" in getattr(item, "fixturenames", ()):
                 checks.setdefault(node, {})[mark] = None
-        place = {name: index for index, name in enumerate(self.nodes)}
-        order = sorted(checks, key=lambda name: place.get(name, len(place)))
-        tasks: list[NodeTask] = [(str(self.facts_dir / f"{node}.json"), node, tuple(checks[node]),
-                                  self.node_topology.get(node, self.default_topology)) for node in order]
-        self._pool_place = {node: index for index, node in enumerate(order)}
-        try:
-            self._pooled = self._pool.ordered(judge_node, tasks, window=POOL_WINDOW * self._pool.jobs)
-        except Exception:  # noqa: BLE001  # a pool that broke since it started: judged here, as ever
-            self.close_pool()
+        return {node: tuple(ids) for node, ids in checks.items()}
 
     @property
     def handed_out(self) -> bool:
-        """Whether the judging workers have their nodes (they judge them from then on)."""
-        return self._pooled is not None
+        """Whether the judging workers have nodes to judge (they judge them from then on)."""
+        return self._workers is not None and self._workers.handed_out
 
     def pooled(self, node: str, check: str) -> Verdict | None:
         """The workers' verdict of ``check`` on ``node`` (None: judge it here, as without workers)."""
-        place = self._pool_place.get(node)
-        if self._pooled is None or place is None:
-            return None
-        while self._pooled_node is None or self._pool_place[self._pooled_node[0]] < place:
-            try:
-                self._pooled_node = next(self._pooled)
-            except StopIteration:
-                self._pooled = None
-                return None
-            except Exception:  # noqa: BLE001  # a worker died: every node from here is judged here
-                self.close_pool()
-                return None
-        name, verdicts = self._pooled_node
-        return verdicts.get(check) if name == node and verdicts is not None else None
+        return self._workers.verdict(node, check) if self._workers is not None else None
 
     def close_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-        self._pool = self._pooled = self._pooled_node = None
+        if self._workers is not None:
+            self._workers.close()
+        self._workers = None
 
     # -- facts and topologies --------------------------------------------------------------------
 
@@ -479,7 +453,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                 (state.out_dir / name).unlink()
     if (state.facts_dir is not None and state.jobs > 1 and len(state.nodes) >= POOL_MIN_NODES
             and session.config.getoption(LEAN_OPTION, False) and not hasattr(session.config, "workerinput")):
-        state.start_pool()
+        state.start_pool(session.config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -494,6 +468,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def node() -> str:
     """The node under test; parametrized over every node when ``--burnin-facts`` is given."""
     raise pytest.UsageError("burnin: suites need nodes: pass --burnin-facts DIR (see `burnin run`)")
+
+
+def _selecting(config: pytest.Config) -> bool:
+    """Whether ``-k`` or ``-m`` will deselect tests once they are collected."""
+    return bool(getattr(config.option, "keyword", "") or getattr(config.option, "markexpr", ""))
 
 
 def _check_mark(item: pytest.Item) -> str | None:

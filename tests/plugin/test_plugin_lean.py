@@ -230,11 +230,17 @@ class FactsReads:
 
 
 class WhenOrdered:
-    """Whether the judging workers had their nodes when the tests were being ordered (after every test was
-    collected, before ``-k`` deselected any)."""
+    """Whether the judging workers had nodes to judge when pytest began to collect the tests, and when the tests
+    were being ordered (after every test was collected, before ``-k`` deselected any)."""
 
     def __init__(self) -> None:
+        self.collecting: bool | None = None
         self.handed_out: bool | None = None
+
+    def pytest_collection(self, session: pytest.Session) -> None:
+        from burnin.plugin import _STATE
+
+        self.collecting = session.config.stash[_STATE].handed_out
 
     def pytest_collection_modifyitems(self, config: pytest.Config) -> None:
         from burnin.plugin import _STATE
@@ -260,8 +266,8 @@ def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pyte
                             *PYTEST_ARGS, LEAN_OPTION, *args, plugins=[read, ordered])
         documents.append(_documents(out))
         reads.append(read.nodes)
-        # the workers start as soon as every test is collected, while pytest orders the tests
-        assert ordered.handed_out is bool(args)
+        # the workers start on the first nodes (every registered check) while pytest collects the tests
+        assert ordered.collecting is ordered.handed_out is bool(args)
     assert documents[0] == documents[1]
     verdicts, gate = documents[0]
     assert len(verdicts) == 2 * len(nodes)
@@ -292,7 +298,7 @@ def test_with_a_selection_the_workers_get_their_nodes_once_the_tests_are_selecte
                             *PYTEST_ARGS, LEAN_OPTION, "-k", "not applicable_first", *args, plugins=[read, ordered])
         documents.append(_documents(out))
         if args:
-            assert ordered.handed_out is False
+            assert ordered.collecting is ordered.handed_out is False
             assert read.nodes == []
     assert documents[0] == documents[1]
     assert len(documents[0][0]) == len(nodes)
