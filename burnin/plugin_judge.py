@@ -13,8 +13,10 @@ pytest still collects the tests: which checks a node's tests ask a verdict of
 is not known yet, so those nodes are judged against every registered check
 (those beyond a suite's own cost little: their facts are absent). Once every
 test is collected (or, with ``-k``/``-m``, selected) the plugin says which
-checks each node's tests ask (:meth:`FleetJudging.ask`), and the nodes handed
-out from then on are judged against those alone. A node a worker could not
+checks each node's tests ask (:meth:`FleetJudging.ask`): the nodes no worker
+has begun yet, and those handed out from then on, are judged against those
+alone. A node's verdicts come back pickled and are unpickled when the plugin
+reads them (in its own thread, node by node). A node a worker could not
 judge (any error, a worker that died) is judged by the plugin itself, as
 without workers, so the verdicts are the same either way. This module
 imports no pytest: a worker loads only what judging needs.
@@ -23,6 +25,7 @@ imports no pytest: a worker loads only what judging needs.
 from __future__ import annotations
 
 import contextlib
+import pickle
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,9 +42,10 @@ JOBS_OPTION = "--burnin-jobs"
 POOL_MIN_NODES = 96
 """Below this many nodes a lean run judges in its own process: starting a worker costs about what judging
 90 nodes' checks does."""
-POOL_WINDOW = 64
-"""Nodes handed to each worker ahead of the node being judged (twice as many while pytest orders the tests, which
-reads none): a node's verdicts are some 90 KB, so memory stays a few tens of MB."""
+POOL_WINDOW = 256
+"""Nodes handed to each worker ahead of the node whose verdicts are read (the workers run ahead while pytest
+collects and orders the tests, which reads none): a node's verdicts come back pickled, some 25 KB, and are
+unpickled when read, so memory stays a few MB a worker."""
 
 NodeTask = tuple[str, str, tuple[str, ...] | None, str]
 """(facts file, node, check ids (None: every registered check), node type) for :func:`judge_node`."""
@@ -82,6 +86,13 @@ def judge_node(task: NodeTask) -> tuple[str, dict[str, Verdict] | None]:
     return node, verdicts
 
 
+def judge_node_pickled(task: NodeTask) -> tuple[str, bytes | None]:
+    """:func:`judge_node`, its verdicts pickled (the caller unpickles a node's when it reads them, not as they
+    come in)."""
+    node, verdicts = judge_node(task)
+    return node, None if verdicts is None else pickle.dumps(verdicts, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 class FleetJudging:
     """The workers judging a fleet's checks, and their verdicts node by node in the run's order of nodes."""
 
@@ -95,7 +106,7 @@ class FleetJudging:
         self._nodes = list(dict.fromkeys(nodes))
         self._place = {node: index for index, node in enumerate(self._nodes)}
         self._asked: dict[str, tuple[str, ...]] | None = None  # node -> the checks its tests ask (None: unknown)
-        self._results: Ordered[NodeTask, tuple[str, dict[str, Verdict] | None]] | None = None
+        self._results: Ordered[NodeTask, tuple[str, bytes | None]] | None = None
         self._last: tuple[str, dict[str, Verdict] | None] | None = None  # the last node they judged
         self._pool: WorkerPool | None = WorkerPool(jobs, start_judge_worker, (topologies,))
         try:
@@ -111,30 +122,41 @@ class FleetJudging:
 
     def start(self) -> None:
         """Hand out the first nodes now, each to be judged against every registered check."""
-        self._hand_out(POOL_WINDOW)
+        self._hand_out()
 
     def ask(self, checks: dict[str, tuple[str, ...]]) -> None:
-        """The checks each node's tests ask a verdict of: the nodes handed out from now on are judged against
-        those alone, a node no test asks one of not at all. As many nodes again are handed out now (the
-        workers run ahead while pytest orders the tests)."""
+        """The checks each node's tests ask a verdict of: the nodes handed out from now on, and those handed out
+        before that no worker has begun, are judged against those alone; a node no test asks one of not at all."""
         self._asked = checks
-        self._hand_out(2 * POOL_WINDOW)
+        if self._results is not None:
+            try:
+                self._results.take_back(lambda task: self._task(task[1]))
+            except Exception:  # noqa: BLE001  # a pool that broke since it started: the caller judges, as ever
+                self.close()
+        self._hand_out()
 
-    def _hand_out(self, per_worker: int) -> None:
-        if self._pool is None:
+    def _hand_out(self) -> None:
+        if self._pool is None or self._results is not None:
             return
         try:
-            if self._results is None:
-                self._results = self._pool.ordered(judge_node, self._tasks(), window=POOL_WINDOW * self._pool.jobs)
-            self._results.ahead(per_worker * self._pool.jobs)
+            self._results = self._pool.ordered(judge_node_pickled, self._tasks(),
+                                               window=POOL_WINDOW * self._pool.jobs)
         except Exception:  # noqa: BLE001  # a pool that broke since it started: the caller judges, as ever
             self.close()
 
     def _tasks(self) -> Iterator[NodeTask]:
         for node in self._nodes:
-            checks = None if self._asked is None else self._asked.get(node)
-            if self._asked is None or checks:
-                yield str(self._facts_dir / f"{node}.json"), node, checks, self._topology_of(node)
+            task = self._task(node)
+            if task is not None:
+                yield task
+
+    def _task(self, node: str) -> NodeTask | None:
+        """The node's task: against the checks its tests ask (None: they ask none), or every registered check
+        while that is not known."""
+        checks = None if self._asked is None else self._asked.get(node)
+        if self._asked is not None and not checks:
+            return None
+        return str(self._facts_dir / f"{node}.json"), node, checks, self._topology_of(node)
 
     def verdict(self, node: str, check: str) -> Verdict | None:
         """The workers' verdict of ``check`` on ``node`` (None: the caller judges it, as without workers).
@@ -145,7 +167,8 @@ class FleetJudging:
             return None
         while self._last is None or self._place[self._last[0]] < place:
             try:
-                self._last = next(self._results)
+                name, pickled = next(self._results)
+                self._last = name, None if pickled is None else pickle.loads(pickled)  # noqa: S301  # our workers'
             except StopIteration:
                 self._results = None
                 return None

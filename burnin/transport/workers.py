@@ -79,7 +79,7 @@ class Ordered(Generic[Item, Result]):
     def __init__(self, executor: ProcessPoolExecutor, function: Callable[[Item], Result], source: Iterator[Item],
                  window: int) -> None:
         self._executor, self._function, self._source, self.window = executor, function, source, window
-        self._pending: deque[Future[Result]] = deque()
+        self._pending: deque[tuple[Item, Future[Result]]] = deque()
         self.ahead(window)
 
     def ahead(self, count: int) -> None:
@@ -87,9 +87,20 @@ class Ordered(Generic[Item, Result]):
         if len(self._pending) >= count:
             return
         for item in self._source:
-            self._pending.append(self._executor.submit(self._function, item))
+            self._pending.append((item, self._executor.submit(self._function, item)))
             if len(self._pending) >= count:
                 return
+
+    def take_back(self, replace: Callable[[Item], Item | None]) -> None:
+        """The items handed out that no worker has begun are taken back, and ``replace(item)`` handed out in the
+        place of each (None: nothing); their results come in the same order."""
+        kept: deque[tuple[Item, Future[Result]]] = deque()
+        for item, future in self._pending:
+            if not future.cancel():
+                kept.append((item, future))
+            elif (other := replace(item)) is not None:
+                kept.append((other, self._executor.submit(self._function, other)))
+        self._pending = kept
 
     def __iter__(self) -> Ordered[Item, Result]:
         return self
@@ -97,7 +108,6 @@ class Ordered(Generic[Item, Result]):
     def __next__(self) -> Result:
         if not self._pending:
             raise StopIteration
-        result = self._pending.popleft().result()
+        result = self._pending.popleft()[1].result()
         self.ahead(self.window)
         return result
-

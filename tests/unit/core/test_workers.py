@@ -3,6 +3,7 @@ with a bounded window of items handed out ahead of the one being read."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -48,3 +49,41 @@ def test_results_come_in_the_items_order_and_an_error_where_its_item_is(tmp_path
             next(results)
     finally:
         pool.close()
+
+
+def _writer_once_read(fifo: Path, within_s: float = 120.0) -> int | None:
+    """The writing end of ``fifo`` once a worker has opened it to read (None: none did within the deadline,
+    which only ends a run that would hang)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            time.sleep(0.01)
+    return None
+
+
+def test_items_no_worker_has_begun_are_taken_back_and_replaced_in_order(tmp_path: Path) -> None:
+    """FleetJudging hands out nodes before it knows their checks, then takes back those no worker has begun."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    items = [gate]
+    for index in range(1, 9):
+        (tmp_path / f"a{index}").write_text(f"a{index}")
+        items.append(tmp_path / f"a{index}")
+    (tmp_path / "b").write_text("b")
+    pool = WorkerPool(1)
+    try:
+        results = pool.ordered(Path.read_text, items, window=len(items))
+        writer = _writer_once_read(gate)  # the one worker is held on the first item: none after it has begun
+        assert writer is not None
+        results.take_back(lambda path: None if path.name == "a5" else tmp_path / "b")
+        os.write(writer, b"opened")
+        os.close(writer)
+        read = list(results)
+    finally:
+        pool.close()
+    assert read[0] == "opened" and read[-1] == "b"
+    kept = [text for text in read[1:] if text != "b"]  # handed to the worker's queue before they were taken back
+    assert kept == [f"a{index}" for index in range(1, len(kept) + 1)] and len(kept) <= 4
+    assert read[1:] == kept + ["b"] * (8 - len(kept) - (len(kept) < 5))
