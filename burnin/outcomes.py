@@ -39,8 +39,10 @@ class ItemResult:
             self.status, self.reason = status, printable(reason, limit=REASON_LIMIT)
 
 
-def outcome_from_properties(properties: Iterable[tuple[str, object]]) -> CheckOutcome | None:
-    """The check outcome that a node test's final JUnit properties record (None: not a node test)."""
+def outcome_from_properties(properties: Iterable[tuple[str, object]], *, test: str = "", suite: str = "",
+                            duration_s: float = 0.0) -> CheckOutcome | None:
+    """The check outcome that a node test's final JUnit properties record (None: not a node test); ``test``,
+    ``suite`` and ``duration_s`` as given."""
     props = dict(properties)
     node, check, status = props.get("node"), props.get("check"), props.get("verdict")
     if node is None or check is None:
@@ -49,7 +51,7 @@ def outcome_from_properties(properties: Iterable[tuple[str, object]]) -> CheckOu
         status = INCOMPLETE
         props["reason"] = f"{check} has no outcome: the test reported no result"
     return CheckOutcome(str(node), str(check), str(status), str(props.get("reason") or ""),
-                        str(props.get("measured", "")), str(props.get("expected", "")))
+                        str(props.get("measured", "")), str(props.get("expected", "")), test, suite, duration_s)
 
 
 def test_name(nodeid: str) -> str:

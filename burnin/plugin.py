@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import operator
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -58,18 +59,15 @@ from burnin.outcomes import (
     suite_name,
     test_name,
 )
-from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, POOL_WINDOW, NodeTask, judge_node, start_judge_worker
+from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, FleetJudging
 from burnin.plugin_lean import LEAN_OPTION, judge_lean, lean_session
 from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
 from burnin.topology.model import Topology
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from burnin.checks.base import CheckSpec
     from burnin.history.trendgate import TrendFailure
-    from burnin.transport.workers import WorkerPool
 
 _STATE = pytest.StashKey["_PluginState"]()
 _ITEM_RESULT = pytest.StashKey["ItemResult"]()
@@ -109,10 +107,7 @@ class _PluginState:
         self.lean = False  # every test is judged by the lean protocol (burnin.plugin_lean)
         self._lean_files: dict[Path, tuple[str, bool]] = {}  # test file -> its path in reports, readers
         self.jobs = 1  # worker processes a lean run of POOL_MIN_NODES or more judges its checks in
-        self._pool: WorkerPool | None = None
-        self._pooled: Iterator[tuple[str, dict[str, Verdict] | None]] | None = None
-        self._pool_place: dict[str, int] = {}  # node -> its place in the workers' order (the tests')
-        self._pooled_node: tuple[str, dict[str, Verdict] | None] | None = None  # the last node they judged
+        self._workers: FleetJudging | None = None
         if facts_dir is not None:
             run_file = facts_dir / RUN_FILE
             if run_file.exists():
@@ -128,6 +123,14 @@ class _PluginState:
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Every test is collected: the judging workers learn which checks each node's tests ask now, while
+        pytest and the plugins order and select the tests (unless ``-k``/``-m`` will deselect some: then
+        once they have)."""
+        if self._workers is not None and not _selecting(config):
+            self._workers.ask(self._asked(items))
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.selected = len(session.items)
         for item in session.items:
@@ -135,16 +138,19 @@ class _PluginState:
             if node is not None:
                 self.expected[item.nodeid] = (node, _check_id(item))
         self.lean = self.facts_dir is not None and lean_session(session, __name__)
-        if self._pool is not None:
-            self._hand_out(session.items) if self.lean else self.close_pool()
+        if not self.lean:
+            self.close_pool()
+        elif self._workers is not None and _selecting(session.config):
+            self._workers.ask(self._asked(session.items))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         """A lean session's tests judged one after the other without a hook call each (pytest's own loop
-        otherwise, or where another plugin runs the tests: xdist)."""
+        otherwise, or where another plugin runs the tests: xdist; one that wraps the loop runs none)."""
         if not self.lean or session.config.option.collectonly or session.testsfailed or any(
                 impl.plugin is not self and impl.plugin_name != "main"
-                for impl in session.config.hook.pytest_runtestloop.get_hookimpls() if not impl.hookwrapper):
+                for impl in session.config.hook.pytest_runtestloop.get_hookimpls()
+                if not (impl.hookwrapper or impl.wrapper)):
             return None
         for item in session.items:
             self.judge_lean_item(item, session)
@@ -197,7 +203,8 @@ class _PluginState:
                 item.nodeid, (location, None, item.name), {}, outcome, longrepr, "teardown",
                 user_properties=properties, duration=time.perf_counter() - started))
             return
-        self.record(item.nodeid, item.nodeid.partition("::")[0], properties, time.perf_counter() - started)
+        test_id = item.nodeid
+        self.record(test_id, test_id.partition("::")[0], properties, time.perf_counter() - started)
         if outcome == "failed":
             session.testsfailed += 1  # as pytest's session counts a failed report (no --maxfail in a lean run)
 
@@ -229,65 +236,55 @@ class _PluginState:
 
     def record(self, test_id: str, path: str, properties: list[tuple[str, object]], duration_s: float) -> None:
         """A test's outcome, from its final properties (``path``: its file as pytest's reports name it)."""
-        outcome = outcome_from_properties(properties)
-        if outcome is None:
-            return
         suite = self._suites.get(path)
         if suite is None:
             suite = self._suites[path] = suite_name(path)
-        self.outcomes[test_id] = CheckOutcome(
-            outcome.node, outcome.check, outcome.status, outcome.reason, outcome.measured, outcome.expected,
-            test=test_name(test_id), suite=suite, duration_s=duration_s)
+        outcome = outcome_from_properties(properties, test=test_name(test_id), suite=suite, duration_s=duration_s)
+        if outcome is None:
+            return
+        self.outcomes[test_id] = outcome
         if self.hook is not None:
             self.hook.pytest_burnin_judged(node=outcome.node, check=outcome.check, status=outcome.status)
 
     # -- the checks judged in worker processes (a lean run of a large fleet) ----------------------
 
-    def start_pool(self) -> None:
-        """Start the judging workers (they load the checks and node types while pytest collects)."""
-        from burnin.transport.workers import WorkerPool
-
-        topologies = tuple(sorted({self.default_topology, *self.node_topology.values()}))
+    def start_pool(self, config: pytest.Config) -> None:
+        """Start the judging workers (they load the checks and node types while pytest collects) and, unless
+        ``-k``/``-m`` will deselect tests, hand them their first nodes now."""
+        assert self.facts_dir is not None
         try:
-            self._pool = WorkerPool(self.jobs, start_judge_worker, (topologies,))
-            self._pool.start()
+            self._workers = FleetJudging(
+                self.jobs, self.facts_dir, self.nodes, lambda node: self.node_topology.get(node, self.default_topology),
+                tuple(sorted({self.default_topology, *self.node_topology.values()})))
         except Exception:  # noqa: BLE001  # no workers (no process left, a broken pool): judged here, as ever
-            self.close_pool()
+            self._workers = None
+            return
+        if not _selecting(config):
+            self._workers.start()
 
-    def _hand_out(self, items: list[pytest.Item]) -> None:
-        """Give the workers every node's verdict checks, in the order the tests will ask for them."""
-        assert self._pool is not None and self.facts_dir is not None
+    @staticmethod
+    def _asked(items: list[pytest.Item]) -> dict[str, tuple[str, ...]]:
+        """Node -> the checks its tests ask a verdict of."""
         checks: dict[str, dict[str, None]] = {}
         for item in items:
             node, mark = _node_of(item), _check_mark(item)
             if node is not None and mark is not None and "verdict" in getattr(item, "fixturenames", ()):
                 checks.setdefault(node, {})[mark] = None
-        tasks: list[NodeTask] = [(str(self.facts_dir / f"{node}.json"), node, tuple(ids),
-                                  self.node_topology.get(node, self.default_topology)) for node, ids in checks.items()]
-        self._pool_place = {node: place for place, node in enumerate(checks)}
-        self._pooled = self._pool.ordered(judge_node, tasks, window=POOL_WINDOW * self._pool.jobs)
+        return {node: tuple(ids) for node, ids in checks.items()}
+
+    @property
+    def handed_out(self) -> bool:
+        """Whether the judging workers have nodes to judge (they judge them from then on)."""
+        return self._workers is not None and self._workers.handed_out
 
     def pooled(self, node: str, check: str) -> Verdict | None:
         """The workers' verdict of ``check`` on ``node`` (None: judge it here, as without workers)."""
-        place = self._pool_place.get(node)
-        if self._pooled is None or place is None:
-            return None
-        while self._pooled_node is None or self._pool_place[self._pooled_node[0]] < place:
-            try:
-                self._pooled_node = next(self._pooled)
-            except StopIteration:
-                self._pooled = None
-                return None
-            except Exception:  # noqa: BLE001  # a worker died: every node from here is judged here
-                self.close_pool()
-                return None
-        name, verdicts = self._pooled_node
-        return verdicts.get(check) if name == node and verdicts is not None else None
+        return self._workers.verdict(node, check) if self._workers is not None else None
 
     def close_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-        self._pool = self._pooled = self._pooled_node = None
+        if self._workers is not None:
+            self._workers.close()
+        self._workers = None
 
     # -- facts and topologies --------------------------------------------------------------------
 
@@ -337,8 +334,9 @@ class _PluginState:
                 outcomes[test_id] = CheckOutcome(node, check, INCOMPLETE,
                                                  f"{check} has no outcome: the test did not run to the end",
                                                  test=test_name(test_id), suite=suite_name(test_id.split("::")[0]))
-        last = len(self.order)  # in collection order (they ran node by node); any other test after them
-        return [outcome for _, outcome in sorted(outcomes.items(), key=lambda entry: self.order.get(entry[0], last))]
+        # in collection order (they ran node by node: self.order holds it); any other test after them, as recorded
+        ordered = [outcomes.pop(test_id) for test_id in self.order if test_id in outcomes]
+        return ordered + list(outcomes.values())
 
     def partial_reasons(self, config: pytest.Config) -> list[str]:
         """Why this run did not judge every check of its suites (empty: it did)."""
@@ -455,7 +453,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                 (state.out_dir / name).unlink()
     if (state.facts_dir is not None and state.jobs > 1 and len(state.nodes) >= POOL_MIN_NODES
             and session.config.getoption(LEAN_OPTION, False) and not hasattr(session.config, "workerinput")):
-        state.start_pool()
+        state.start_pool(session.config)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -470,6 +468,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def node() -> str:
     """The node under test; parametrized over every node when ``--burnin-facts`` is given."""
     raise pytest.UsageError("burnin: suites need nodes: pass --burnin-facts DIR (see `burnin run`)")
+
+
+def _selecting(config: pytest.Config) -> bool:
+    """Whether ``-k`` or ``-m`` will deselect tests once they are collected."""
+    return bool(getattr(config.option, "keyword", "") or getattr(config.option, "markexpr", ""))
 
 
 def _check_mark(item: pytest.Item) -> str | None:
@@ -636,18 +639,24 @@ def _set_outcome(item: pytest.Item, result: ItemResult) -> None:
 
 
 _OUTCOME_FIELDS = tuple(field.name for field in dataclasses.fields(CheckOutcome))
-_PRINTABLE_FIELDS = ("reason", "measured", "expected")
+_OUTCOME_VALUES = operator.attrgetter(*_OUTCOME_FIELDS)
+_PRINTABLE_AT = tuple(_OUTCOME_FIELDS.index(name) for name in ("reason", "measured", "expected"))
+_BETWEEN = '}, {"' + _OUTCOME_FIELDS[0] + '": '
+"""Where one outcome's JSON object ends and the next begins in a JSON list of them: nowhere else, as a string
+holds no unescaped quote and every value is a string or a number."""
 
 
 def verdicts_document(outcomes: list[CheckOutcome]) -> str:
-    """verdicts.json: a JSON list of the outcomes, one per line (json's C encoder writes each line)."""
-    lines = []
+    """verdicts.json: a JSON list of the outcomes, one per line (json's C encoder writes the list at once, and
+    each object is put on a line of its own)."""
+    records = []
     for outcome in outcomes:
-        record = {name: getattr(outcome, name) for name in _OUTCOME_FIELDS}
-        for name in _PRINTABLE_FIELDS:
-            record[name] = printable(record[name])
-        lines.append(json.dumps(record))
-    return "[\n" + ",\n".join(lines) + "\n]\n"
+        values = list(_OUTCOME_VALUES(outcome))
+        for index in _PRINTABLE_AT:
+            values[index] = printable(values[index])
+        records.append(dict(zip(_OUTCOME_FIELDS, values, strict=True)))
+    listed = json.dumps(records)[1:-1]
+    return "[\n" + listed.replace(_BETWEEN, "},\n" + _BETWEEN[3:]) + "\n]\n"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

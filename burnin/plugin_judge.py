@@ -3,36 +3,52 @@
 Checks are pure functions of a node's facts and its node type, and cost about
 two thirds of a lean run's time. From :data:`POOL_MIN_NODES` nodes on, the
 plugin starts ``N`` workers (:class:`burnin.transport.workers.WorkerPool`)
-when the session starts, so they load the checks while pytest collects, then
-hands them each node's facts file and the check ids its tests ask a verdict
-of, in the order the tests run. Each worker reads the file as the plugin
-reads it and returns the node's verdicts; the ``verdict`` fixture takes its
-verdict from there. A node a worker could not judge (any error, a worker that
-died) is judged by the plugin itself, as without workers, so the verdicts are
-the same either way. This module imports no pytest: a worker loads only what
-judging needs.
+when the session starts, through :class:`FleetJudging`, and hands them nodes
+in the run's order of nodes (the order the tests run in): each worker reads a
+node's facts file as the plugin reads it and returns the node's verdicts; the
+``verdict`` fixture takes its verdict from there.
+
+The first :data:`POOL_WINDOW` nodes a worker are handed out at once, while
+pytest still collects the tests: which checks a node's tests ask a verdict of
+is not known yet, so those nodes are judged against every registered check
+(those beyond a suite's own cost little: their facts are absent). Once every
+test is collected (or, with ``-k``/``-m``, selected) the plugin says which
+checks each node's tests ask (:meth:`FleetJudging.ask`): the nodes no worker
+has begun yet, and those handed out from then on, are judged against those
+alone. A node's verdicts come back pickled and are unpickled when the plugin
+reads them (in its own thread, node by node). A node a worker could not
+judge (any error, a worker that died) is judged by the plugin itself, as
+without workers, so the verdicts are the same either way. This module
+imports no pytest: a worker loads only what judging needs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import pickle
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from burnin.errors import BurninError
 from burnin.evaluate.verdict import Verdict
 from burnin.facts import Facts
 from burnin.topology.model import Topology
 
+if TYPE_CHECKING:
+    from burnin.transport.workers import Ordered, WorkerPool
+
 JOBS_OPTION = "--burnin-jobs"
 POOL_MIN_NODES = 96
 """Below this many nodes a lean run judges in its own process: starting a worker costs about what judging
 90 nodes' checks does."""
-POOL_WINDOW = 4
-"""Nodes handed to each worker ahead of the node being judged (memory stays a few nodes' verdicts)."""
+POOL_WINDOW = 256
+"""Nodes handed to each worker ahead of the node whose verdicts are read (the workers run ahead while pytest
+collects and orders the tests, which reads none): a node's verdicts come back pickled, some 25 KB, and are
+unpickled when read, so memory stays a few MB a worker."""
 
-NodeTask = tuple[str, str, tuple[str, ...], str]
-"""(facts file, node, check ids, node type) for :func:`judge_node`."""
+NodeTask = tuple[str, str, tuple[str, ...] | None, str]
+"""(facts file, node, check ids (None: every registered check), node type) for :func:`judge_node`."""
 
 _WORKER_CHECKS: dict[str, Any] = {}
 _WORKER_TOPOLOGIES: dict[str, Topology] = {}
@@ -51,13 +67,119 @@ def start_judge_worker(topologies: tuple[str, ...]) -> None:
 
 def judge_node(task: NodeTask) -> tuple[str, dict[str, Verdict] | None]:
     """In a worker: the node's verdicts of ``checks``, from its facts file read as the plugin reads it; None
-    when anything is amiss (the caller then judges the node itself and says what)."""
+    when anything is amiss (the caller then judges the node itself and says what). Without ``checks``, the
+    verdict of every registered check, but of one that raised (the caller judges that one, if asked)."""
     path, node, checks, topology_name = task
     try:
         topology = _WORKER_TOPOLOGIES[topology_name]
         facts_file = Path(path)
         facts = Facts.load(facts_file) if facts_file.exists() else Facts.unreachable_node(
             node, "no facts were gathered")
-        return node, {check: _WORKER_CHECKS[check].func(facts, topology) for check in checks}
+        if checks is not None:
+            return node, {check: _WORKER_CHECKS[check].func(facts, topology) for check in checks}
     except Exception:  # noqa: BLE001  # judged again by the caller, whose errors are the run's
         return node, None
+    verdicts: dict[str, Verdict] = {}
+    for check, spec in _WORKER_CHECKS.items():
+        with contextlib.suppress(Exception):
+            verdicts[check] = spec.func(facts, topology)
+    return node, verdicts
+
+
+def judge_node_pickled(task: NodeTask) -> tuple[str, bytes | None]:
+    """:func:`judge_node`, its verdicts pickled (the caller unpickles a node's when it reads them, not as they
+    come in)."""
+    node, verdicts = judge_node(task)
+    return node, None if verdicts is None else pickle.dumps(verdicts, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class FleetJudging:
+    """The workers judging a fleet's checks, and their verdicts node by node in the run's order of nodes."""
+
+    def __init__(self, jobs: int, facts_dir: Path, nodes: Iterable[str], topology_of: Callable[[str], str],
+                 topologies: tuple[str, ...]) -> None:
+        """Start ``jobs`` workers (they load the checks and ``topologies`` while the caller goes on); raises
+        when they cannot start."""
+        from burnin.transport.workers import WorkerPool
+
+        self._facts_dir, self._topology_of = facts_dir, topology_of
+        self._nodes = list(dict.fromkeys(nodes))
+        self._place = {node: index for index, node in enumerate(self._nodes)}
+        self._asked: dict[str, tuple[str, ...]] | None = None  # node -> the checks its tests ask (None: unknown)
+        self._results: Ordered[NodeTask, tuple[str, bytes | None]] | None = None
+        self._last: tuple[str, dict[str, Verdict] | None] | None = None  # the last node they judged
+        self._pool: WorkerPool | None = WorkerPool(jobs, start_judge_worker, (topologies,))
+        try:
+            self._pool.start()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def handed_out(self) -> bool:
+        """Whether the workers have nodes to judge."""
+        return self._results is not None
+
+    def start(self) -> None:
+        """Hand out the first nodes now, each to be judged against every registered check."""
+        self._hand_out()
+
+    def ask(self, checks: dict[str, tuple[str, ...]]) -> None:
+        """The checks each node's tests ask a verdict of: the nodes handed out from now on, and those handed out
+        before that no worker has begun, are judged against those alone; a node no test asks one of not at all."""
+        self._asked = checks
+        if self._results is not None:
+            try:
+                self._results.take_back(lambda task: self._task(task[1]))
+            except Exception:  # noqa: BLE001  # a pool that broke since it started: the caller judges, as ever
+                self.close()
+        self._hand_out()
+
+    def _hand_out(self) -> None:
+        if self._pool is None or self._results is not None:
+            return
+        try:
+            self._results = self._pool.ordered(judge_node_pickled, self._tasks(),
+                                               window=POOL_WINDOW * self._pool.jobs)
+        except Exception:  # noqa: BLE001  # a pool that broke since it started: the caller judges, as ever
+            self.close()
+
+    def _tasks(self) -> Iterator[NodeTask]:
+        for node in self._nodes:
+            task = self._task(node)
+            if task is not None:
+                yield task
+
+    def _task(self, node: str) -> NodeTask | None:
+        """The node's task: against the checks its tests ask (None: they ask none), or every registered check
+        while that is not known."""
+        checks = None if self._asked is None else self._asked.get(node)
+        if self._asked is not None and not checks:
+            return None
+        return str(self._facts_dir / f"{node}.json"), node, checks, self._topology_of(node)
+
+    def verdict(self, node: str, check: str) -> Verdict | None:
+        """The workers' verdict of ``check`` on ``node`` (None: the caller judges it, as without workers).
+
+        Nodes are asked for in the run's order; a node passed over (its tests deselected) is skipped."""
+        place = self._place.get(node)
+        if self._results is None or place is None:
+            return None
+        while self._last is None or self._place[self._last[0]] < place:
+            try:
+                name, pickled = next(self._results)
+                self._last = name, None if pickled is None else pickle.loads(pickled)  # noqa: S301  # our workers'
+            except StopIteration:
+                self._results = None
+                return None
+            except Exception:  # noqa: BLE001  # a worker died: every node from here is judged by the caller
+                self.close()
+                return None
+        name, verdicts = self._last
+        return verdicts.get(check) if name == node and verdicts is not None else None
+
+    def close(self) -> None:
+        """Stop the workers (what they still hold is not waited for)."""
+        if self._pool is not None:
+            self._pool.close()
+        self._pool = self._results = self._last = None

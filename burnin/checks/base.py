@@ -111,11 +111,21 @@ def _without_subject(subject: str, reason: str) -> str:
 
 def gpu_subject(gpu: GpuFacts, topology: Topology) -> str:
     """``gpuN`` by the topology's slot at the GPU's bus id (NVML renumbers when one is missing)."""
-    bus = gpu.get("bus_id")
+    return _subject(gpu, _gpu_slots(topology))
+
+
+def _gpu_slots(topology: Topology) -> dict[str, int]:
+    """Bus id -> the index of the topology's GPU there (the first one listed at it)."""
+    slots: dict[str, int] = {}
     for device in topology.gpus.devices:
-        if bus is not None and device.bus_id == bus:
-            return f"gpu{device.index}"
-    return f"gpu{gpu.get('index')}"
+        slots.setdefault(device.bus_id, device.index)
+    return slots
+
+
+def _subject(gpu: GpuFacts, slots: dict[str, int]) -> str:
+    bus = gpu.get("bus_id")
+    slot = slots.get(bus) if isinstance(bus, str) else None
+    return f"gpu{slot}" if slot is not None else f"gpu{gpu.get('index')}"
 
 
 def iter_gpus(facts: Facts, topology: Topology) -> Iterator[tuple[str, GpuFacts | None, str]]:
@@ -124,8 +134,9 @@ def iter_gpus(facts: Facts, topology: Topology) -> Iterator[tuple[str, GpuFacts 
     A lost GPU yields None with the NVML error, so checks report it as not
     measured rather than inventing values.
     """
+    slots = _gpu_slots(topology)
     for gpu in facts.gpus():
-        subject = gpu_subject(gpu, topology)
+        subject = _subject(gpu, slots)
         why = gpu.unanswered
         yield (subject, None, why) if why is not None else (subject, gpu, "")
 

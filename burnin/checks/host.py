@@ -156,7 +156,7 @@ _ACS_JUDGED = ("Downstream Port", "Root Port")
 @check("TOP-04", "ACS disabled on PCIe switch ports in GPU/HCA paths", sources=("pci", "lspci"), fast=False)
 def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
     from burnin.errors import ParseError
-    from burnin.parsers.lspci import parse_lspci_at
+    from burnin.parsers.lspci import parse_lspci_control_at
 
     expected = "ACSCtl all '-' (SrcValid- ReqRedir- CmpltRedir- ...)"
     if not topology.host.acs_disabled:
@@ -174,10 +174,9 @@ def acs_disabled(facts: Facts, topology: Topology) -> Verdict:
         except Unmeasurable as exc:
             findings.append(unknown(subject, exc.reason, expected))
     try:  # only the stanzas of the ports in the paths: a whole machine's lspci -vvv is ~2,000 lines
-        report = parse_lspci_at(text, in_paths)
+        listed = parse_lspci_control_at(text, in_paths)
     except ParseError as exc:
         raise Unmeasurable(f"lspci output unreadable: {exc}") from None
-    listed = {device.address: device for device in report.devices}
     for address in sorted(in_paths):
         device = listed.get(address)
         if device is None:

@@ -115,6 +115,13 @@ def measured_number(value: object, subject: str, what: str, valid: PhysicalRange
     where the hardware counts (``integer``) and values outside ``valid`` are
     not measurements.
     """
+    # a JSON number inside its range (nearly every value): no other question to ask
+    if type(value) is int:
+        if valid.lo <= value <= valid.hi:
+            return value
+    elif type(value) is float and math.isfinite(value) and (not integer or value.is_integer()) \
+            and valid.lo <= value <= valid.hi:
+        return value
     if value is None:
         raise Unmeasurable(f"{subject} {what} not reported")
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -117,7 +117,10 @@ def is_user_prompt(line: str) -> bool:
 
 def is_command_echo(line: str, *commands: str) -> bool:
     """The command itself, pasted without a prompt above its output: ``ibstat``, ``sudo ibstat mlx5_0 1``."""
-    if not any(command in line for command in commands):  # most lines name none
+    if len(commands) == 1:  # most lines name none
+        if commands[0] not in line:
+            return False
+    elif not any(command in line for command in commands):
         return False
     words = line.split()
     if words[:1] == ["sudo"]:
@@ -130,7 +133,11 @@ def parse_int(text: str | None) -> int | None:
     if text is None:
         return None
     s = text.strip()
-    if len(s) > _MAX_DIGITS or s.lower() in NOT_AVAILABLE:
+    if len(s) > _MAX_DIGITS:
+        return None
+    if s.isascii() and s.isdigit():  # plain decimal digits (nearly every value): no other question to ask
+        return int(s)
+    if s.lower() in NOT_AVAILABLE:
         return None
     if _INT.fullmatch(s):
         return int(s)
@@ -283,6 +290,7 @@ def split_key_value(line: str) -> tuple[str, str] | None:
 def split_colon(line: str) -> tuple[str, str] | None:
     """Split ``"Key: value"`` at the first colon (for ``lscpu``, ``ibstat``)."""
     key, sep, value = line.partition(":")
-    if not sep or not key.strip():
+    key = key.strip()
+    if not sep or not key:
         return None
-    return key.strip(), value.strip()
+    return key, value.strip()

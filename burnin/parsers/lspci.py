@@ -9,7 +9,7 @@ capability and control bits, bridge bus numbers and AER status bits.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from burnin.parsers._common import fail, head_excerpt, iter_lines, parse_int, require_text
@@ -78,6 +78,16 @@ class _Draft:
     kernel_driver: str | None = None
     uesta: dict[str, bool] | None = None
     cesta: dict[str, bool] | None = None
+    seen_flags: dict[str, dict[str, bool]] | None = None  # the parse's flag lines read so far (most repeat)
+
+    def flags(self, text: str) -> dict[str, bool]:
+        """:func:`_flags` of ``text``, read once per parse: a device's own copy of it."""
+        if self.seen_flags is None:
+            return _flags(text)
+        found = self.seen_flags.get(text)
+        if found is None:
+            found = self.seen_flags[text] = _flags(text)
+        return dict(found)
 
 
 def _flags(text: str) -> dict[str, bool]:
@@ -109,7 +119,7 @@ def _width(text: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _draft(m: re.Match[str]) -> _Draft:
+def _draft(m: re.Match[str], seen_flags: dict[str, dict[str, bool]] | None = None) -> _Draft:
     domain = (m.group(1) or "0000").lower()
     if len(domain) < 4:
         domain = domain.rjust(4, "0")
@@ -127,7 +137,7 @@ def _draft(m: re.Match[str]) -> _Draft:
     rev = _REV.search(name)
     revision = rev.group(1) if rev else None
     name = _PROGIF.sub("", _REV.sub("", name)).strip()
-    return _Draft(address, cls, name, revision, vendor_id, device_id)
+    return _Draft(address, cls, name, revision, vendor_id, device_id, seen_flags=seen_flags)
 
 
 def _finish(d: _Draft) -> PciDevice:
@@ -180,21 +190,21 @@ def _set_lnksta(d: _Draft, value: str) -> None:
 
 
 def _set_acs_cap(d: _Draft, value: str) -> None:
-    d.acs_cap = _flags(value)
+    d.acs_cap = d.flags(value)
 
 
 def _set_acs_ctl(d: _Draft, value: str) -> None:
-    d.acs_ctl = _flags(value)
+    d.acs_ctl = d.flags(value)
 
 
 def _set_uesta(d: _Draft, value: str) -> None:
     if d.uesta is None:
-        d.uesta = _flags(value)
+        d.uesta = d.flags(value)
 
 
 def _set_cesta(d: _Draft, value: str) -> None:
     if d.cesta is None:
-        d.cesta = _flags(value)
+        d.cesta = d.flags(value)
 
 
 def _set_slot(d: _Draft, value: str) -> None:
@@ -230,16 +240,69 @@ def _apply(d: _Draft, line: str) -> None:
     setter = _FIELDS.get(key)
     if setter is not None:
         setter(d, value.strip())
-    elif d.port_type is None and key.startswith("Capabilities") and "Express" in value:
-        m = _EXPRESS.search(value.strip())
-        if m:
-            d.port_type = m.group(1).strip()
+    elif d.port_type is None and key.startswith("Capabilities"):
+        d.port_type = _express_port(value)
+
+
+_COLUMN_ZERO = re.compile(r"\n(\S[^\n]*)")
+"""A line that starts at column zero (a device line, or one no stanza reads), after the first."""
+_READ_LINE = re.compile(r"\n[^\S\n]+(?:(" + "|".join(map(re.escape, _FIELDS)) + r")|Capabilities[^:\n]*)"
+                        r"[^\S\n]*:([^\n]*)")
+"""An indented line :func:`_apply` reads: a ``Key: value`` of :data:`_FIELDS` (group 1; None: a ``Capabilities``
+line), and its value after the first colon (group 2)."""
+
+
+def _plain_lines(text: str) -> bool:
+    """Whether ``text``'s lines end in ``\n`` alone, without NULs or a byte-order mark: :func:`iter_lines` splits
+    it on ``\n``, and the regular expressions below see the lines it gives."""
+    return "\r" not in text and "\x00" not in text and not text.startswith("\ufeff")
+
+
+def _stanzas(text: str, wanted: Collection[str]) -> Iterator[tuple[re.Match[str], int, int]]:
+    """For plain-lined ``text``: each device line at an address of ``wanted`` (its match), and where its stanza
+    begins (the device line's end) and ends (the next device line's start); a ParseError with no device line."""
+    first = text.find("\n")
+    lines = [(0, len(text) if first < 0 else first)] if text[:1] and not text[0].isspace() else []
+    lines += [m.span(1) for m in _COLUMN_ZERO.finditer(text)]
+    heads = [(start, end, m) for start, end in lines if (m := _HEAD.match(text[start:end].rstrip()))]
+    if not heads:
+        fail(TOOL, "no 'BB:DD.F class: name' device line found", head_excerpt(text))
+    for index, (_, end, m) in enumerate(heads):
+        if _address(m) in wanted:
+            yield m, end, heads[index + 1][0] if index + 1 < len(heads) else len(text)
+
+
+def _express_port(value: str) -> str | None:
+    """The port type of a ``Capabilities: [68] Express (v2) Downstream Port ...`` line's value (None: another)."""
+    express = _EXPRESS.search(value.strip()) if "Express" in value else None
+    return express.group(1).strip() if express else None
+
+
+def _parse_stanzas(text: str, wanted: Collection[str]) -> LspciReport:
+    """:func:`_parse` of plain-lined text for ``wanted`` addresses, by regular expressions in C: the device
+    lines are found without a loop over every line, and only the lines :func:`_apply` reads in the stanzas
+    asked for are visited (the same devices, in the same order, read the same way)."""
+    devices: list[PciDevice] = []
+    seen_flags: dict[str, dict[str, bool]] = {}
+    for m, end, stop in _stanzas(text, wanted):
+        draft = _draft(m, seen_flags)
+        for line in _READ_LINE.finditer(text, end, stop):
+            field, value = line.groups()
+            if field is not None:
+                _FIELDS[field](draft, value.strip())
+            elif draft.port_type is None:
+                draft.port_type = _express_port(value)
+        devices.append(_finish(draft))
+    return LspciReport(devices=tuple(devices))
 
 
 def _parse(text: str, wanted: Collection[str] | None) -> LspciReport:
     """Every device (``wanted`` None), or those at ``wanted``'s addresses, whose stanzas alone are read."""
     require_text(TOOL, text)
+    if wanted is not None and _plain_lines(text):
+        return _parse_stanzas(text, wanted)
     devices: list[PciDevice] = []
+    seen_flags: dict[str, dict[str, bool]] = {}
     current: _Draft | None = None
     found = False
     for line in iter_lines(text):
@@ -251,7 +314,7 @@ def _parse(text: str, wanted: Collection[str] | None) -> LspciReport:
                 found = True
                 if current is not None:
                     devices.append(_finish(current))
-                current = _draft(m) if wanted is None or _address(m) in wanted else None
+                current = _draft(m, seen_flags) if wanted is None or _address(m) in wanted else None
             continue
         if current is not None:
             _apply(current, line)
@@ -280,3 +343,41 @@ def parse_lspci_at(text: str, addresses: Collection[str]) -> LspciReport:
     ``parse_lspci(text)`` gives at those addresses, and a ParseError when it would raise one.
     """
     return _parse(text, frozenset(addresses))
+
+
+@dataclass(frozen=True, slots=True)
+class PortControl:
+    """What TOP-04 reads of a device: its PCI Express port type and its ACS Control bits (None: not shown)."""
+
+    port_type: str | None
+    acs_ctl: dict[str, bool] | None
+
+
+_CONTROL_LINE = re.compile(r"\n[^\S\n]+(?:(ACSCtl)|Capabilities[^:\n]*)[^\S\n]*:([^\n]*)")
+"""An indented ``ACSCtl:`` line (group 1) or ``Capabilities`` line, and its value after the first colon (group 2)."""
+
+
+def parse_lspci_control_at(text: str, addresses: Collection[str]) -> dict[str, PortControl]:
+    """Address -> the port type and ACS Control of the device there, for the devices at ``addresses``: those
+    :func:`parse_lspci_at` gives (the last of two at one address), read from their ``Capabilities`` and
+    ``ACSCtl`` lines alone; a ParseError when it would raise one."""
+    require_text(TOOL, text)
+    wanted = frozenset(addresses)
+    if not _plain_lines(text):
+        return {d.address: PortControl(d.port_type, d.acs_ctl) for d in _parse(text, wanted).devices}
+    found: dict[str, PortControl] = {}
+    seen_flags: dict[str, dict[str, bool]] = {}
+    for m, end, stop in _stanzas(text, wanted):
+        port_type: str | None = None
+        acs_ctl: dict[str, bool] | None = None
+        for line in _CONTROL_LINE.finditer(text, end, stop):
+            field, value = line.groups()
+            if field is not None:
+                flags = value.strip()
+                if flags not in seen_flags:
+                    seen_flags[flags] = _flags(flags)
+                acs_ctl = dict(seen_flags[flags])
+            elif port_type is None:
+                port_type = _express_port(value)
+        found[_address(m)] = PortControl(port_type, acs_ctl)
+    return found

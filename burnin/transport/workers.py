@@ -17,7 +17,7 @@ import types
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -59,23 +59,55 @@ class WorkerPool:
                 sys.modules["__main__"] = main
 
     def ordered(self, function: Callable[[Item], Result], items: Iterable[Item], *,
-                window: int) -> Iterator[Result]:
-        """``function(item)`` for each item, in the items' order; at most ``window`` items in flight.
+                window: int) -> Ordered[Item, Result]:
+        """``function(item)`` for each item, in the items' order; ``window`` items in flight ahead of the one read.
 
-        A worker that dies or a function that raises raises here (``BrokenProcessPool``, the exception)."""
-        pending: deque[Future[Result]] = deque()
-        source = iter(items)
-        for item in source:
-            pending.append(self._executor.submit(function, item))
-            if len(pending) >= window:
-                break
-        while pending:
-            result = pending.popleft().result()
-            for item in source:
-                pending.append(self._executor.submit(function, item))
-                break
-            yield result
+        The first ``window`` items are handed out now, before the first result is asked for (the workers
+        start on them while the caller does other work); an item is taken from ``items`` only when it is
+        handed out. A worker that dies or a function that raises raises when its result is read
+        (``BrokenProcessPool``, the exception)."""
+        return Ordered(self._executor, function, iter(items), window)
 
     def close(self) -> None:
         """Stop handing out work; the workers finish the item they hold and exit."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class Ordered(Generic[Item, Result]):
+    """The results of :meth:`WorkerPool.ordered`, in the items' order."""
+
+    def __init__(self, executor: ProcessPoolExecutor, function: Callable[[Item], Result], source: Iterator[Item],
+                 window: int) -> None:
+        self._executor, self._function, self._source, self.window = executor, function, source, window
+        self._pending: deque[tuple[Item, Future[Result]]] = deque()
+        self.ahead(window)
+
+    def ahead(self, count: int) -> None:
+        """Hand out items now until ``count`` are in flight (the workers run ahead while the caller reads none)."""
+        if len(self._pending) >= count:
+            return
+        for item in self._source:
+            self._pending.append((item, self._executor.submit(self._function, item)))
+            if len(self._pending) >= count:
+                return
+
+    def take_back(self, replace: Callable[[Item], Item | None]) -> None:
+        """The items handed out that no worker has begun are taken back, and ``replace(item)`` handed out in the
+        place of each (None: nothing); their results come in the same order."""
+        kept: deque[tuple[Item, Future[Result]]] = deque()
+        for item, future in self._pending:
+            if not future.cancel():
+                kept.append((item, future))
+            elif (other := replace(item)) is not None:
+                kept.append((other, self._executor.submit(self._function, other)))
+        self._pending = kept
+
+    def __iter__(self) -> Ordered[Item, Result]:
+        return self
+
+    def __next__(self) -> Result:
+        if not self._pending:
+            raise StopIteration
+        result = self._pending.popleft()[1].result()
+        self.ahead(self.window)
+        return result

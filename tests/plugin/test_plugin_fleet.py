@@ -8,13 +8,18 @@ Reads are counted through the plugin's ``pytest_burnin_facts_read`` hook.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from burnin.plugin import FACTS_KEPT, _PluginState
+from burnin.gate.decide import CheckOutcome
+from burnin.plugin import FACTS_KEPT, _PluginState, verdicts_document
 from burnin.resources import topologies_dir
+from burnin.text import printable
 
 NODES = ("n01", "n02", "n03", "n04")
 
@@ -153,3 +158,30 @@ def test_dcgm_health(declared_applicable, verdict):
     for node in NODES:
         assert gate["nodes"][node]["not_applicable"] == {
             "GPU-12": "GPU-12 not applicable: topology hgx-h100-8gpu declares no DCGM (dcgm: {required: false})"}
+
+
+def _document_line_by_line(outcomes: list[CheckOutcome]) -> str:
+    """verdicts.json as specified: one JSON object per outcome, a line each, its shown text printable."""
+    lines = []
+    for outcome in outcomes:
+        record = dataclasses.asdict(outcome)
+        for name in ("reason", "measured", "expected"):
+            record[name] = printable(record[name])
+        lines.append(json.dumps(record))
+    return "[\n" + ",\n".join(lines) + "\n]\n"
+
+
+_TEXT = st.text(st.sampled_from(['}', ',', ' ', '{', '"', '\\', ':', 'n', 'o', 'd', 'e', '\n', '\x1b', 'é']),
+                max_size=24) | st.sampled_from(['}, {"node": ', '"}, {"node": "x', '\\"}, {\\"node\\": '])
+
+
+@given(st.lists(st.builds(CheckOutcome, _TEXT, _TEXT, st.sampled_from(["pass", "fail"]), _TEXT, _TEXT, _TEXT,
+                          _TEXT, _TEXT, st.floats(allow_nan=False, allow_infinity=False)), max_size=6))
+@example([])
+@example([CheckOutcome("n1", "GPU-10", "fail", 'x"}, {"node": "n2', "}, {", '{"node": ')])
+def test_verdicts_json_holds_one_outcome_a_line_whatever_their_text(outcomes: list[CheckOutcome]) -> None:
+    document = verdicts_document(outcomes)
+    assert document == _document_line_by_line(outcomes)
+    assert [CheckOutcome(**record) for record in json.loads(document)] == [
+        dataclasses.replace(o, reason=printable(o.reason), measured=printable(o.measured),
+                            expected=printable(o.expected)) for o in outcomes]

@@ -189,6 +189,38 @@ def test_the_lean_protocol_stands_aside_where_something_could_tell(
     assert len(_test_reports(lean)) == len(_test_reports(full)) > 0
 
 
+class WrapsTheLoop:
+    """Wraps pytest_runtestloop, new style, and runs no test itself (a timer, a progress bar)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        return (yield)
+
+
+def test_a_plugin_that_wraps_the_loop_leaves_the_lean_loop_in_place(
+        pytester: pytest.Pytester, facts_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin's own loop judges the tests (none goes through pytest_runtest_protocol), as the same verdicts."""
+    from burnin.plugin import _PluginState
+
+    through_pytest: list[str] = []
+    protocol = _PluginState.pytest_runtest_protocol
+
+    @pytest.hookimpl(tryfirst=True)
+    def counted(self: _PluginState, item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+        through_pytest.append(item.nodeid)
+        return protocol(self, item, nextitem)
+
+    monkeypatch.setattr(_PluginState, "pytest_runtest_protocol", counted)
+    pytester.makepyfile(test_site=VERDICTS_ONLY)
+    _, full_out = _run(pytester, facts_dir, "full")
+    through_pytest.clear()
+    lean_out = pytester.path / "lean"
+    pytester.inline_run("--burnin-facts", str(facts_dir), "--burnin-out", str(lean_out), "--rootdir",
+                        str(pytester.path), *PYTEST_ARGS, LEAN_OPTION, plugins=[WrapsTheLoop()])
+    assert _documents(lean_out) == _documents(full_out)
+    assert through_pytest == []
+
+
 class FactsReads:
     def __init__(self) -> None:
         self.nodes: list[str] = []
@@ -197,6 +229,26 @@ class FactsReads:
         self.nodes.append(node)
 
 
+class WhenOrdered:
+    """Whether the judging workers had nodes to judge when pytest began to collect the tests, and when the tests
+    were being ordered (after every test was collected, before ``-k`` deselected any)."""
+
+    def __init__(self) -> None:
+        self.collecting: bool | None = None
+        self.handed_out: bool | None = None
+
+    def pytest_collection(self, session: pytest.Session) -> None:
+        from burnin.plugin import _STATE
+
+        self.collecting = session.config.stash[_STATE].handed_out
+
+    def pytest_collection_modifyitems(self, config: pytest.Config) -> None:
+        from burnin.plugin import _STATE
+
+        self.handed_out = config.stash[_STATE].handed_out
+
+
+@pytest.mark.proc  # starts the judging workers
 def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pytester: pytest.Pytester,
                                                                             tmp_path: Path) -> None:
     folder = tmp_path / "fleet"
@@ -208,12 +260,14 @@ def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pyte
     pytester.makepyfile(test_site=VERDICT_TESTS)
     documents, reads = [], []
     for name, args in (("alone", ()), ("workers", (JOBS_OPTION, "2"))):
-        read = FactsReads()
+        read, ordered = FactsReads(), WhenOrdered()
         out = pytester.path / name
         pytester.inline_run("--burnin-facts", str(folder), "--burnin-out", str(out), "--rootdir", str(pytester.path),
-                            *PYTEST_ARGS, LEAN_OPTION, *args, plugins=[read])
+                            *PYTEST_ARGS, LEAN_OPTION, *args, plugins=[read, ordered])
         documents.append(_documents(out))
         reads.append(read.nodes)
+        # the workers start on the first nodes (every registered check) while pytest collects the tests
+        assert ordered.collecting is ordered.handed_out is bool(args)
     assert documents[0] == documents[1]
     verdicts, gate = documents[0]
     assert len(verdicts) == 2 * len(nodes)
@@ -223,6 +277,31 @@ def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pyte
     # only the node they could not judge
     assert [n for n in reads[0] if n != "n007"] == [n for n in nodes if n != "n007"]
     assert set(reads[1]) == {"n007"}
+
+
+@pytest.mark.proc  # starts the judging workers
+def test_with_a_selection_the_workers_get_their_nodes_once_the_tests_are_selected(pytester: pytest.Pytester,
+                                                                               tmp_path: Path) -> None:
+    """-k deselects tests after the plugins order them: the workers get the selected ones' nodes then, and
+    judge every node still (the plugin reads no facts document itself), with the same verdicts."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    nodes = [f"n{i:03d}" for i in range(1, POOL_MIN_NODES + 5)]
+    for index, name in enumerate(nodes):
+        (folder / f"{name}.json").write_text(json.dumps(_facts(NODES[index % 3])))
+    pytester.makepyfile(test_site=VERDICT_TESTS)
+    documents = []
+    for name, args in (("alone", ()), ("workers", (JOBS_OPTION, "2"))):
+        read, ordered = FactsReads(), WhenOrdered()
+        out = pytester.path / name
+        pytester.inline_run("--burnin-facts", str(folder), "--burnin-out", str(out), "--rootdir", str(pytester.path),
+                            *PYTEST_ARGS, LEAN_OPTION, "-k", "not applicable_first", *args, plugins=[read, ordered])
+        documents.append(_documents(out))
+        if args:
+            assert ordered.collecting is ordered.handed_out is False
+            assert read.nodes == []
+    assert documents[0] == documents[1]
+    assert len(documents[0][0]) == len(nodes)
 
 
 class ReportReader:

@@ -167,6 +167,16 @@ def test_gpu_in_a_foreign_slot_is_still_judged_by_the_per_gpu_checks(facts: Fact
         assert verdict.status is PASS and len(verdict.findings) == 8, verdict.reason
 
 
+@pytest.mark.parametrize("bus_id", [["0000:18:00.0"], {"bus": 1}, 24, None])
+def test_a_gpu_whose_bus_id_is_no_text_is_named_by_its_nvml_index(facts: Facts, bus_id: object) -> None:
+    """An unreadable bus id matches no slot (never an error): the GPU is judged under its NVML index."""
+    entry = gpu(facts, 6)
+    entry["bus_id"] = bus_id
+    entry["power"]["enforced_limit_mw"] = 450_000
+    verdict = judge("GPU-07", facts)
+    assert verdict.status is FAIL and failing_subjects(verdict) == {"gpu6"}, verdict.reason
+
+
 def test_more_gpus_than_the_topology_are_all_judged(facts: Facts) -> None:
     gpus = facts["nvml"]["gpus"]
     gpus.append({**copy.deepcopy(gpus[0]), "index": 8, "bus_id": "0000:e8:00.0"})

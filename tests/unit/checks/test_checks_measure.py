@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from burnin.checks.base import (
     ERROR_COUNT,
@@ -46,6 +48,48 @@ def test_measured_number_refuses_what_is_no_number(value: object, words: str) ->
         measured_number(value, "gpu1", "power", RANGE)
     assert words in info.value.reason
     assert len(info.value.reason) < 120  # a long value is quoted shortened
+
+
+def _measured_as_specified(value: object, valid: PhysicalRange, integer: bool) -> object:
+    """measured_number's rules one question at a time (what its fast path for plain numbers must agree with)."""
+    if value is None:
+        return "not reported"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "not a number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "not a finite number"
+    if integer and isinstance(value, float) and not value.is_integer():
+        return "not a whole number"
+    if value < valid.lo or value > valid.hi:
+        return "outside its physical range"
+    return value
+
+
+UNBOUNDED = PhysicalRange(0, math.inf)
+
+
+class _Count(int):
+    """An int of another type (an IntEnum's kind): the fast path is for JSON's own int and float only."""
+
+
+@given(st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), st.text(max_size=3),
+                 st.integers(-5, 25).map(_Count)),
+       st.sampled_from([RANGE, ERROR_COUNT, PhysicalRange(-1, 1023), PhysicalRange(0.5, 1.5), UNBOUNDED]),
+       st.booleans())
+@example(math.inf, UNBOUNDED, False)
+@example(math.nan, UNBOUNDED, False)
+@example(True, RANGE, False)
+@example(0.7, PhysicalRange(0.5, 1.5), True)
+@example(15.0, RANGE, True)
+def test_measured_number_answers_every_value_by_its_rules(value: object, valid: PhysicalRange, integer: bool) -> None:
+    expected = _measured_as_specified(value, valid, integer)
+    if isinstance(expected, str):
+        with pytest.raises(Unmeasurable) as info:
+            measured_number(value, "gpu1", "power", valid, integer=integer)
+        assert expected in info.value.reason
+    else:
+        got = measured_number(value, "gpu1", "power", valid, integer=integer)
+        assert got == expected and type(got) is type(expected)
 
 
 @pytest.mark.parametrize(("value", "expected"), [(0, 0), (2**64 - 1, 2**64 - 1), (7.0, 7)])
