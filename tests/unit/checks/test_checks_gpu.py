@@ -120,6 +120,20 @@ def test_bound_on_every_gpu(facts: Facts, check_id: str, what: str, change: Call
         assert f"gpu{index}" in verdict.reason and "expected" in verdict.reason
 
 
+@pytest.mark.parametrize(("value", "status", "words"), [
+    (7.0, PASS, ""), (2**64 - 1, FAIL, "replay 18446744073709551615"),
+    (-1, INCOMPLETE, "NVLink 5 replay counter -1 outside"), (2**64, INCOMPLETE, "NVLink 5 replay counter"),
+    (1.5, INCOMPLETE, "NVLink 5 replay counter 1.5 is not a whole number"),
+    (True, INCOMPLETE, "NVLink 5 replay counter True is not a number"),
+    ("3", INCOMPLETE, "NVLink 5 replay counter '3' is not a number"),
+])
+def test_an_nvlink_counter_is_measured_as_every_count_is(facts: Facts, value: object, status: Status,
+                                                         words: str) -> None:
+    gpu(facts, 2)["nvlink"][5]["replay"] = value
+    verdict = judge("GPU-11", facts)
+    assert verdict.status is status and words in verdict.reason, verdict.reason
+
+
 def test_nvlink_counters_are_summed_over_links(facts: Facts) -> None:
     """51 + 50 replays on two links is 101: over the limit, though each link alone is under it."""
     g = gpu(facts, 7)
