@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import concurrent.futures.process  # noqa: F401  # see below
 import json
+import multiprocessing
 import multiprocessing.resource_tracker  # see below
-import multiprocessing.synchronize  # noqa: F401
+import multiprocessing.synchronize
+import time
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +279,17 @@ def test_a_large_fleet_is_judged_in_worker_processes_with_the_same_verdicts(pyte
     # only the node they could not judge
     assert [n for n in reads[0] if n != "n007"] == [n for n in nodes if n != "n007"]
     assert set(reads[1]) == {"n007"}
+    assert _workers_gone()  # the session stopped them
+
+
+def _workers_gone(within_s: float = 120.0) -> bool:
+    """Waits for this process's worker processes to end (the deadline only ends a run that would hang)."""
+    deadline = time.monotonic() + within_s
+    while multiprocessing.active_children():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @pytest.mark.proc  # starts the judging workers
