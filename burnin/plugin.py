@@ -74,6 +74,7 @@ _ITEM_RESULT = pytest.StashKey["ItemResult"]()
 _ITEM_CHECK = pytest.StashKey[str]()
 _ITEM_NODE = pytest.StashKey["str | None"]()
 _FULL_PROTOCOL = pytest.StashKey[bool]()
+_INCOMPLETE = Status.INCOMPLETE
 FACTS_KEPT = 2
 """Parsed facts documents kept at once: the node being judged and the one before (node-major order)."""
 RUN_FILE = "_run.json"
@@ -175,16 +176,17 @@ class _PluginState:
         (:data:`~burnin.plugin_lean.LEAN_REPORTS`); with none, the outcome is recorded and counted as
         pytest's session counts a failed report, without reports."""
         assert isinstance(item, pytest.Function)
-        node, check = _node_of(item), _check_id(item)
+        node, mark = _node_of(item), _check_mark(item)
         assert node is not None
-        before = list(item.user_properties)
+        props = item.user_properties
+        before = list(props)
         location, readers = self._lean_files.get(item.path) or self._lean_file(item)
         if readers:
             item.ihook.pytest_runtest_logreport(report=pytest.TestReport(  # a node's first test: the recorder commits
                 item.nodeid, (location, None, item.name), {}, "passed", None, "setup", user_properties=before))
-        self.current, self.current_check = item, _check_mark(item)
+        self.current, self.current_check = item, mark
         started = time.perf_counter()
-        judged = judge_lean(item, node, check, _FIXTURE_VALUES)
+        judged = judge_lean(item, node, mark if mark is not None else _check_id(item), _FIXTURE_VALUES)
         if judged is None:
             item.user_properties[:] = before
             item.stash[_FULL_PROTOCOL] = True
@@ -194,9 +196,12 @@ class _PluginState:
         result.add(*judged)
         _set_outcome(item, result)
         # the outcome as pytest's reports carry it: failed (pytest's exit status counts it), skipped, passed
-        outcome: Literal["passed", "failed", "skipped"] = "failed" if result.status in (FAIL, INCOMPLETE) else \
-            "skipped" if result.status == NOT_APPLICABLE else "passed"
-        properties: list[tuple[str, object]] = [(name, printable(value)) for name, value in item.user_properties]
+        status = result.status
+        outcome: Literal["passed", "failed", "skipped"] = "failed" if status in (FAIL, INCOMPLETE) else \
+            "skipped" if status == NOT_APPLICABLE else "passed"
+        properties: list[tuple[str, object]] = [
+            (name, value if type(value) is str and value.isprintable() else printable(value))
+            for name, value in item.user_properties]
         if readers:
             longrepr = (location, 0, result.reason) if outcome == "skipped" else result.reason or None
             item.ihook.pytest_runtest_logreport(report=pytest.TestReport(
@@ -252,10 +257,14 @@ class _PluginState:
         """Start the judging workers (they load the checks and node types while pytest collects) and, unless
         ``-k``/``-m`` will deselect tests, hand them their first nodes now."""
         assert self.facts_dir is not None
+        topologies: dict[str, Topology] = {}
+        for name in sorted({self.default_topology, *self.node_topology.values()}):
+            with contextlib.suppress(Exception):  # its nodes are judged here, where the error is the run's
+                topologies[name] = self.topology_named(name)
         try:
             self._workers = FleetJudging(
                 self.jobs, self.facts_dir, self.nodes, lambda node: self.node_topology.get(node, self.default_topology),
-                tuple(sorted({self.default_topology, *self.node_topology.values()})))
+                topologies)
         except Exception:  # noqa: BLE001  # no workers (no process left, a broken pool): judged here, as ever
             self._workers = None
             return
@@ -308,7 +317,10 @@ class _PluginState:
         return found
 
     def topology(self, node: str) -> Topology:
-        name = self.node_topology.get(node, self.default_topology)
+        return self.topology_named(self.node_topology.get(node, self.default_topology))
+
+    def topology_named(self, name: str) -> Topology:
+        """The node type ``name`` (a BurninError when it cannot be loaded), loaded once."""
         found = self._topologies.get(name)
         if found is None:
             from burnin.topology.load import find_topology
@@ -477,11 +489,14 @@ def _selecting(config: pytest.Config) -> bool:
 
 def _check_mark(item: pytest.Item) -> str | None:
     """The id of the item's ``@pytest.mark.check(ID)`` (None: it has none), looked up once per item."""
-    mark = item.stash.get(_ITEM_CHECK, None)
-    if mark is None:
-        marker = item.get_closest_marker("check")
-        mark = str(marker.args[0]) if marker is not None and marker.args else ""
-        item.stash[_ITEM_CHECK] = mark
+    try:
+        return item.stash[_ITEM_CHECK] or None
+    except KeyError:
+        pass
+    # the closest marker is the item's own first (pytest's get_closest_marker walks the item, then its parents)
+    marker = next((m for m in item.own_markers if getattr(m, "name", None) == "check"), None) \
+        or item.get_closest_marker("check")
+    mark = item.stash[_ITEM_CHECK] = str(marker.args[0]) if marker is not None and marker.args else ""
     return mark or None
 
 
@@ -493,8 +508,10 @@ def _check_id(item: pytest.Item) -> str:
 
 
 def _node_of(item: pytest.Item) -> str | None:
-    if _ITEM_NODE in item.stash:
+    try:
         return item.stash[_ITEM_NODE]
+    except KeyError:
+        pass
     callspec = getattr(item, "callspec", None)
     node = str(callspec.params["node"]) if callspec is not None and "node" in callspec.params else None
     item.stash[_ITEM_NODE] = node
@@ -506,15 +523,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Label the node tests with their node and check, and run them node by node (each node's facts are
     read once, then dropped); the collection order is kept for verdicts.json."""
     state: _PluginState = config.stash[_STATE]
+    place = {name: index for index, name in enumerate(state.nodes)}
+    unknown = len(place)
+    keys = []  # each item's place in the run's order of nodes (-1: no node test)
     for index, item in enumerate(items):
         node = _node_of(item)
         if node is not None:
-            item.user_properties.append(("node", node))
-            item.user_properties.append(("check", _check_id(item)))
+            item.user_properties += (("node", node), ("check", _check_id(item)))
             state.order[item.nodeid] = index
-    if state.facts_dir is not None:
-        place = {name: index for index, name in enumerate(state.nodes)}
-        items.sort(key=lambda item: -1 if (name := _node_of(item)) is None else place.get(name, len(place)))
+            keys.append(place.get(node, unknown))
+        else:
+            keys.append(-1)
+    if state.facts_dir is not None:  # a stable sort: each node's tests in their collection order
+        items[:] = [items[index] for index in sorted(range(len(items)), key=keys.__getitem__)]
 
 
 @pytest.fixture
@@ -583,19 +604,17 @@ def verdict(node: str) -> Verdict:
 
 def _verdict_of(node: str) -> Verdict:
     item, check = _current_check()
-    state = _active()
+    state = _ACTIVE[-1]
     spec = state.check(check)
     if spec is None:
         raise pytest.UsageError(f"{item.nodeid}: unknown check id {check!r}")
     result = state.pooled(node, check)
     if result is None:
         result = spec.func(state.facts(node), _topology_of(node))
-    props = item.user_properties
-    props.append(("measured", result.measured))
-    props.append(("expected", result.expected))
-    props.append(("verdict", result.status.value))
-    props.append(("reason", result.reason))
-    if result.status is Status.INCOMPLETE:
+    status = result.status
+    item.user_properties += (("measured", result.measured), ("expected", result.expected),
+                             ("verdict", status.value), ("reason", result.reason))
+    if status is _INCOMPLETE:
         raise CheckIncomplete(result.reason)
     return result
 

@@ -16,7 +16,8 @@ test is collected (or, with ``-k``/``-m``, selected) the plugin says which
 checks each node's tests ask (:meth:`FleetJudging.ask`): the nodes no worker
 has begun yet, and those handed out from then on, are judged against those
 alone. A node's verdicts come back pickled and are unpickled when the plugin
-reads them (in its own thread, node by node). A node a worker could not
+reads them (in its own thread, node by node). Nodes go out :data:`POOL_CHUNK` to a task (a task handed out
+costs the plugin's thread a wake-up of the pool's). A node a worker could not
 judge (any error, a worker that died) is judged by the plugin itself, as
 without workers, so the verdicts are the same either way. This module
 imports no pytest: a worker loads only what judging needs.
@@ -30,7 +31,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from burnin.errors import BurninError
 from burnin.evaluate.verdict import Verdict
 from burnin.facts import Facts
 from burnin.topology.model import Topology
@@ -46,23 +46,25 @@ POOL_WINDOW = 256
 """Nodes handed to each worker ahead of the node whose verdicts are read (the workers run ahead while pytest
 collects and orders the tests, which reads none): a node's verdicts come back pickled, some 25 KB, and are
 unpickled when read, so memory stays a few MB a worker."""
+POOL_CHUNK = 8
+"""Nodes a task: each task handed out wakes the pool's threads in the plugin's process (a write to a pipe, then
+a wait for the GIL), 1,024 a fleet of 1,024 nodes one by one."""
 
 NodeTask = tuple[str, str, tuple[str, ...] | None, str]
 """(facts file, node, check ids (None: every registered check), node type) for :func:`judge_node`."""
+ChunkTask = tuple[NodeTask, ...]
 
 _WORKER_CHECKS: dict[str, Any] = {}
 _WORKER_TOPOLOGIES: dict[str, Topology] = {}
 
 
-def start_judge_worker(topologies: tuple[str, ...]) -> None:
-    """A judging worker's start: the check registry and the run's node types, loaded once."""
+def start_judge_worker(topologies: dict[str, Topology]) -> None:
+    """A judging worker's start: the check registry, loaded once, and the run's node types as the caller
+    loaded them (they come pickled: a worker imports neither YAML nor pydantic, some 0.3 s a worker)."""
     from burnin.checks import load_all
-    from burnin.topology.load import find_topology
 
     _WORKER_CHECKS.update(load_all())
-    for name in topologies:
-        with contextlib.suppress(BurninError):  # the caller says it, when it judges that node itself
-            _WORKER_TOPOLOGIES[name] = find_topology(name)
+    _WORKER_TOPOLOGIES.update(topologies)
 
 
 def judge_node(task: NodeTask) -> tuple[str, dict[str, Verdict] | None]:
@@ -86,27 +88,32 @@ def judge_node(task: NodeTask) -> tuple[str, dict[str, Verdict] | None]:
     return node, verdicts
 
 
-def judge_node_pickled(task: NodeTask) -> tuple[str, bytes | None]:
-    """:func:`judge_node`, its verdicts pickled (the caller unpickles a node's when it reads them, not as they
-    come in)."""
-    node, verdicts = judge_node(task)
-    return node, None if verdicts is None else pickle.dumps(verdicts, protocol=pickle.HIGHEST_PROTOCOL)
+def judge_nodes(chunk: ChunkTask) -> list[tuple[str, bytes | None]]:
+    """:func:`judge_node` of each task, each node's verdicts pickled (the caller unpickles a node's when it
+    reads that node, not as they come in)."""
+    judged = []
+    for task in chunk:
+        node, verdicts = judge_node(task)
+        judged.append((node, None if verdicts is None else pickle.dumps(verdicts, protocol=pickle.HIGHEST_PROTOCOL)))
+    return judged
 
 
 class FleetJudging:
     """The workers judging a fleet's checks, and their verdicts node by node in the run's order of nodes."""
 
     def __init__(self, jobs: int, facts_dir: Path, nodes: Iterable[str], topology_of: Callable[[str], str],
-                 topologies: tuple[str, ...]) -> None:
-        """Start ``jobs`` workers (they load the checks and ``topologies`` while the caller goes on); raises
-        when they cannot start."""
+                 topologies: dict[str, Topology]) -> None:
+        """Start ``jobs`` workers (they load the checks while the caller goes on) judging against ``topologies``
+        (node type -> its topology: a node of a type left out is judged by the caller); raises when they
+        cannot start."""
         from burnin.transport.workers import WorkerPool
 
         self._facts_dir, self._topology_of = facts_dir, topology_of
         self._nodes = list(dict.fromkeys(nodes))
         self._place = {node: index for index, node in enumerate(self._nodes)}
         self._asked: dict[str, tuple[str, ...]] | None = None  # node -> the checks its tests ask (None: unknown)
-        self._results: Ordered[NodeTask, tuple[str, bytes | None]] | None = None
+        self._results: Ordered[ChunkTask, list[tuple[str, bytes | None]]] | None = None
+        self._chunk: Iterator[tuple[str, bytes | None]] = iter(())  # the nodes of the chunk being read
         self._last: tuple[str, dict[str, Verdict] | None] | None = None  # the last node they judged
         self._pool: WorkerPool | None = WorkerPool(jobs, start_judge_worker, (topologies,))
         try:
@@ -130,7 +137,7 @@ class FleetJudging:
         self._asked = checks
         if self._results is not None:
             try:
-                self._results.take_back(lambda task: self._task(task[1]))
+                self._results.take_back(self._rechunk)
             except Exception:  # noqa: BLE001  # a pool that broke since it started: the caller judges, as ever
                 self.close()
         self._hand_out()
@@ -139,16 +146,27 @@ class FleetJudging:
         if self._pool is None or self._results is not None:
             return
         try:
-            self._results = self._pool.ordered(judge_node_pickled, self._tasks(),
-                                               window=POOL_WINDOW * self._pool.jobs)
+            self._results = self._pool.ordered(judge_nodes, self._chunks(),
+                                               window=POOL_WINDOW * self._pool.jobs // POOL_CHUNK)
         except Exception:  # noqa: BLE001  # a pool that broke since it started: the caller judges, as ever
             self.close()
 
-    def _tasks(self) -> Iterator[NodeTask]:
+    def _chunks(self) -> Iterator[ChunkTask]:
+        chunk: list[NodeTask] = []
         for node in self._nodes:
             task = self._task(node)
             if task is not None:
-                yield task
+                chunk.append(task)
+                if len(chunk) == POOL_CHUNK:
+                    yield tuple(chunk)
+                    chunk = []
+        if chunk:
+            yield tuple(chunk)
+
+    def _rechunk(self, chunk: ChunkTask) -> ChunkTask | None:
+        """A chunk handed out before the checks were known, against the checks its nodes' tests ask."""
+        tasks = tuple(task for task in (self._task(node) for _, node, _, _ in chunk) if task is not None)
+        return tasks or None
 
     def _task(self, node: str) -> NodeTask | None:
         """The node's task: against the checks its tests ask (None: they ask none), or every registered check
@@ -167,7 +185,11 @@ class FleetJudging:
             return None
         while self._last is None or self._place[self._last[0]] < place:
             try:
-                name, pickled = next(self._results)
+                found = next(self._chunk, None)
+                if found is None:
+                    self._chunk = iter(next(self._results))
+                    continue
+                name, pickled = found
                 self._last = name, None if pickled is None else pickle.loads(pickled)  # noqa: S301  # our workers'
             except StopIteration:
                 self._results = None
@@ -183,3 +205,4 @@ class FleetJudging:
         if self._pool is not None:
             self._pool.close()
         self._pool = self._results = self._last = None
+        self._chunk = iter(())

@@ -77,8 +77,9 @@ def lean_session(session: pytest.Session, fixture_module: str) -> bool:
         return False
     hooks_seen: set[object] = set()
     functions: dict[int, tuple[object, bool]] = {}  # a test function's fixture info -> whether it may be lean
+    in_class: dict[int, tuple[object, bool]] = {}  # a test's parent -> whether a class holds it
     for item in session.items:
-        if not _lean_item(item, fixture_module, functions):
+        if not _lean_item(item, fixture_module, functions, in_class):
             return False
         if item.path not in hooks_seen:
             hooks_seen.add(item.path)
@@ -96,14 +97,22 @@ def _known(impl: Any, hook: str) -> bool:
         hook == "pytest_runtest_logreport" and getattr(impl.plugin, LEAN_REPORTS, False) is True)
 
 
-def _lean_item(item: pytest.Item, fixture_module: str, functions: dict[int, tuple[object, bool]]) -> bool:
+def _lean_item(item: pytest.Item, fixture_module: str, functions: dict[int, tuple[object, bool]],
+               in_class: dict[int, tuple[object, bool]]) -> bool:
     """Whether one test may be lean: a node test (see the module docstring); what its function decides (its
-    fixtures, its marks and its module's) is looked at once per function, through ``functions``."""
-    if not isinstance(item, pytest.Function) or item.cls is not None:
+    fixtures, its marks and its module's) is looked at once per function, through ``functions``, and whether
+    a class holds it once per parent, through ``in_class``."""
+    if not isinstance(item, pytest.Function):
+        return False
+    parent = item.parent
+    held = in_class.get(id(parent))
+    if held is None or held[0] is not parent:
+        held = in_class[id(parent)] = (parent, item.cls is not None)
+    if held[1]:
         return False
     callspec = getattr(item, "callspec", None)
     info = getattr(item, "_fixtureinfo", None)
-    if callspec is None or set(callspec.params) != {"node"} or info is None:
+    if callspec is None or len(callspec.params) != 1 or "node" not in callspec.params or info is None:
         return False
     if any(mark.name not in LEAN_MARKS for mark in item.own_markers):  # a parameter's marks are its own
         return False

@@ -23,7 +23,7 @@ TOPOLOGY = "hgx-h100-8gpu"
 @pytest.fixture
 def worker() -> Iterator[dict[str, CheckSpec]]:
     """This process as a judging worker (its registry restored after the test)."""
-    start_judge_worker((TOPOLOGY,))
+    start_judge_worker({TOPOLOGY: find_topology(TOPOLOGY)})
     saved = dict(_WORKER_CHECKS)
     yield _WORKER_CHECKS
     _WORKER_CHECKS.clear()
@@ -65,3 +65,76 @@ def test_facts_that_cannot_be_read_leave_the_whole_node_to_the_plugin(worker: di
                                                                       facts_file: Path) -> None:
     facts_file.write_text("{not json")
     assert judge_node((str(facts_file), "n001", None, TOPOLOGY)) == ("n001", None)
+
+
+def _fleet(folder: Path, count: int) -> list[str]:
+    """``count`` nodes' facts: n0001 numa_balancing 0, n0002 1, ... alternately."""
+    folder.mkdir()
+    nodes = [f"n{i:04d}" for i in range(1, count + 1)]
+    for index, node in enumerate(nodes):
+        (folder / f"{node}.json").write_text(json.dumps({
+            "schema": 1, "sources": {"kernel": {"ok": True, "error": None}}, "commands": {},
+            "kernel": {"numa_balancing": index % 2}}))
+    return nodes
+
+
+@pytest.mark.proc  # starts the judging workers
+def test_the_workers_judge_against_the_node_types_the_caller_gives(tmp_path: Path) -> None:
+    """The caller's topologies travel to the workers as they are (a worker loads no topology file of its own):
+    here one that admits NUMA balancing passes every node on TOP-08, and a node type not given is the caller's
+    to judge."""
+    import dataclasses
+
+    from burnin.plugin_judge import FleetJudging
+    from burnin.topology.model import Reference
+
+    nodes = _fleet(tmp_path / "facts", 4)
+    shipped = find_topology(TOPOLOGY)
+    lenient = dataclasses.replace(shipped, references={
+        **shipped.references, "numa_balancing": Reference(0, "a site that allows it", lower=0, upper=1)})
+    judging = FleetJudging(1, tmp_path / "facts", nodes, lambda node: "other" if node == nodes[-1] else TOPOLOGY,
+                           {TOPOLOGY: lenient})
+    try:
+        judging.ask(dict.fromkeys(nodes, ("TOP-08",)))
+        found = [judging.verdict(node, "TOP-08") for node in nodes]
+    finally:
+        judging.close()
+    assert [v.status if v is not None else None for v in found] == [Status.PASS, Status.PASS, Status.PASS, None]
+    assert shipped.ref("numa_balancing") is not None and not shipped.ref("numa_balancing").admits(1)
+
+
+@pytest.mark.proc  # starts the judging workers
+def test_nodes_go_out_in_chunks_and_come_back_in_the_run_order(tmp_path: Path) -> None:
+    """POOL_CHUNK nodes a task, the last one short; a node no test asks is left out of its chunk, and a chunk
+    handed out before the checks were known is handed out again against them: every verdict is the one
+    judged here, node by node in the run's order."""
+    from burnin.plugin_judge import POOL_CHUNK, FleetJudging
+
+    nodes = _fleet(tmp_path / "facts", 3 * POOL_CHUNK + 3)
+    topology = find_topology(TOPOLOGY)
+    skipped = {nodes[1], nodes[POOL_CHUNK + 2]}
+    judging = FleetJudging(2, tmp_path / "facts", nodes, lambda node: TOPOLOGY, {TOPOLOGY: topology})
+    try:
+        judging.start()  # every registered check, until the tests say which
+        judging.ask({node: ("TOP-08", "TOP-05") for node in nodes if node not in skipped})
+        found = {node: judging.verdict(node, "TOP-08") for node in nodes if node not in skipped}
+    finally:
+        judging.close()
+    spec = load_all()["TOP-08"]
+    assert found == {node: spec.func(Facts.load(tmp_path / "facts" / f"{node}.json"), topology)
+                     for node in nodes if node not in skipped}
+    assert [v.status for v in found.values()][:2] == [Status.PASS, Status.PASS]  # n0002 (a failure) not asked
+
+
+def test_a_chunk_is_judged_node_by_node_each_pickled(worker: dict[str, CheckSpec], tmp_path: Path) -> None:
+    import pickle
+
+    from burnin.plugin_judge import judge_nodes
+
+    nodes = _fleet(tmp_path / "facts", 3)
+    (tmp_path / "facts" / "n0002.json").write_text("{not json")
+    tasks = tuple((str(tmp_path / "facts" / f"{node}.json"), node, ("TOP-08",), TOPOLOGY) for node in nodes)
+    judged = judge_nodes(tasks)
+    assert [node for node, _ in judged] == nodes and judged[1][1] is None
+    first, third = (pickle.loads(blob) for _, blob in (judged[0], judged[2]) if blob is not None)
+    assert first["TOP-08"].status is Status.PASS and third["TOP-08"].status is Status.PASS
