@@ -60,6 +60,7 @@ def _governor_groups(host: dict[str, Any], online: frozenset[int]) -> tuple[dict
     errors = host.get("governor_errors") or {}
     groups: dict[str, list[int]] = {}
     unreadable: dict[int, str] = {}
+    names: dict[str, str | None] = {}  # a governor file's text -> the governor it names (None: none); a few a node
     for cpu in sorted(online):
         key = str(cpu)
         value = governors.get(key)
@@ -69,8 +70,9 @@ def _governor_groups(host: dict[str, Any], online: frozenset[int]) -> tuple[dict
             unreadable[cpu] = f"/sys/devices/system/cpu/cpu{cpu} absent although online"
         elif value is None:
             groups.setdefault(NO_CPUFREQ, []).append(cpu)
-        elif isinstance(value, str) and _GOVERNOR.match(value.strip()):
-            groups.setdefault(value.strip(), []).append(cpu)
+        elif isinstance(value, str) and (name := names[value] if value in names else names.setdefault(
+                value, value.strip() if _GOVERNOR.match(value.strip()) else None)) is not None:
+            groups.setdefault(name, []).append(cpu)
         else:
             unreadable[cpu] = f"scaling_governor {printable(repr(value), limit=40)} is not a governor name"
     return groups, unreadable
