@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
-pytest_plugins = ["pytester", "tiers"]  # tiers: the test tiers (markers), their order and the fast tier's guard
+pytest_plugins = ["pytester", "tiers", "folder_labs"]  # tiers: the test tiers (markers), their order and the
+# fast tier's guard; folder_labs: a folder's session lab ends with its tests
 
 # Hypothesis' default 200 ms deadline per example is a wall-clock assertion: on a loaded 2-core CI
 # machine it fails tests whose code is correct. Speed is measured in bench/, never asserted here.

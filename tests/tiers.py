@@ -16,7 +16,9 @@ so a test that drifts out of the fast tier fails in CI instead of slowing the ti
 
 Scheduling (for ``-n 2``): modules go longest tier first (``slow``-marked ones before all), each module
 kept whole and in order; the non-fast tests of a module that use a module-scoped fixture (a lab, a rack,
-a run) are one xdist group (``--dist loadgroup``, as .ci/run runs), so one worker builds it instead of both.
+a run) are one xdist group (``--dist loadgroup``, as .ci/run runs), so one worker builds it instead of both;
+the tests of a folder whose conftest holds a lab for the session are one group too, and the lab ends with
+them (tests/folder_labs.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from folder_labs import held_folder
 
 TESTS = Path(__file__).resolve().parent
 
@@ -97,9 +100,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     grouped: dict[Any, int] = {}
     for module, module_items in modules.items():
         for item in module_items:
-            if tier_of(item) != FAST and _has_module_fixture(item) and item.get_closest_marker("xdist_group") is None:
+            if tier_of(item) == FAST or item.get_closest_marker("xdist_group") is not None:
+                continue
+            folder = held_folder(item)  # a folder's lab, shared by its modules (tests/folder_labs.py)
+            if folder is not None:
+                item.add_marker(pytest.mark.xdist_group(f"folder:{folder}"))
+            elif _has_module_fixture(item):
                 item.add_marker(pytest.mark.xdist_group(f"module:{item.nodeid.split('::')[0]}"))
-                grouped[module] = grouped.get(module, 0) + 1
+            else:
+                continue
+            grouped[module] = grouped.get(module, 0) + 1
     # Within a tier, the modules with the biggest group (one worker's unit of work) first.
     order = sorted(modules, key=lambda module: (min(_rank(item) for item in modules[module]), -grouped.get(module, 0)))
     items[:] = [item for module in order for item in modules[module]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -73,12 +74,12 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     _received.append(name)
     # Only a transport that was imported can have started children (and importing
     # inside a signal handler could wait on the import lock).
-    local = sys.modules.get("burnin.transport.local")
-    if local is not None:
-        local.stop_children(force=not first)
-    ssh = sys.modules.get("burnin.transport.ssh")
-    if ssh is not None:  # sets a flag: each command's own thread signals its remote process group
-        ssh.stop_commands()
+    stop_children = _loaded("burnin.transport.local", "stop_children")
+    if stop_children is not None:
+        stop_children(force=not first)
+    stop_commands = _loaded("burnin.transport.ssh", "stop_commands")
+    if stop_commands is not None:  # sets a flag: each command's own thread signals its remote process group
+        stop_commands()
     if first:
         raise Interrupted(name)
 
@@ -86,9 +87,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 def reset() -> None:
     """Forget received signals (tests calling ``main`` more than once in a process)."""
     _received.clear()
-    local = sys.modules.get("burnin.transport.local")
-    if local is not None:
-        local.allow_children()
-    ssh = sys.modules.get("burnin.transport.ssh")
-    if ssh is not None:
-        ssh.allow_commands()
+    for module, name in (("burnin.transport.local", "allow_children"), ("burnin.transport.ssh", "allow_commands")):
+        allow = _loaded(module, name)
+        if allow is not None:
+            allow()
+
+
+def _loaded(module: str, name: str) -> Callable[..., None] | None:
+    """``module.name`` when ``module`` is imported and has it. A signal can come while the module is being
+    imported (it is in ``sys.modules`` before its body has run): then nothing of it has run, no child of it
+    can exist, and its function may not be defined yet."""
+    found = getattr(sys.modules.get(module), name, None)
+    return found if callable(found) else None

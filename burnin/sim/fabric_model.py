@@ -92,6 +92,8 @@ HALF_SIZE = {1: 32 << 20, 2: 64 << 20}
 LATENCY_US = {1: 10.0, 2: 25.0}
 DEFAULT_NOISE = 0.005
 MPI_WAIT_S = 120.0  # rank 0 waits this long for every rank of an mpirun job to report
+WHOLE_LINES_BYTES = 1024
+"""A rank's output is written in pieces of at most this size, each ending a line (:func:`write_lines`)."""
 NVB = {
     "host_to_device_memcpy_ce": ("memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", "host", 55.3),
     "device_to_host_memcpy_ce": ("memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)", "host", 55.1),
@@ -490,6 +492,24 @@ def model_rank_lines(members: list[Node]) -> list[str]:
     return lines
 
 
+def write_lines(lines: list[str]) -> None:
+    """Write ``lines`` (each ending in a newline) to stdout in flushed pieces that each end a line.
+
+    mpirun forwards each rank's output in the pieces the rank wrote, next to the other ranks' pieces; a
+    line that stdout's buffer split in two would come out with another rank's piece inside it. NCCL
+    flushes each INFO line as it prints it; the rank lines and the INFO lines here are written whole too.
+    """
+    piece = ""
+    for line in lines:
+        if piece and len(piece) + len(line) > WHOLE_LINES_BYTES:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+            piece = ""
+        piece += line
+    sys.stdout.write(piece)
+    sys.stdout.flush()
+
+
 def rank_line(rank: int, pid: int, host: str, gpu: dict[str, Any], name: str) -> str:
     return f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {host} device {gpu['index']:2d} [{gpu['bus_id']}] {name}\n"
 
@@ -499,8 +519,7 @@ def other_rank(own: list[Node], members: list[Node], *, real: bool = False) -> i
     a hung job never ends."""
     host, pid = (_host_name(), os.getpid()) if real else (None, None)
     for member in own:
-        sys.stdout.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members,
-                                                                    host=host, pid=pid)))
+        write_lines([f"{line}\n" for line in info_lines(member, members.index(member), members, host=host, pid=pid)])
     sys.stdout.flush()
     if any(n.data.get("nccl_hang") for n in members):
         time.sleep(86400)
@@ -554,7 +573,7 @@ def table(collective: str, opts: dict[str, str], members: list[Node], own: list[
     out.write(f"# nThread {threads} nGpus {gpus_per_proc} minBytes {lo} maxBytes {hi} step: {factor}(factor) "
               f"warmup iters: {warmup} iters: {iters} agg iters: 1 validation: {int(check)} graph: 0\n#\n"
               "# Using devices\n")
-    out.write("".join(rank_lines))
+    write_lines(rank_lines)
     cuda = int(members[0].data["cuda"])
     out.write(f"NCCL version 2.21.5+cuda{cuda // 1000}.{cuda % 1000 // 10}\n")
     for node in members:
@@ -563,8 +582,7 @@ def table(collective: str, opts: dict[str, str], members: list[Node], own: list[
             raise SimFailure(f"{node.name}: Test CUDA failure common.cu:1093 'invalid device ordinal'")
     host, pid = (_host_name(), os.getpid()) if real else (None, None)
     for member in own:
-        out.write("".join(f"{line}\n" for line in info_lines(member, members.index(member), members,
-                                                             host=host, pid=pid)))
+        write_lines([f"{line}\n" for line in info_lines(member, members.index(member), members, host=host, pid=pid)])
     out.write("#\n" + HEADER)
     out.flush()
     ranks = sum(len(n.gpus) for n in members)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from folder_labs import folder_lab
 
 from burnin_lab import k8s as k8s_lab
 
@@ -21,7 +22,7 @@ OTHER_NODES = ["watch01", "probe01", "race01", "rbac01", "brk01", "brk02", "brk0
 RBAC = Path(__file__).resolve().parents[2] / "packaging" / "kubernetes" / "rbac.yaml"
 
 
-@pytest.fixture(scope="session")
+@folder_lab
 def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[k8s_lab.K8sLab]:
     need = k8s_lab.missing()
     if need:

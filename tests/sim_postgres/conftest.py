@@ -11,13 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from folder_labs import folder_lab
 
 from burnin_lab import postgres
 
 _NUMBERS = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
+@folder_lab
 def pg_server() -> Iterator[postgres.Server]:
     why = postgres.missing()
     if why is not None:

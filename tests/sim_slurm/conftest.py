@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from folder_labs import folder_lab
 from simslurm_support import HEALTH_INTERVAL, NODES, SlurmLab
 
 from burnin.transport.slurm import SlurmClient
@@ -28,7 +29,7 @@ def _require_slurm() -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@folder_lab
 def slurm_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmLab]:
     _require_slurm()
     from burnin.dispatch.sim import parse_fault_args

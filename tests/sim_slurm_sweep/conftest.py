@@ -12,13 +12,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from folder_labs import folder_lab
 from simsweep_support import NODES, SweepLab
 
 from burnin.transport.slurm import SlurmClient
 from burnin_lab import slurm as lab
 
 
-@pytest.fixture(scope="session")  # one cluster for every module here: starting it is the slow part
+@folder_lab  # one cluster for every module here: starting it is the slow part
 def sweep_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SweepLab]:
     missing = lab.missing_commands()
     if missing or os.geteuid() != 0:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 
-import pytest
+from folder_labs import folder_lab
 from sshrack import NODES, SIM_FAULTS, TRANSPORT_FAULTS, Rack, make_state_dir, require_sim_ssh, worker_subnet
 
 
-@pytest.fixture(scope="session")
+@folder_lab
 def ssh_rack() -> Iterator[Rack]:
     require_sim_ssh()
     from burnin.dispatch.sim import parse_fault_args

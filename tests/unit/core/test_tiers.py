@@ -74,3 +74,66 @@ def test_every_test_gets_one_tier_and_the_slowest_modules_go_first(pytester: pyt
     assert [item.name for item in items if item.get_closest_marker("fast")] == ["test_d3", "test_a"]
     grouped = {item.name: mark.args[0] for item in items if (mark := item.get_closest_marker("xdist_group"))}
     assert grouped == {"test_d1": "module:test_d_long.py", "test_d2": "module:test_d_long.py"}
+
+
+LAB_CONFTEST = """\
+import pytest
+from folder_labs import folder_lab
+
+@pytest.fixture(scope="session")
+def topology(log):
+    yield "an input, not a lab: it lives to the end"
+    log("input-down")
+
+@folder_lab
+def lab(log, topology):
+    log("up")
+    yield "lab"
+    log("down")
+"""
+ROOT_CONFTEST = """\
+import pytest
+
+@pytest.fixture(scope="session")
+def log(pytestconfig):
+    path = pytestconfig.rootpath / "events.log"
+    return lambda what: path.open("a").write(what + "\\n")
+"""
+
+
+def _lab_folders(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(ROOT_CONFTEST)
+    pytester.mkdir("lab")
+    pytester.path.joinpath("lab", "conftest.py").write_text(LAB_CONFTEST)
+    pytester.path.joinpath("lab", "test_one.py").write_text(
+        "import pytest\npytestmark = pytest.mark.rack\n\n"
+        "def test_1(lab, log):\n    log('test_1')\n\ndef test_2(lab, log):\n    log('test_2')\n")
+    pytester.path.joinpath("lab", "test_three.py").write_text(
+        "import pytest\npytestmark = pytest.mark.rack\n\ndef test_4(lab, log):\n    log('test_4')\n")
+    pytester.mkdir("other")
+    pytester.path.joinpath("other", "test_two.py").write_text("def test_3(log):\n    log('test_3')\n")
+
+
+def test_a_folders_session_lab_ends_when_the_worker_leaves_the_folder(pytester: pytest.Pytester) -> None:
+    _lab_folders(pytester)
+    result = pytester.runpytest("-p", "tiers", "-p", "folder_labs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    assert (pytester.path / "events.log").read_text().split() == [
+        "up", "test_1", "test_2", "test_4", "down", "test_3", "input-down"]
+
+
+def test_a_folders_lab_asked_for_again_after_leaving_starts_again(pytester: pytest.Pytester) -> None:
+    _lab_folders(pytester)
+    result = pytester.runpytest("-p", "folder_labs", "-p", "no:cacheprovider",  # in this order, not tiers'
+                                "lab/test_one.py::test_1", "other/test_two.py::test_3", "lab/test_three.py")
+    result.assert_outcomes(passed=3)
+    assert (pytester.path / "events.log").read_text().split() == [
+        "up", "test_1", "down", "test_3", "up", "test_4", "down", "input-down"]
+
+
+def test_a_folders_lab_users_are_one_xdist_group(pytester: pytest.Pytester) -> None:
+    _lab_folders(pytester)
+    recorder = pytester.inline_run("--collect-only", "-p", "tiers", "-p", "folder_labs", "-p", "no:cacheprovider")
+    items = recorder.getcalls("pytest_collection_finish")[0].session.items
+    grouped = {item.name: mark.args[0] for item in items if (mark := item.get_closest_marker("xdist_group"))}
+    assert grouped == {"test_1": "folder:lab", "test_2": "folder:lab", "test_4": "folder:lab"}
