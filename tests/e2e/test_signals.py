@@ -27,11 +27,18 @@ MARKER_TIMEOUT_S = 240.0
 HUNG_AFTER_S = 2.0  # a simulated all_reduce_perf alive this long is the hung one (a healthy run takes ms)
 
 
-def _start(args: list[str], tmp: Path, driver: str | None = None) -> subprocess.Popen[str]:
-    env = dict(os.environ, TMPDIR=str(tmp))
+def _hangup_as_by_default() -> None:
+    """In the child: a hangup ends it, even when these tests run under nohup (which burnin honours: a
+    command started with SIGHUP ignored goes on)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _start(args: list[str], tmp: Path, driver: str | None = None,
+           env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    env = dict(os.environ, TMPDIR=str(tmp), **(env or {}))
     command = [sys.executable, "-c", driver, *args] if driver else [sys.executable, "-m", "burnin.cli.main", *args]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp)
+                            cwd=tmp, preexec_fn=_hangup_as_by_default)  # one signal call
 
 
 def _scratch(pid: int) -> list[Path]:
@@ -91,20 +98,21 @@ def _collector_running(pid: int) -> Callable[[], bool]:
 
 
 @contextlib.contextmanager
-def _sdc_workload_held() -> Iterator[None]:
-    """Every simulated node's SDC workload waits on the racks' shared cache lock (burnin.sim.sdc.CACHE_ENV, set
-    for the tests in tests/conftest.py) while this holds it: the gathering cannot end before the signal lands
-    (on a loaded machine it once did, and the run exited 0 before it was interrupted)."""
-    path = os.environ["BURNIN_SIM_SDC_CACHE"] + ".lock"
-    with open(path, "a") as lock:
+def _sdc_workload_held(cache: Path) -> Iterator[dict[str, str]]:
+    """Every simulated node's SDC workload waits on its rack's SDC cache lock (burnin.sim.sdc.CACHE_ENV) while
+    this holds it: the gathering cannot end before the signal lands (on a loaded machine it once did, and the
+    run exited 0 before it was interrupted). The cache is this test's own: the suite's, which every xdist
+    worker's racks share (tests/conftest.py), held here would stall the other worker's runs."""
+    with open(f"{cache}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+        yield {"BURNIN_SIM_SDC_CACHE": str(cache)}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_signal_while_gathering_stops_collectors_and_removes_the_rack(tmp_path: Path, sig: signal.Signals) -> None:
-    with _sdc_workload_held():
-        proc = _start(["run", "--sim", "16", "--out", str(tmp_path / "out")], tmp_path)
+def test_signal_while_gathering_stops_collectors_and_removes_the_rack(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, sig: signal.Signals) -> None:
+    with _sdc_workload_held(tmp_path_factory.mktemp("sdc") / "sdc-cache.json") as env:  # not in the run's TMPDIR
+        proc = _start(["run", "--sim", "16", "--out", str(tmp_path / "out")], tmp_path, env=env)
         _wait_for("collector running", proc, _collector_running(proc.pid))
         _interrupt_and_check(proc, sig, tmp_path)
 
