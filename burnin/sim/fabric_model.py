@@ -336,6 +336,27 @@ def load(name: str) -> Node:
         raise SimFailure(f"NCCL WARN Bootstrap : no route to host {name}") from None
 
 
+def end_with_daemon() -> None:
+    """This rank ends (SIGTERM) when the process that started it, mpirun or its node's orted, is gone.
+
+    A real rank is tied to that daemon through PMIx and aborts once the link is lost; this one only meets
+    the others through files (:mod:`burnin.sim.rendezvous`) and would wait out :data:`MPI_WAIT_S` alone.
+    An mpirun killed before it could stop its own node's ranks (``timeout -k`` on a loaded machine) left
+    rank 0 running after a run was interrupted. Linux only (``prctl(PR_SET_PDEATHSIG)``); elsewhere nothing.
+    """
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the daemon went before the request was made: it will not be delivered
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 class MpiRank:
     """A rank that ``mpirun`` started: its place in the job, from OpenMPI's environment."""
 
@@ -355,6 +376,7 @@ class MpiRank:
             raise SimFailure(f"OMPI_COMM_WORLD_RANK {rank} outside a world of {size}")
         job = "|".join(env.get(k, "") for k in ("OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_hnp_uri",
                                                   "PMIX_NAMESPACE"))
+        end_with_daemon()
         return cls(rank, size, job)
 
     def meet(self, me: str) -> tuple[str, list[dict[str, Any]]]:
