@@ -5,7 +5,7 @@ PostgreSQL): starting one is slow, so every test of the folder shares it. But a 
 lives to the session's end, and a lab left running goes on working: the Slurm lab's slurmd runs its
 HealthCheckProgram (``burnin probe --drain``) on every node every few seconds. Kept alive after its
 folder's tests, on each worker that had used it, that was a fifth of a whole ``.ci/run``'s CPU
-(process accounting of a full run: 1,255 probes, 410 s of CPU).
+(process accounting of a full run: 2,640 ``burnin`` processes, most of them probes, 821 s of CPU).
 
 So, on each worker:
 
@@ -51,7 +51,7 @@ def folder_of(fixturedef: Any) -> str | None:
 
 
 def held_folder(item: pytest.Item) -> str | None:
-    """The folder whose session fixture ``item`` uses (the closest definition of each name), if any."""
+    """The folder whose lab ``item`` uses (the closest definition of each fixture name), if any."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return None
