@@ -74,7 +74,6 @@ _ITEM_RESULT = pytest.StashKey["ItemResult"]()
 _ITEM_CHECK = pytest.StashKey[str]()
 _ITEM_NODE = pytest.StashKey["str | None"]()
 _FULL_PROTOCOL = pytest.StashKey[bool]()
-_INCOMPLETE = Status.INCOMPLETE
 FACTS_KEPT = 2
 """Parsed facts documents kept at once: the node being judged and the one before (node-major order)."""
 RUN_FILE = "_run.json"
@@ -604,7 +603,7 @@ def verdict(node: str) -> Verdict:
 
 def _verdict_of(node: str) -> Verdict:
     item, check = _current_check()
-    state = _ACTIVE[-1]
+    state = _active()
     spec = state.check(check)
     if spec is None:
         raise pytest.UsageError(f"{item.nodeid}: unknown check id {check!r}")
@@ -614,7 +613,7 @@ def _verdict_of(node: str) -> Verdict:
     status = result.status
     item.user_properties += (("measured", result.measured), ("expected", result.expected),
                              ("verdict", status.value), ("reason", result.reason))
-    if status is _INCOMPLETE:
+    if status is Status.INCOMPLETE:
         raise CheckIncomplete(result.reason)
     return result
 

@@ -7,6 +7,7 @@ burnin.parsers.hostmem; anything unreadable is incomplete, never pass.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -52,6 +53,14 @@ def _gib(kib: int) -> str:
 # ------------------------------------------------------------------ TOP-06
 
 
+@functools.lru_cache(maxsize=64)
+def _governor_name(text: str) -> str | None:
+    """The governor a scaling_governor file's text names (None: none), matched once per distinct text (a node
+    has 224 CPUs and one or two texts)."""
+    stripped = text.strip()
+    return stripped if _GOVERNOR.match(stripped) else None
+
+
 def _governor_groups(host: dict[str, Any], online: frozenset[int]) -> tuple[dict[str, list[int]], dict[int, str]]:
     """Online CPUs by governor (``NO_CPUFREQ`` for none), and the CPUs whose governor could not be read."""
     governors = host.get("governors")
@@ -60,7 +69,6 @@ def _governor_groups(host: dict[str, Any], online: frozenset[int]) -> tuple[dict
     errors = host.get("governor_errors") or {}
     groups: dict[str, list[int]] = {}
     unreadable: dict[int, str] = {}
-    names: dict[str, str | None] = {}  # a governor file's text -> the governor it names (None: none); a few a node
     for cpu in sorted(online):
         key = str(cpu)
         value = governors.get(key)
@@ -70,8 +78,7 @@ def _governor_groups(host: dict[str, Any], online: frozenset[int]) -> tuple[dict
             unreadable[cpu] = f"/sys/devices/system/cpu/cpu{cpu} absent although online"
         elif value is None:
             groups.setdefault(NO_CPUFREQ, []).append(cpu)
-        elif isinstance(value, str) and (name := names[value] if value in names else names.setdefault(
-                value, value.strip() if _GOVERNOR.match(value.strip()) else None)) is not None:
+        elif isinstance(value, str) and (name := _governor_name(value)) is not None:
             groups.setdefault(name, []).append(cpu)
         else:
             unreadable[cpu] = f"scaling_governor {printable(repr(value), limit=40)} is not a governor name"
