@@ -108,11 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             _silence_stdout()
             code = EXIT_INTERNAL
         except Exception as exc:  # noqa: BLE001 - the contract: exit 3 and one line, never a traceback
-            from burnin.cli.crash import report
+            interrupted = _interrupt_behind(exc)
+            if interrupted is not None:
+                code = _interrupted(prog, interrupted)
+            else:
+                from burnin.cli.crash import report
 
-            _cleanup()
-            print(report(prog, exc, debug="--debug" in args_list), file=sys.stderr)
-            code = EXIT_INTERNAL
+                _cleanup()
+                print(report(prog, exc, debug="--debug" in args_list), file=sys.stderr)
+                code = EXIT_INTERNAL
     except KeyboardInterrupt as exc:  # also one that lands while an error is being reported
         code = _interrupted(prog, exc)
     finally:
@@ -143,6 +147,20 @@ def _dispatch(args_list: list[str], verb: str | None, prog: str) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return code
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt that ``exc`` was raised in the wake of, if any: a signal's exception that lands inside
+    ``threading``'s lock handling (a ``Condition.wait`` in ``Thread.start``) leaves the lock half-released,
+    and the ``with`` around it raises ``RuntimeError: release unlocked lock`` in its place."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        seen.add(id(link))
+        link = link.__context__ or link.__cause__
+    return None
 
 
 def _silence_stdout() -> None:

@@ -38,6 +38,7 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
 _SHIM = '''py={python}
 [ -x "$py" ] || py=python3
+BURNIN_SIM_LAUNCHER_PID=$PPID; export BURNIN_SIM_LAUNCHER_PID
 exec "$py" -S "${{0%/*}}/../out/fabric/model.py" {tool} "$@"
 '''
 

@@ -343,11 +343,15 @@ def end_with_daemon() -> None:
     the others through files (:mod:`burnin.sim.rendezvous`) and would wait out :data:`MPI_WAIT_S` alone.
     An mpirun killed before it could stop its own node's ranks (``timeout -k`` on a loaded machine) left
     rank 0 running after a run was interrupted. Linux only (``prctl(PR_SET_PDEATHSIG)``); elsewhere nothing.
+
+    The daemon is the parent the tool's shim saw when it started (``BURNIN_SIM_LAUNCHER_PID``, its
+    ``$PPID``), not the parent now: Python's start-up takes a tenth of a second, and an mpirun killed in
+    it had already handed the rank to a subreaper, which the request would then have watched instead.
     """
     import ctypes
     import signal
 
-    parent = os.getppid()
+    parent = _launcher_pid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -355,6 +359,12 @@ def end_with_daemon() -> None:
         return
     if os.getppid() != parent:  # the daemon went before the request was made: it will not be delivered
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _launcher_pid() -> int:
+    """The pid that started this tool: the shim's ``$PPID`` where it gave one, else the parent now."""
+    text = os.environ.get("BURNIN_SIM_LAUNCHER_PID", "")
+    return int(text) if text.isdigit() and int(text) > 0 else os.getppid()
 
 
 class MpiRank:

@@ -89,3 +89,33 @@ def test_without_it_the_rank_outlives_its_daemon(tmp_path: Path) -> None:
     with _daemon_killed(tmp_path, "pass") as (daemon, rank):
         _wait("the rank handed to another parent", lambda: not _alive(rank) or int(_stat(rank)[1]) != daemon)
         assert _alive(rank)
+
+
+# The rank's interpreter still starting when its daemon is killed: the parent it then sees is a subreaper.
+LATE = """
+import os, time
+os.environ["BURNIN_SIM_LAUNCHER_PID"] = str(os.getppid())  # as the tool's shim records its $PPID
+open({ready!r}, "w").close()
+while os.getppid() == int(os.environ["BURNIN_SIM_LAUNCHER_PID"]):
+    time.sleep(0.01)
+{call}
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_rank_whose_daemon_died_while_it_started_ends_too(tmp_path: Path) -> None:
+    """An mpirun killed while its rank's Python started: the rank was another parent's before it asked."""
+    call = LATE.format(ready=str(tmp_path / "ready"), call="end_with_daemon()")
+    with _daemon_killed(tmp_path, call) as (_, rank):
+        _wait("the rank ended after its daemon", lambda: not _alive(rank))
+
+
+def test_without_the_launcher_pid_a_late_rank_runs_on(tmp_path: Path) -> None:
+    """The check above can fail: asked against the parent it sees now, the late rank runs on."""
+    call = LATE.format(ready=str(tmp_path / "ready"),
+                       call='del os.environ["BURNIN_SIM_LAUNCHER_PID"]\nend_with_daemon()\n'
+                            'open({!r}, "w").close()'.format(str(tmp_path / "asked")))
+    with _daemon_killed(tmp_path, call) as (_, rank):
+        _wait("the rank asked", lambda: (tmp_path / "asked").exists() or not _alive(rank))
+        time.sleep(0.5)  # a signal, were one sent, would have been delivered at once
+        assert _alive(rank)

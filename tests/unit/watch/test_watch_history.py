@@ -44,7 +44,7 @@ def _xid(code: int, clock: Clock, bus: str = "0000:1b:00") -> WatchEvent:
 def _incidents(history: Path) -> list[tuple[float, str, str, str, str, str]]:
     db = sqlite3.connect(history)
     rows = db.execute("SELECT i.at, n.name, i.kind, i.check_id, i.action, i.detail FROM incidents i "
-                      "JOIN node_names n ON n.id = i.node ORDER BY i.id").fetchall()
+                      "JOIN node_names n ON n.id = i.node ORDER BY i.at, i.id").fetchall()
     db.close()
     return rows
 
