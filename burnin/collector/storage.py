@@ -18,9 +18,9 @@ Two sources, standard library only:
 INTERNAL_CPU_MODEL INTERNAL_CPU_OFFLOAD_ENGINE`` for every Mellanox Ethernet
 PCI function 0 and ``mlnx_qos -i NETDEV`` for every Mellanox Ethernet netdev.
 
-Every command runs through :func:`burnin.collector.commands.run_tool` with a
-timeout; together they stay inside the source's own time budget. Raw outputs
-are kept; the controller's parsers read them.
+A source's commands run side by side through :func:`burnin.collector.commands.run_tools`,
+together inside nine tenths of the source's own time. Raw outputs are kept; the
+controller's parsers read them.
 """
 
 from __future__ import annotations
@@ -28,12 +28,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from burnin.collector.commands import run_tool
+from burnin.collector.commands import run_tools
 from burnin.collector.sysfs import RealPaths, read_text
 
 ROUTE_ITEM = "storage-route="
@@ -44,7 +42,11 @@ _NAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _CONF_SETTINGS = ("rp_filter", "arp_ignore", "arp_announce")
 _NCCL_ENV = re.compile(r"^(NCCL|UCX|OMPI_MCA_btl_tcp|OMPI_MCA_oob_tcp)_[A-Za-z0-9_]{1,64}$")
 _MAX_CONF_BYTES = 65536
-_TOOL_WORKERS = 4
+
+
+def _tools_time(timeout: float) -> float:
+    """What a source's tools may take together: nine tenths of its own time, the rest to read its files."""
+    return max(0.1, timeout) * 0.9
 
 
 def split_items(sources: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
@@ -161,47 +163,6 @@ def collect_nccl_config(root: str) -> dict[str, Any]:
     return {"files": files, "environment": environment}
 
 
-class _Budget:
-    """What is left of the source's time, shared by its commands."""
-
-    def __init__(self, timeout: float) -> None:
-        self.deadline = time.monotonic() + max(0.1, timeout) * 0.9
-
-    def run(self, argv: list[str]) -> dict[str, Any]:
-        left = self.deadline - time.monotonic()
-        if left <= 0.05:
-            return {"argv": argv, "exit_status": None, "stdout": "", "stderr": "",
-                    "error": f"{argv[0]} not run: the storage source's time was spent"}
-        return run_tool(argv, left)
-
-
-def _run_all(budget: _Budget, jobs: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
-    """Run the commands, up to ``_TOOL_WORKERS`` at a time (plain threads: no executor to import in the probe)."""
-    pending = list(jobs.items())
-    results: dict[str, dict[str, Any]] = {}
-    failures: list[BaseException] = []
-
-    def work() -> None:
-        while True:
-            try:
-                key, argv = pending.pop()  # atomic: the workers share the list
-            except IndexError:
-                return
-            try:
-                results[key] = budget.run(argv)
-            except Exception as exc:  # noqa: BLE001 - raised again below, in the source's own thread
-                failures.append(exc)
-
-    workers = [threading.Thread(target=work, daemon=True) for _ in range(min(_TOOL_WORKERS, len(jobs)))]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    if failures:
-        raise failures[0]
-    return {key: results[key] for key in jobs}
-
-
 def _valid_target(text: str) -> bool:
     try:
         ipaddress.ip_address(text)
@@ -217,11 +178,10 @@ def collect_storage(root: str, timeout: float, targets: Sequence[str] = (), vrf:
         raise ValueError(f"storage target {bad[0][:64]!r} is not an IP address")
     if vrf is not None and not _NAME.match(vrf):
         raise ValueError(f"VRF name {vrf[:64]!r} is not a netdev name")
-    budget = _Budget(timeout)
     jobs = {"ip_addr": ["ip", "-j", "addr", "show"]}
     for target in targets:
         jobs[f"route:{target}"] = ["ip", "-j", "route", "get", *(["vrf", vrf] if vrf else []), target]
-    results = _run_all(budget, jobs)
+    results = run_tools(jobs, _tools_time(timeout))
     return {
         "netdevs": collect_netdevs(root),
         "rdma": collect_rdma(root),
@@ -250,7 +210,7 @@ def collect_storage_nic(root: str, timeout: float) -> dict[str, Any]:
     for name in sorted(ethernet):
         if _NAME.match(name):
             jobs[f"mlnx_qos:{name}"] = ["mlnx_qos", "-i", name]
-    results = _run_all(_Budget(timeout), jobs)
+    results = run_tools(jobs, _tools_time(timeout))
     return {
         "mlxconfig": {bdf: results[f"mlxconfig:{bdf}"] for bdf in functions},
         "mlnx_qos": {name: results[f"mlnx_qos:{name}"] for name in sorted(ethernet) if _NAME.match(name)},

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # PCI vendors whose devices (and the bridges above them) matter to GPU nodes.
@@ -29,7 +32,40 @@ def _path(root: str, *parts: str) -> str:
     return os.path.join(root, *(p.lstrip("/") for p in parts))
 
 
+_pass = threading.local()
+"""``reads``: what this thread read in its current :func:`one_pass` (path -> text or the OSError), when in one."""
+
+
+@contextmanager
+def one_pass() -> Iterator[None]:
+    """In this thread, until the block ends, a file is read once: sources that read the same attributes (the PCI
+    census and the PCI source both read every function's ``vendor``, ``device`` and ``class``) share one read.
+    One pass is one gathering: nothing is kept past it."""
+    _pass.reads = {}
+    try:
+        yield
+    finally:
+        _pass.reads = None
+
+
 def read_file(path: str) -> str:
+    """The file's text, stripped; OSError if unreadable. Read once per :func:`one_pass`, when in one."""
+    reads: dict[str, str | OSError] | None = getattr(_pass, "reads", None)
+    if reads is None:
+        return _read_file(path)
+    known = reads.get(path)
+    if known is None:
+        try:
+            known = reads[path] = _read_file(path)
+        except OSError as exc:
+            reads[path] = exc
+            raise
+    elif isinstance(known, OSError):
+        raise known
+    return known
+
+
+def _read_file(path: str) -> str:
     """The file's text, stripped (bad bytes replaced, line ends as text mode reads them); OSError if unreadable.
 
     Plain ``os.open``/``os.read``: a sysfs attribute costs a quarter of what ``open()`` does, and the

@@ -26,15 +26,15 @@ def _jobs_of(out: Path, node: str) -> list[str]:
 
 
 def test_sweep_tests_idle_nodes_and_gives_way_to_a_training_job(sweep_lab: SweepLab, tmp_path: Path) -> None:
+    """Preempted by a job, tried again once it ended; the sweep ends as soon as every node is settled."""
     lab = sweep_lab
     lab.reset()
     out = tmp_path / "sweep"
-    training = lab.submit("training", "sim[05-06]", "sleep 100000")  # busy all window
-    lab.wait_for("the training job running", lambda: lab.job_state(training) == "RUNNING")
     lab.fault("sim04", "acs-enabled")  # TOP-04: the node suite finds it, the health probe does not
     for node in ("sim01", "sim02"):
         _blocked_collector(lab, node, tmp_path)
-    sweep = lab.sweep(out, "--for", "300", "--max-share", "0.5", "--timeout", "30", "--gate", "slurm")
+    sweep = lab.sweep(out, "--for", "600", "--max-share", "0.5", "--timeout", "30", "--gate", "slurm",
+                      nodes="sim[01-04]")
     try:
         lab.wait_for("sim01's and sim02's sweep jobs collecting", lambda: all(
             (tmp_path / f"started-{n}").exists() for n in ("sim01", "sim02")))
@@ -55,26 +55,42 @@ def test_sweep_tests_idle_nodes_and_gives_way_to_a_training_job(sweep_lab: Sweep
             sweep.kill()
             sweep.wait()
     assert (tmp_path / "urgent-ran").exists()
-    assert sweep.returncode == 1, said  # not every node tested: never exit 0
+    assert sweep.returncode == 1, said  # a node rejected: never exit 0
     nodes = sweep_doc(out)
     assert {n: d["status"] for n, d in nodes.items()} == {
-        "sim01": "admitted", "sim02": "admitted", "sim03": "admitted", "sim04": "rejected",
-        "sim05": "busy", "sim06": "busy"}, said
+        "sim01": "admitted", "sim02": "admitted", "sim03": "admitted", "sim04": "rejected"}, said
     for node in ("sim01", "sim02"):  # preempted, then tried again once the urgent job was done
         assert _jobs_of(out, node) == ["preempted", "tested"], nodes[node]
     gate = json.loads((out / "nodes" / "sim04" / "gate.json").read_text())["nodes"]["sim04"]
     assert gate["failed"] == ["TOP-04"] and not gate["incomplete"]
     state, reason = lab.node_reason("sim04")
     assert "DRAIN" in state and reason.startswith("burnin: TOP-04"), (state, reason)
-    assert "not tested (busy all window): sim[05-06] (2)" in said
     assert "admitted: sim[01-03] (3)" in said and "rejected: sim04 (1)" in said
     assert not lab.sweep_jobs()  # nothing of the sweep left in Slurm's queue
-    assert lab.job_state(training) == "RUNNING"  # never touched
     assert lab.most_sweep_jobs <= 3  # half of the partition's 6 nodes
     assert json.loads((out / "sweep.json").read_text())["most_jobs_at_once"] <= 3
     allocations = [line for line in (out / "slurm-commands.log").read_text().splitlines() if "$ salloc" in line]
     assert allocations and all("--partition=sweep" in a and "--nice=2147483645" in a and "--exclusive" in a
                                and "--nodes=1 " in a for a in allocations), allocations
+
+
+def test_nodes_busy_all_window_are_not_tested_and_their_job_is_never_touched(sweep_lab: SweepLab,
+                                                                             tmp_path: Path) -> None:
+    lab = sweep_lab
+    lab.reset()
+    out = tmp_path / "sweep"
+    training = lab.submit("training", "sim[05-06]", "sleep 100000")  # busy all window
+    lab.wait_for("the training job running", lambda: lab.job_state(training) == "RUNNING")
+    sweep = lab.sweep(out, "--for", "70", "--max-share", "0.5", "--timeout", "5", "--gate", "slurm",
+                      nodes="sim[05-06]")
+    said, _ = sweep.communicate(timeout=WAIT_S + 60)
+    assert sweep.returncode == 1, said  # not every node tested: never exit 0
+    assert {n: d["status"] for n, d in sweep_doc(out).items()} == {"sim05": "busy", "sim06": "busy"}, said
+    assert "not tested (busy all window): sim[05-06] (2)" in said
+    assert lab.job_state(training) == "RUNNING"  # never touched
+    for node in ("sim05", "sim06"):
+        assert not lab.node_reason(node)[1].startswith("burnin:")  # not tested: never drained for it
+    assert not lab.sweep_jobs()
 
 
 def test_sweep_fails_closed_and_judges_a_bad_majority_node_by_node(sweep_lab: SweepLab, tmp_path: Path) -> None:

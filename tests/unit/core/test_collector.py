@@ -81,3 +81,48 @@ def test_a_hung_file_source_stops_its_lane_and_the_rest_is_not_run_never_passed(
         assert facts["sources"][name]["ok"] is False
         assert facts["sources"][name]["error"] == "not run: kernel before it timed out after 0.5 s"
         assert name.replace("-", "_") not in facts
+
+
+def _pci_function(root: Path, bdf: str, vendor: str) -> None:
+    folder = root / "sys/bus/pci/devices" / bdf
+    folder.mkdir(parents=True)
+    for name, text in (("vendor", vendor), ("device", "0x2330"), ("class", "0x030200"), ("numa_node", "0")):
+        (folder / name).write_text(f"{text}\n")
+
+
+def test_the_census_and_the_pci_source_read_a_shared_attribute_once(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both read every function's vendor, device and class; in one gathering each file is read once."""
+    from burnin.collector import sysfs
+
+    _pci_function(tmp_path, "0000:1b:00.0", "0x10de")
+    _pci_function(tmp_path, "0000:00:14.0", "0x8086")
+    reads: list[str] = []
+    real = sysfs._read_file
+    monkeypatch.setattr(sysfs, "_read_file", lambda path: reads.append(path) or real(path))
+    facts = collect(str(tmp_path), ("pci-census", "pci"), timeout=30)
+    assert facts["pci_census"]["functions"]["0000:00:14.0"] == ["0x8086", "0x2330", "0x030200"]
+    assert facts["pci"]["devices"]["0000:1b:00.0"]["vendor"] == "0x10de", facts["pci"]
+    assert sorted(set(reads)) == sorted(reads), reads  # none twice
+    assert any(path.endswith("0000:1b:00.0/vendor") for path in reads)
+    reads.clear()
+    collect(str(tmp_path), ("pci-census", "pci"), timeout=30)  # the next gathering reads them again
+    assert sum(path.endswith("/vendor") for path in reads) == 2
+
+
+def test_one_pass_keeps_what_it_read_and_what_failed_until_it_ends(tmp_path: Path) -> None:
+    from burnin.collector.sysfs import one_pass, read_file
+
+    path = tmp_path / "attr"
+    path.write_text("first\n")
+    with one_pass():
+        assert read_file(str(path)) == "first"
+        path.write_text("second\n")
+        assert read_file(str(path)) == "first"  # one gathering sees one value
+        with pytest.raises(FileNotFoundError):
+            read_file(str(tmp_path / "absent"))
+        (tmp_path / "absent").write_text("late\n")
+        with pytest.raises(FileNotFoundError):
+            read_file(str(tmp_path / "absent"))
+    assert read_file(str(path)) == "second"
+    assert read_file(str(tmp_path / "absent")) == "late"
