@@ -35,17 +35,25 @@ def run_tools(jobs: Mapping[str, Sequence[str]], timeout: float, *, at_once: int
     waiting = deque(jobs.items())
     running: deque[tuple[str, Record | tuple[Record, subprocess.Popen[bytes]]]] = deque()
     records: dict[str, Record] = {}
-    while waiting or running:
-        while waiting and len(running) < max(1, at_once):
-            key, argv = waiting.popleft()
-            if deadline - time.monotonic() <= 0.05:
-                records[key] = _record(list(argv), error=f"{argv[0]} not run: the {timeout:g} s its tools had "
-                                                          "were spent")
-            else:
-                running.append((key, _start(list(argv))))
-        if running:
-            key, started = running.popleft()
-            records[key] = started if isinstance(started, dict) else _finish(*started, deadline, timeout)
+    try:
+        while waiting or running:
+            while waiting and len(running) < max(1, at_once):
+                key, argv = waiting.popleft()
+                if deadline - time.monotonic() <= 0.05:
+                    records[key] = _record(list(argv), error=f"{argv[0]} not run: the {timeout:g} s its tools "
+                                                              "had were spent")
+                else:
+                    running.append((key, _start(list(argv))))
+            if running:
+                key, started = running[0]
+                records[key] = started if isinstance(started, dict) else _finish(*started, deadline, timeout)
+                running.popleft()
+    except BaseException:  # interrupted: the tools still running go with it
+        for _, started in running:
+            if not isinstance(started, dict) and started[1].poll() is None:
+                started[1].kill()
+                started[1].wait()
+        raise
     return {key: records[key] for key in jobs}
 
 

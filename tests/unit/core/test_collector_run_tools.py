@@ -106,3 +106,21 @@ def test_no_tool_is_left_running(bin_dir: Path, tmp_path: Path, monkeypatch: pyt
     records = run_tools({"a": ["hang"], "b": ["hang"]}, 0.5)
     assert records["a"]["error"] == "hang timed out after 0.5 s", records
     assert _marked(mark) == []
+
+
+def test_an_interruption_takes_every_running_tool_with_it(bin_dir: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal's exception while the first tool is read: the others, started beside it, are killed too."""
+    from burnin.collector import commands
+
+    mark = f"BURNIN_TEST_TOOL={tmp_path}"
+    monkeypatch.setenv("BURNIN_TEST_TOOL", str(tmp_path))
+    _tool(bin_dir, "hang", "exec sleep 600")
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commands, "_finish", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_tools({"a": ["hang"], "b": ["hang"], "c": ["hang"]}, WAIT_S)
+    assert _marked(mark) == []
