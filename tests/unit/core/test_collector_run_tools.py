@@ -122,5 +122,5 @@ def test_an_interruption_takes_every_running_tool_with_it(bin_dir: Path, tmp_pat
 
     monkeypatch.setattr(commands, "_finish", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_tools({"a": ["hang"], "b": ["hang"], "c": ["hang"]}, WAIT_S)
+        run_tools({"a": ["hang"], "gone": ["no-such-tool"], "b": ["hang"], "c": ["hang"]}, WAIT_S)
     assert _marked(mark) == []
