@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from burnin.collector.commands import run_tools
+from burnin.collector.commands import run_tools, tools_time
 from burnin.collector.sysfs import read_text
 
 # Where distributions, NVIDIA's packages and the CUDA toolkit put libnccl.so (Debian/Ubuntu multiarch, RHEL lib64,
@@ -64,7 +64,7 @@ def collect_nccl_libraries(root: str) -> dict[str, Any]:
 
 def collect_software(root: str, timeout: float) -> dict[str, Any]:
     """The software source: the kernel release, the two tools' records and the NCCL libraries found."""
-    tools = run_tools({"ofed_info": ["ofed_info", "-s"], "dcgmi": ["dcgmi", "--version"]}, max(0.1, timeout) * 0.9)
+    tools = run_tools({"ofed_info": ["ofed_info", "-s"], "dcgmi": ["dcgmi", "--version"]}, tools_time(timeout))
     return {
         "kernel_release": read_text(_below(root, "proc/sys/kernel/osrelease")),
         "ofed_info": tools["ofed_info"],

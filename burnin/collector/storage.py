@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from burnin.collector.commands import run_tools
+from burnin.collector.commands import run_tools, tools_time
 from burnin.collector.sysfs import RealPaths, read_text
 
 ROUTE_ITEM = "storage-route="
@@ -42,11 +42,6 @@ _NAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _CONF_SETTINGS = ("rp_filter", "arp_ignore", "arp_announce")
 _NCCL_ENV = re.compile(r"^(NCCL|UCX|OMPI_MCA_btl_tcp|OMPI_MCA_oob_tcp)_[A-Za-z0-9_]{1,64}$")
 _MAX_CONF_BYTES = 65536
-
-
-def _tools_time(timeout: float) -> float:
-    """What a source's tools may take together: nine tenths of its own time, the rest to read its files."""
-    return max(0.1, timeout) * 0.9
 
 
 def split_items(sources: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
@@ -181,7 +176,7 @@ def collect_storage(root: str, timeout: float, targets: Sequence[str] = (), vrf:
     jobs = {"ip_addr": ["ip", "-j", "addr", "show"]}
     for target in targets:
         jobs[f"route:{target}"] = ["ip", "-j", "route", "get", *(["vrf", vrf] if vrf else []), target]
-    results = run_tools(jobs, _tools_time(timeout))
+    results = run_tools(jobs, tools_time(timeout))
     return {
         "netdevs": collect_netdevs(root),
         "rdma": collect_rdma(root),
@@ -210,7 +205,7 @@ def collect_storage_nic(root: str, timeout: float) -> dict[str, Any]:
     for name in sorted(ethernet):
         if _NAME.match(name):
             jobs[f"mlnx_qos:{name}"] = ["mlnx_qos", "-i", name]
-    results = run_tools(jobs, _tools_time(timeout))
+    results = run_tools(jobs, tools_time(timeout))
     return {
         "mlxconfig": {bdf: results[f"mlxconfig:{bdf}"] for bdf in functions},
         "mlnx_qos": {name: results[f"mlnx_qos:{name}"] for name in sorted(ethernet) if _NAME.match(name)},
