@@ -38,6 +38,22 @@ atexit.register(shutil.rmtree, _SDC, True)
 os.environ.setdefault("BURNIN_SIM_SDC_CACHE", str(Path(_SDC) / "sdc-cache.json"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def nested_pytest_temproot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary root of the pytest sessions the tests start (a nested ``pytest -n 2``, burnin's own
+    session): a folder in this worker's own temporary tree (``PYTEST_DEBUG_TEMPROOT``, read by every pytest).
+
+    In the machine's shared ``/tmp/pytest-of-USER`` a session that starts keeps the three newest numbered
+    folders and deletes the rest, whoever made them: a nested session inside a test deleted a whole earlier
+    run's tree there (hundreds of thousands of files, minutes of unlinking on a loaded machine) and ran past its
+    timeout. This session's own folder was made before the variable is set, so only the sessions it starts
+    move."""
+    root = tmp_path_factory.getbasetemp() / "nested-pytest"
+    root.mkdir(exist_ok=True)
+    os.environ["PYTEST_DEBUG_TEMPROOT"] = str(root)
+    return root
+
+
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     """../shared/reference: real tool outputs. Missing is a failure in CI, a skip elsewhere."""
