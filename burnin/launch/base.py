@@ -23,11 +23,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
 from burnin.transport.base import CommandResult
+from burnin.waits import completed
 
 # ---------------------------------------------------------------- limits (the one set)
 
@@ -253,7 +254,7 @@ def fan_out(items: Sequence[T], call: Callable[[T], R], *, workers: int,
     try:
         futures = {pool.submit(call, item): index for index, item in enumerate(items)}
         results: dict[int, R] = {}
-        for future in as_completed(futures):
+        for future in completed(futures):
             index = futures[future]
             results[index] = future.result()
             if on_done is not None:

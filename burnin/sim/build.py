@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from burnin import waits
 from burnin.errors import UsageError
 from burnin.sim import job, storage
 from burnin.sim.addressing import plan as address_plan
@@ -203,7 +204,7 @@ def build_rack(state_dir: Path, topology: Topology, names: list[str],
             futures = [pool.submit(build, name) for name in names]
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        return [future.result() for future in futures]
+        return [waits.result(future) for future in futures]
     finally:
         # On an interrupt or an error the nodes not yet started are dropped, not rendered,
         # and the ones being rendered are finished before the caller removes anything.

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Generic, TypeVar
 
+from burnin import waits
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -108,6 +110,6 @@ class Ordered(Generic[Item, Result]):
     def __next__(self) -> Result:
         if not self._pending:
             raise StopIteration
-        result = self._pending.popleft()[1].result()
+        result = waits.result(self._pending.popleft()[1])
         self.ahead(self.window)
         return result

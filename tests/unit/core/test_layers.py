@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("burnin", "burnin.errors", "burnin.text", "burnin.reasons", "burnin.atomic", "burnin.resources",
               "burnin.outdir", "burnin.argtypes", "burnin.nodes", "burnin.evaluate", "burnin.facts", "burnin.suite",
               "burnin.parsers", "burnin.topology", "burnin.inventory", "burnin.collector", "burnin.counters",
-              "burnin.history")),
+              "burnin.history", "burnin.waits")),
     ("transport", ("burnin.transport",)),
     ("launch", ("burnin.launch", "burnin.breaker", "burnin.gate")),
     ("workloads", ("burnin.fabric", "burnin.megatron", "burnin.storage")),
