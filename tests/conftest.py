@@ -42,9 +42,14 @@ def tmpfs_temproot(root: str = TMPFS_ROOT, needed: int = TMPFS_ROOM_NEEDED) -> s
 # time: measured on this project's CI machines (ext4 without a journal), building an 8-node rack (30,000 files)
 # took 1 s of system CPU, and 34 s when another tree had been deleted in the 30 s before (the kernel skips the
 # recently freed inodes one by one: `recently_deleted` in ext4's inode allocator), which in a parallel test run
-# is always. The sessions the tests start nest inside (nested_pytest_temproot, below).
-if "PYTEST_DEBUG_TEMPROOT" not in os.environ and (_TMPFS := tmpfs_temproot()) is not None:
-    os.environ["PYTEST_DEBUG_TEMPROOT"] = _TMPFS
+# is always. The sessions the tests start nest inside (nested_pytest_temproot, below). TMPDIR likewise, unless
+# set: the folders tests and the processes they start make with tempfile.
+USER_TMPDIR = os.environ.get("TMPDIR")
+if (_TMPFS := tmpfs_temproot()) is not None:
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", _TMPFS)
+    if "TMPDIR" not in os.environ:
+        os.environ["TMPDIR"] = _TMPFS
+        tempfile.tempdir = None  # read again from TMPDIR
 
 _STATE = tempfile.mkdtemp(prefix="burnin-test-state-")
 atexit.register(shutil.rmtree, _STATE, True)
