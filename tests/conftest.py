@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from tmpfs_root import tmpfs_temproot
 
 REPO = Path(__file__).resolve().parents[1]
 pytest_plugins = ["pytester", "tiers", "folder_labs"]  # tiers: the test tiers (markers), their order and the
@@ -24,19 +25,6 @@ settings.load_profile("burnin")
 # subprocesses they start, record into one of this test process's own, never the machine's state folder.
 # Likewise burnin's state directory (counter baselines, the breaker's budget and lock): this test
 # process's own, never /var/lib/burnin, so no two test processes share a baseline or a claim.
-TMPFS_ROOT = "/dev/shm"
-TMPFS_ROOM_NEEDED = 4 << 30
-
-
-def tmpfs_temproot(root: str = TMPFS_ROOT, needed: int = TMPFS_ROOM_NEEDED) -> str | None:
-    """``root`` when it is a writable folder with ``needed`` bytes free (a tmpfs), else None."""
-    try:
-        stats = os.statvfs(root)
-    except OSError:
-        return None
-    return root if os.access(root, os.W_OK) and stats.f_bavail * stats.f_frsize >= needed else None
-
-
 # The tests' temporary trees (pytest's tmp_path: simulated racks of thousands of small files each, created and
 # deleted all run long) live on tmpfs when the machine has room. On a disk they cost tens of times more kernel
 # time: measured on this project's CI machines (ext4 without a journal), building an 8-node rack (30,000 files)
@@ -63,6 +51,12 @@ _SDC = tempfile.mkdtemp(prefix="burnin-test-sdc-")
 os.chmod(_SDC, 0o755)
 atexit.register(shutil.rmtree, _SDC, True)
 os.environ.setdefault("BURNIN_SIM_SDC_CACHE", str(Path(_SDC) / "sdc-cache.json"))
+
+
+@pytest.fixture(scope="session")
+def user_tmpdir() -> str | None:
+    """TMPDIR as the user set it before this conftest ran (None: unset, so the tests' is on tmpfs when it can)."""
+    return USER_TMPDIR
 
 
 @pytest.fixture(scope="session", autouse=True)

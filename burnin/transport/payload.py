@@ -19,7 +19,7 @@ from pathlib import Path
 
 import burnin
 
-_MAIN = "from burnin.collector.core import main\nimport sys\nsys.exit(main())\n"
+_MAIN = "from burnin.collector.core import run\nrun()\n"
 
 # Runs on the node: import the collector from a zip held in memory, then run it.
 BOOTSTRAP = """\
@@ -41,8 +41,8 @@ class F(importlib.abc.MetaPathFinder,importlib.abc.Loader):
   else:f=b+'.py'
   exec(compile(z.read(f),'<burnin>/'+f,'exec'),m.__dict__)
 sys.meta_path.insert(0,F())
-from burnin.collector.core import main
-sys.exit(main(sys.argv[1:]))
+from burnin.collector.core import run
+run(sys.argv[1:])
 """
 
 

@@ -126,3 +126,34 @@ def test_one_pass_keeps_what_it_read_and_what_failed_until_it_ends(tmp_path: Pat
             read_file(str(tmp_path / "absent"))
     assert read_file(str(path)) == "second"
     assert read_file(str(tmp_path / "absent")) == "late"
+
+
+@pytest.mark.proc
+@pytest.mark.parametrize("how", ["module", "stdin", "zipapp"])
+def test_every_way_of_starting_the_collector_writes_its_facts_and_skips_the_teardown(how: str,
+                                                                                   tmp_path: Path) -> None:
+    """``python -m burnin.collector``, the stdin bootstrap (SSH) and the zipapp (Slurm) all end through
+    ``collector.core.run``: the facts whole on stdout, exit 0, and no interpreter teardown (an exit handler
+    never runs: a fifth of a soak sample's CPU on a simulated node)."""
+    from burnin.transport.payload import BOOTSTRAP, collector_zipapp
+
+    marker = "import atexit; atexit.register(lambda: print('TEARDOWN', flush=True))\n"
+    args = ["--root", str(tmp_path), "--sources", "numa", "--timeout", "5"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    if how == "module":
+        code = marker + "import runpy, sys; sys.argv[0] = 'burnin.collector'; " \
+                        "runpy.run_module('burnin.collector', run_name='__main__')"
+        argv, stdin = [sys.executable, "-c", code, *args], None
+    elif how == "stdin":
+        argv, stdin = [sys.executable, "-c", marker + BOOTSTRAP, *args], collector_zipapp()
+    else:
+        (tmp_path / "collector.pyz").write_bytes(collector_zipapp())
+        code = marker + f"import runpy, sys; sys.argv[1:] = {args!r}; " \
+                        f"runpy.run_path({str(tmp_path / 'collector.pyz')!r}, run_name='__main__')"
+        argv, stdin = [sys.executable, "-c", code], None
+    proc = subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout.decode()
+    assert "TEARDOWN" not in out
+    facts = json.loads(out)
+    assert facts["sources"]["numa"]["ok"] is not None and "duration_s" in facts

@@ -33,24 +33,24 @@ def test_this_sessions_own_folders_stay_where_they_were(tmp_path: Path, nested_p
     assert tmp_path.parent == basetemp and not tmp_path.is_relative_to(nested_pytest_temproot)
 
 
-def test_the_temporary_trees_are_on_tmpfs_when_the_machine_has_room(tmp_path: Path) -> None:
+def test_the_temporary_trees_are_on_tmpfs_when_the_machine_has_room(tmp_path: Path, user_tmpdir: str | None) -> None:
     """conftest.py puts pytest's tree and TMPDIR on /dev/shm when it has 4 GiB free (a disk costs tens of times
     the kernel time for the racks' small files)."""
     import tempfile
 
-    from conftest import TMPFS_ROOM_NEEDED, TMPFS_ROOT, USER_TMPDIR, tmpfs_temproot
+    from tmpfs_root import TMPFS_ROOM_NEEDED, TMPFS_ROOT, tmpfs_temproot
 
     root = tmpfs_temproot()
     if root is None:
         pytest.skip(f"{TMPFS_ROOT} is missing, not writable or has under {TMPFS_ROOM_NEEDED >> 30} GiB free")
     assert root == TMPFS_ROOT
     assert tmp_path.resolve().is_relative_to(Path(root).resolve())
-    if USER_TMPDIR is None:  # a TMPDIR the user set is theirs
+    if user_tmpdir is None:  # a TMPDIR the user set is theirs
         assert Path(tempfile.gettempdir()).resolve().is_relative_to(Path(root).resolve())
 
 
 def test_a_root_without_room_or_not_there_is_not_used(tmp_path: Path) -> None:
-    from conftest import tmpfs_temproot
+    from tmpfs_root import tmpfs_temproot
 
     assert tmpfs_temproot(str(tmp_path), needed=1) == str(tmp_path)
     assert tmpfs_temproot(str(tmp_path), needed=1 << 62) is None

@@ -41,7 +41,7 @@ def test_the_workload_text_is_found_however_the_collector_travelled(how: str, tm
     code = "from burnin.collector.sdc import workload_source; print(len(workload_source().splitlines()))"
     env = {"PATH": os.environ["PATH"]}
     if how == "stdin":
-        bootstrap = BOOTSTRAP.replace("from burnin.collector.core import main\nsys.exit(main(sys.argv[1:]))\n", code)
+        bootstrap = BOOTSTRAP.replace("from burnin.collector.core import run\nrun(sys.argv[1:])\n", code)
         assert bootstrap != BOOTSTRAP
         proc = subprocess.run([sys.executable, "-c", bootstrap], input=collector_zipapp(), capture_output=True,
                               env=env, timeout=60, check=False)
