@@ -86,9 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     SIGINT, SIGTERM and SIGHUP stop the children, remove the scratch and exit 3
     (burnin.cli.interrupt); any unexpected exception is one line and exit 3
-    (burnin.cli.crash). Called as the console script (``argv`` None), an
-    interrupted command ends with ``os._exit`` once cleaned up, so no thread
-    still waiting on a node holds the exit.
+    (burnin.cli.crash). Called as the console script (``argv`` None), the command
+    ends with ``os._exit`` once it has written and cleaned up everything (see
+    :func:`_exit_now`).
     """
     from burnin.cli import interrupt
 
@@ -121,11 +121,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _interrupted(prog, exc)
     finally:
         interrupt.restore(previous)
-    if interrupt.received() is not None and argv is None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    if argv is None:
+        _exit_now(code)
     return code
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Out with ``code`` once stdout and stderr are flushed, without the interpreter's teardown.
+
+    Every command writes its files (atomically, each closed where it was opened), releases its nodes and removes
+    its scratch before it returns, so nothing is left for the teardown to do, and it is skipped: no thread still
+    waiting on a hung node (or on the nodes of an interrupted command) holds the exit, and a command that judged
+    with pytest does not pay a last collection over the ~58,000 objects it loaded (about 0.1 s of CPU, measured:
+    the tests start thousands of commands, a health probe runs every few minutes on every node).
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the reader went away, or the stream is closed: nobody to tell
+            pass
+    os._exit(code)
 
 
 def _dispatch(args_list: list[str], verb: str | None, prog: str) -> int:
