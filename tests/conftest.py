@@ -21,17 +21,14 @@ pytest_plugins = ["pytester", "tiers", "folder_labs"]  # tiers: the test tiers (
 settings.register_profile("burnin", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("burnin")
 
-# Every burnin run records into its history database (burnin.history.store): the tests' runs, and the
-# subprocesses they start, record into one of this test process's own, never the machine's state folder.
-# Likewise burnin's state directory (counter baselines, the breaker's budget and lock): this test
-# process's own, never /var/lib/burnin, so no two test processes share a baseline or a claim.
 # The tests' temporary trees (pytest's tmp_path: simulated racks of thousands of small files each, created and
 # deleted all run long) live on tmpfs when the machine has room. On a disk they cost tens of times more kernel
 # time: measured on this project's CI machines (ext4 without a journal), building an 8-node rack (30,000 files)
 # took 1 s of system CPU, and 34 s when another tree had been deleted in the 30 s before (the kernel skips the
-# recently freed inodes one by one: `recently_deleted` in ext4's inode allocator), which in a parallel test run
-# is always. The sessions the tests start nest inside (nested_pytest_temproot, below). TMPDIR likewise, unless
-# set: the folders tests and the processes they start make with tempfile.
+# recently freed inodes one by one: `recently_deleted` in ext4's inode allocator); and every passed test's
+# folder is removed as it ends (pyproject.toml: tmp_path_retention_policy). The sessions the tests start nest
+# inside (nested_pytest_temproot, below). TMPDIR likewise, unless set: the folders tests and the processes they
+# start make with tempfile.
 USER_TMPDIR = os.environ.get("TMPDIR")
 if (_TMPFS := tmpfs_temproot()) is not None:
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", _TMPFS)
@@ -39,6 +36,10 @@ if (_TMPFS := tmpfs_temproot()) is not None:
         os.environ["TMPDIR"] = _TMPFS
         tempfile.tempdir = None  # read again from TMPDIR
 
+# Every burnin run records into its history database (burnin.history.store): the tests' runs, and the
+# subprocesses they start, record into one of this test process's own, never the machine's state folder.
+# Likewise burnin's state directory (counter baselines, the breaker's budget and lock): this test
+# process's own, never /var/lib/burnin, so no two test processes share a baseline or a claim.
 _STATE = tempfile.mkdtemp(prefix="burnin-test-state-")
 atexit.register(shutil.rmtree, _STATE, True)
 if "BURNIN_HISTORY" not in os.environ:
