@@ -8,7 +8,8 @@ watches hold) and each GPU's ``inforom_valid``; row-remap state is the GPU's own
   :mod:`burnin.parsers.dcgmi_health`). A host engine that is down prints dcgmi's two connection
   ``Error:`` lines instead (``dcgmi/Command.cpp``).
 - ``bin/dcgmi diag ...`` runs ``out/soak/tools.py`` (:mod:`burnin.sim.soak_tools`), which reads the
-  deployment failures :func:`deployment_failures` puts in ``out/soak/node.json``.
+  deployment failures :func:`deployment_failures` puts in ``out/soak/node.json``; ``diag -r 1`` (the node
+  suite's) prints what that same code rendered ahead, ``out/dcgmi/diag-r1.txt``.
 - A topology with ``dcgm: {required: false}`` gets no ``bin/dcgmi`` at all.
 
 The health model holds only the incidents a fault put there: a simulated node has no sample history for
@@ -26,6 +27,10 @@ from burnin.sim.state import DcgmIncident, GpuState, NodeState
 
 HEALTH_FILE = "dcgmi/health.txt"
 HEALTH_STATUS_FILE = "dcgmi/health.rc"
+DIAG_L1_FILE = "dcgmi/diag-r1.txt"
+DIAG_L1_STATUS_FILE = "dcgmi/diag-r1.rc"
+"""``dcgmi diag -r 1`` rendered ahead (:mod:`burnin.sim.soak_shims`): the node suite runs it on every node, and a
+Python start for it cost a simulated node a tenth of its gathering."""
 # dcgmi exits with DCGM's return code: DCGM_ST_CONNECTION_NOT_VALID (-21) and DCGM_ST_GENERIC_ERROR (-3).
 EXIT_NO_HOSTENGINE = 256 - 21
 HOSTENGINE_DOWN = ("Error: unable to establish a connection to the specified host: localhost\n"
@@ -42,6 +47,9 @@ _MESSAGE_WIDTH = 54  # MAX_SIZE_OF_HEALTH_INFO: Health.cpp wraps a message at wo
 _WORST = {"Healthy": 0, "Warning": 1, "Failure": 2}
 
 _SHIM = '''out="${{0%/*}}/../out"
+if [ "$*" = "diag -r 1" ]; then
+  cat "$out/{diag}"; exit "$(cat "$out/{diag_status}")"
+fi
 if [ "$1" = health ]; then
   shift
   case "$*" in
@@ -57,7 +65,8 @@ exec "$py" -S "$out/soak/tools.py" dcgmi "$@"
 
 def shim() -> str:
     """``bin/dcgmi``: ``health -c`` from the pre-rendered report (the probe runs it), the rest in Python."""
-    return _SHIM.format(health=HEALTH_FILE, status=HEALTH_STATUS_FILE, python=shlex.quote(sys.executable))
+    return _SHIM.format(health=HEALTH_FILE, status=HEALTH_STATUS_FILE, diag=DIAG_L1_FILE,
+                        diag_status=DIAG_L1_STATUS_FILE, python=shlex.quote(sys.executable))
 
 
 def dcgm_gpu_id(state: NodeState, gpu: GpuState) -> int:

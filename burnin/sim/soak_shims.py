@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from burnin.sim import dcgm
+from burnin.sim import dcgm, soak_tools
 from burnin.sim.state import GPU_PCI_ID, NodeState
 
 PYTHON_TOOLS = ("gpu_burn", "dcgmi")
@@ -194,7 +194,10 @@ def nvme_smart() -> str:
 
 def outputs(state: NodeState) -> dict[str, str]:
     """``out/<path>`` -> text."""
-    out = {TOOLS_SOURCE: tools_source(), NODE_FILE: json.dumps(node_document(state), indent=1) + "\n",
+    document = json.dumps(node_document(state), indent=1) + "\n"
+    diag, diag_status = soak_tools.diag_report(json.loads(document), "1", as_json=False)  # as tools.py reads it
+    out = {TOOLS_SOURCE: tools_source(), NODE_FILE: document,
+           dcgm.DIAG_L1_FILE: diag, dcgm.DIAG_L1_STATUS_FILE: f"{diag_status}\n",
            DMON_FILE: dmon(state), "soak/stress-ng.txt": stress_ng(state), "soak/nvme-list.json": nvme_list(),
            "soak/nvme-smart.json": nvme_smart(), **dcgm.outputs(state)}
     for socket in sorted(state.host.numa_cpulists):

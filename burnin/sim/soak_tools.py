@@ -204,6 +204,23 @@ def _dcgm_table(info: dict[str, Any], categories: list[dict[str, Any]]) -> list[
     return lines
 
 
+def diag_report(info: dict[str, Any], level: str, as_json: bool) -> tuple[str, int]:
+    """What ``dcgmi diag -r LEVEL [-j]`` prints (with its last newline) and its exit status, for the node
+    ``info`` (``out/soak/node.json``). The simulator also renders ``diag -r 1`` ahead (the node suite runs it on
+    every node: :mod:`burnin.sim.soak_shims`) from this same function."""
+    if not (info.get("dcgm") or {}).get("hostengine", True):
+        return _NO_HOSTENGINE + "\n", _EXIT_NO_HOSTENGINE
+    wanted = _LEVEL_CATEGORIES.get(level)
+    categories: list[dict[str, Any]] = [
+        {"category": category,
+         "tests": [{"name": name, "results": _dcgm_results(info, category, name)} for name in names]}
+        for category, names in _DCGM_TESTS if wanted is None or category in wanted]
+    failed = any(r["status"] == "Fail" for entry in categories for test in entry["tests"] for r in test["results"])
+    doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": DCGM_VERSION}}
+    text = json.dumps(doc, indent=4) if as_json else "\n".join(_dcgm_table(info, categories))
+    return text + "\n", 1 if failed else 0
+
+
 def dcgmi(args: list[str]) -> int:
     if len(args) < 3 or args[0] != "diag" or "-r" not in args:
         print("Usage: dcgmi diag -r <level> [-j] (burnin simulator)", file=sys.stderr)
@@ -212,22 +229,9 @@ def dcgmi(args: list[str]) -> int:
     if level not in ("1", "2", "3", "4"):
         print(f"Error: Invalid run level '{level}'", file=sys.stderr)
         return 255
-    info = node()
-    if not (info.get("dcgm") or {}).get("hostengine", True):
-        print(_NO_HOSTENGINE)
-        return _EXIT_NO_HOSTENGINE
-    wanted = _LEVEL_CATEGORIES.get(level)
-    categories: list[dict[str, Any]] = [
-        {"category": category,
-         "tests": [{"name": name, "results": _dcgm_results(info, category, name)} for name in names]}
-        for category, names in _DCGM_TESTS if wanted is None or category in wanted]
-    failed = any(r["status"] == "Fail" for entry in categories for test in entry["tests"] for r in test["results"])
-    doc = {"DCGM GPU Diagnostic": {"test_categories": categories, "version": DCGM_VERSION}}
-    if "-j" in args:
-        print(json.dumps(doc, indent=4))
-    else:
-        print("\n".join(_dcgm_table(info, categories)))
-    return 1 if failed else 0
+    text, status = diag_report(node(), level, "-j" in args)
+    sys.stdout.write(text)
+    return status
 
 
 TOOLS = {"gpu_burn": gpu_burn, "dcgmi": dcgmi}

@@ -133,3 +133,23 @@ def test_text_table_of_per_gpu_categories(sim_dir: Callable[[str], Path], sim_to
 def test_bad_diag_arguments(healthy_node: SimNode, argv: tuple[str, ...], message: str) -> None:
     proc = run_tool(healthy_node, *argv)
     assert proc.returncode == 255 and message in proc.stderr
+
+
+@pytest.mark.parametrize("hostengine", [True, False])
+def test_level_one_rendered_ahead_is_what_the_python_tool_prints(sim_dir: Callable[[str], Path],
+                                                                sim_topology: Topology, hostengine: bool) -> None:
+    """`dcgmi diag -r 1` (every node suite runs it) prints out/dcgmi/diag-r1.txt, rendered with the node; the
+    other levels run out/soak/tools.py. Both come from one function, and say the same for the same node."""
+    import sys
+
+    node = _node(sim_dir, sim_topology, "dcgm-diag-fail@gpu5", "row-remap-pending@gpu1")
+    state = node.state()
+    state.host.dcgm.hostengine = hostengine
+    render_node(node.dir, state)
+    shim = run_tool(node, "dcgmi", "diag", "-r", "1")
+    tool = subprocess.run([sys.executable, "-S", str(node.dir / "out" / "soak" / "tools.py"), "dcgmi", "diag", "-r",
+                           "1"], env={**os.environ, **node.environment()}, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (shim.stdout, shim.returncode) == (tool.stdout, tool.returncode)
+    assert shim.returncode == (1 if hostengine else 235) and shim.stderr == ""
+    assert (node.dir / "out" / "dcgmi" / "diag-r1.txt").read_text() == shim.stdout
