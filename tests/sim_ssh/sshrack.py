@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tmpfs_root import tmpfs_temproot
 
 NODES = 14
 HEALTHY = [f"sim{i:02d}" for i in range(1, 9)]
@@ -112,12 +113,7 @@ SHM_NEEDED = 2 << 30
 
 def state_base() -> str:
     """/dev/shm when it is a writable tmpfs with room, else /tmp (a container's 64 MB /dev/shm has none)."""
-    try:
-        stats = os.statvfs("/dev/shm")
-    except OSError:
-        return "/tmp"
-    room = stats.f_bavail * stats.f_frsize
-    return "/dev/shm" if os.access("/dev/shm", os.W_OK) and room >= SHM_NEEDED else "/tmp"
+    return tmpfs_temproot(needed=SHM_NEEDED) or "/tmp"
 
 
 def make_state_dir(prefix: str) -> Path:
