@@ -48,12 +48,12 @@ _WORST = {"Healthy": 0, "Warning": 1, "Failure": 2}
 
 _SHIM = '''out="${{0%/*}}/../out"
 if [ "$*" = "diag -r 1" ]; then
-  cat "$out/{diag}"; exit "$(cat "$out/{diag_status}")"
+  cat "$out/{diag}"; read -r rc < "$out/{diag_status}"; exit "$rc"
 fi
 if [ "$1" = health ]; then
   shift
   case "$*" in
-    -c|--check) cat "$out/{health}"; exit "$(cat "$out/{status}")" ;;
+    -c|--check) cat "$out/{health}"; read -r rc < "$out/{status}"; exit "$rc" ;;
     *) echo "dcgmi health (burnin simulator): only -c / --check is answered" >&2; exit 255 ;;
   esac
 fi
@@ -64,7 +64,9 @@ exec "$py" -S "$out/soak/tools.py" dcgmi "$@"
 
 
 def shim() -> str:
-    """``bin/dcgmi``: ``health -c`` from the pre-rendered report (the probe runs it), the rest in Python."""
+    """``bin/dcgmi``: ``health -c`` from the pre-rendered report (the probe runs it), the rest in Python. The exit
+    status is read by the shell itself (``read``): a ``$(cat ...)`` cost the probe's ``dcgmi health -c`` a second
+    fork and exec (3.5 ms of CPU, against 1.5 for the other one-file shims)."""
     return _SHIM.format(health=HEALTH_FILE, status=HEALTH_STATUS_FILE, diag=DIAG_L1_FILE,
                         diag_status=DIAG_L1_STATUS_FILE, python=shlex.quote(sys.executable))
 
