@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from collections import deque
@@ -68,7 +67,7 @@ def _record(argv: list[str], *, error: str | None = None) -> Record:
 def _start(argv: list[str]) -> Record | tuple[Record, subprocess.Popen[bytes]]:
     """The tool started (its record to fill in and its process), or its record saying why it could not start."""
     record = _record(argv)
-    if shutil.which(argv[0]) is None:
+    if not _on_path(argv[0]):
         record["error"] = f"{argv[0]}: command not found"
         return record
     try:
@@ -78,6 +77,17 @@ def _start(argv: list[str]) -> Record | tuple[Record, subprocess.Popen[bytes]]:
         record["error"] = f"cannot run {argv[0]}: {exc.strerror or exc}"
         return record
     return record, proc
+
+
+def _on_path(tool: str) -> bool:
+    """Whether ``tool`` names an executable file (a path), or one is in a folder of PATH: what ``shutil.which``
+    answers, without the 2.4 ms of imports ``shutil`` costs every collector start (its archive modules)."""
+    folders = [""] if "/" in tool else os.get_exec_path()
+    for folder in folders:
+        path = os.path.join(folder, tool)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return True
+    return False
 
 
 def _finish(record: Record, proc: subprocess.Popen[bytes], deadline: float, timeout: float) -> Record:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
+import marshal
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from burnin.transport.payload import collector_zipapp, stdin_argv, stdin_command
+from burnin.transport.payload import BOOTSTRAP, collector_zipapp, stdin_argv, stdin_command
 
 
 def _bare_python() -> str:
@@ -44,3 +48,59 @@ def test_payload_is_deterministic_and_shell_safe() -> None:
     assert collector_zipapp() == collector_zipapp()
     command = stdin_command(args=("--sources", "all"))
     assert command.startswith("python3 -c '") and command.endswith(" --sources all")
+
+
+def _module_file_from(zip_bytes: bytes, tmp_path: Path, *, stdin: bool) -> str:
+    """Where the collector's core module came from when a bare python3 imported it from ``zip_bytes``: the zip's
+    ``.pyc`` or ``.py`` entry (zipimport names it in ``__file__``; the stdin loader is told to, below)."""
+    if stdin:
+        boot = BOOTSTRAP.replace("from burnin.collector.core import run\nrun(sys.argv[1:])\n",
+                                 "import burnin.collector.core as c\nprint(c.__file__)\n")
+        said = "  m.__file__=f+'c' if c[:4]==importlib.util.MAGIC_NUMBER else f\n"
+        boot = boot.replace("  c=marshal", said + "  c=marshal")
+        proc = subprocess.run([_bare_python(), "-c", boot], input=zip_bytes, capture_output=True, timeout=60,
+                              check=False)
+    else:
+        path = tmp_path / "collector.pyz"
+        path.write_bytes(zip_bytes)
+        code = "import sys; sys.path.insert(0, sys.argv[1]); import burnin.collector.core as c; print(c.__file__)"
+        proc = subprocess.run([_bare_python(), "-c", code, str(path)], capture_output=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.decode().strip()
+
+
+def _with_foreign_bytecode(zip_bytes: bytes) -> bytes:
+    """The same zip, its bytecode marked for another Python (a node whose python3 is older or newer)."""
+    source = zipfile.ZipFile(io.BytesIO(zip_bytes))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info)
+            archive.writestr(info, b"\x00\x00\r\n" + data[4:] if info.filename.endswith(".pyc") else data)
+    return buffer.getvalue()
+
+
+def test_every_module_travels_with_its_bytecode_for_this_interpreter() -> None:
+    archive = zipfile.ZipFile(io.BytesIO(collector_zipapp()))
+    names = set(archive.namelist())
+    sources = {name for name in names if name.endswith(".py")}
+    assert {"pynvml.py", "burnin/collector/core.py", "__main__.py"} <= sources
+    assert names == sources | {name + "c" for name in sources}
+    for name in sources:
+        compiled = archive.read(name + "c")
+        assert compiled[:4] == importlib.util.MAGIC_NUMBER and compiled[4:8] == (1).to_bytes(4, "little"), name
+        assert compiled[8:16] == importlib.util.source_hash(archive.read(name)), name
+        assert marshal.loads(compiled[16:]).co_filename == name
+
+
+@pytest.mark.proc
+@pytest.mark.parametrize("stdin", [False, True], ids=["zipapp", "stdin"])
+def test_a_node_python_of_the_same_version_runs_the_bytecode_and_another_compiles_the_sources(
+        tmp_path: Path, stdin: bool) -> None:
+    bare = subprocess.run([_bare_python(), "-c", "import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    if bare != importlib.util.MAGIC_NUMBER.hex():
+        pytest.skip(f"{_bare_python()} has another bytecode version than this interpreter")
+    assert _module_file_from(collector_zipapp(), tmp_path, stdin=stdin).endswith("burnin/collector/core.pyc")
+    assert _module_file_from(_with_foreign_bytecode(collector_zipapp()), tmp_path,
+                             stdin=stdin).endswith("burnin/collector/core.py")
