@@ -28,7 +28,7 @@ from pathlib import Path
 
 from burnin import waits
 from burnin.errors import UsageError
-from burnin.sim import job, storage
+from burnin.sim import bytecode, job, storage
 from burnin.sim.addressing import plan as address_plan
 from burnin.sim.events import record_changes
 from burnin.sim.faults import Fault, parse_fault_spec, validate_fault
@@ -143,6 +143,7 @@ def render_node(node_dir: Path, state: NodeState, library: Path | None = None) -
     outputs.files.update(render_outputs(state, time.time()))
     outputs.files.update(storage_tools.outputs(state))
     sync_tree(node_dir, "out", outputs)
+    bytecode.write_caches(node_dir / "out", outputs.files)
     scripts = Tree()
     scripts.files.update(render_scripts(state))
     scripts.files.update(storage_tools.render_scripts(state))

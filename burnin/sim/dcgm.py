@@ -22,6 +22,7 @@ import shlex
 import sys
 import textwrap
 
+from burnin.sim import bytecode
 from burnin.sim.faults import Fault
 from burnin.sim.state import DcgmIncident, GpuState, NodeState
 
@@ -59,7 +60,6 @@ if [ "$1" = health ]; then
 fi
 py={python}
 [ -x "$py" ] || py=python3
-exec "$py" -S "$out/soak/tools.py" dcgmi "$@"
 '''
 
 
@@ -67,8 +67,9 @@ def shim() -> str:
     """``bin/dcgmi``: ``health -c`` from the pre-rendered report (the probe runs it), the rest in Python. The exit
     status is read by the shell itself (``read``): a ``$(cat ...)`` cost the probe's ``dcgmi health -c`` a second
     fork and exec (3.5 ms of CPU, against 1.5 for the other one-file shims)."""
-    return _SHIM.format(health=HEALTH_FILE, status=HEALTH_STATUS_FILE, diag=DIAG_L1_FILE,
+    head = _SHIM.format(health=HEALTH_FILE, status=HEALTH_STATUS_FILE, diag=DIAG_L1_FILE,
                         diag_status=DIAG_L1_STATUS_FILE, python=shlex.quote(sys.executable))
+    return head + bytecode.launch('"$out/soak"', "tools", "dcgmi")
 
 
 def dcgm_gpu_id(state: NodeState, gpu: GpuState) -> int:

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from burnin.sim import bytecode
 from burnin.sim.state import NodeState
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
@@ -39,8 +40,12 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 _SHIM = '''py={python}
 [ -x "$py" ] || py=python3
 BURNIN_SIM_LAUNCHER_PID=$PPID; export BURNIN_SIM_LAUNCHER_PID
-exec "$py" -S "${{0%/*}}/../out/fabric/model.py" {tool} "$@"
 '''
+
+
+def _shim(python: str, tool: str) -> str:
+    """A tool's shim: the model (its bytecode, burnin.sim.bytecode) run for ``tool``."""
+    return _SHIM.format(python=python) + bytecode.launch('"${0%/*}/../out/fabric"', "model", tool)
 
 
 # ib_write_bw without a server name is the server of a loopback pair: its output is never read, so the
@@ -140,8 +145,8 @@ def outputs(state: NodeState) -> dict[str, str]:
 def scripts() -> dict[str, str]:
     """``bin/<tool>`` -> body (after the shim preamble)."""
     python = shlex.quote(sys.executable)
-    bodies = {f"{c}_perf": _SHIM.format(python=python, tool=f"perf {c}") for c in COLLECTIVES}
-    bodies["nvbandwidth"] = _SHIM.format(python=python, tool="nvbandwidth")
-    bodies[P2P_TOOL] = _SHIM.format(python=python, tool=P2P_TOOL)
-    bodies["ib_write_bw"] = _IB_WRITE_BW_SERVER + _SHIM.format(python=python, tool="ib_write_bw")
+    bodies = {f"{c}_perf": _shim(python, f"perf {c}") for c in COLLECTIVES}
+    bodies["nvbandwidth"] = _shim(python, "nvbandwidth")
+    bodies[P2P_TOOL] = _shim(python, P2P_TOOL)
+    bodies["ib_write_bw"] = _IB_WRITE_BW_SERVER + _shim(python, "ib_write_bw")
     return bodies

@@ -29,6 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from burnin.sim import bytecode
 from burnin.sim.faults import Fault
 from burnin.sim.state import NodeState
 
@@ -39,8 +40,12 @@ FAULTS = ("train-loss-nan", "train-hang", "train-slow", "nccl-timeout", "cpu-bin
 
 _SHIM = '''py={python}
 [ -x "$py" ] || py=python3
-exec "$py" -S "${{0%/*}}/../out/megatron/model.py" {tool} "$@"
 '''
+
+
+def _shim(python: str, tool: str) -> str:
+    """A tool's shim: the model (its bytecode, burnin.sim.bytecode) run for ``tool``."""
+    return _SHIM.format(python=python) + bytecode.launch('"${0%/*}/../out/megatron"', "model", tool)
 
 
 # docker/podman run: options before the image; those below take a value (as the next word or after `=`).
@@ -118,9 +123,9 @@ def outputs(state: NodeState) -> dict[str, str]:
 def scripts() -> dict[str, str]:
     """``bin/<tool>`` -> body (after the shim preamble)."""
     python = shlex.quote(sys.executable)
-    return {"torchrun": _SHIM.format(python=python, tool="torchrun"),
-            "pretrain_gpt.py": _SHIM.format(python=python, tool="pretrain"),
-            "burnin-placement-probe": _SHIM.format(python=python, tool="probe"),
+    return {"torchrun": _shim(python, "torchrun"),
+            "pretrain_gpt.py": _shim(python, "pretrain"),
+            "burnin-placement-probe": _shim(python, "probe"),
             "docker": _DOCKER, "podman": _DOCKER, "apptainer": _APPTAINER, "singularity": _APPTAINER,
             "enroot": _ENROOT}
 

@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from burnin.sim import dcgm, soak_tools
+from burnin.sim import bytecode, dcgm, soak_tools
 from burnin.sim.state import GPU_PCI_ID, NodeState
 
 PYTHON_TOOLS = ("gpu_burn", "dcgmi")
@@ -33,7 +33,6 @@ LOADED_W = 300.0  # above this draw a GPU counts as busy in dmon's sm/mem column
 
 _SHIM = '''py={python}
 [ -x "$py" ] || py=python3
-exec "$py" -S "${{0%/*}}/../out/soak/tools.py" {tool} "$@"
 '''
 
 _STRESS_NG = r'''out="${0%/*}/../out/soak"
@@ -208,7 +207,8 @@ def outputs(state: NodeState) -> dict[str, str]:
 def scripts() -> dict[str, str]:
     """``bin/<tool>`` -> body (after the shim preamble)."""
     python = shlex.quote(sys.executable)
-    bodies = {tool: _SHIM.format(python=python, tool=tool) for tool in PYTHON_TOOLS}
+    bodies = {tool: _SHIM.format(python=python) + bytecode.launch('"${0%/*}/../out/soak"', "tools", tool)
+              for tool in PYTHON_TOOLS}
     bodies["dcgmi"] = dcgm.shim()  # `health -c` from a pre-rendered file (the probe runs it), the rest in Python
     cases = "\n".join(f'      {d}) exec cat "$out/nvme-smart.json" ;;' for d in NVME_DEVICES)
     bodies.update({"stress-ng": _STRESS_NG, "stream": _STREAM, "numactl": _NUMACTL,

@@ -58,6 +58,8 @@ def _materialize(base: Path, tree: Tree, mode: int) -> None:
 def _scan(base: str, rel: str, files: set[str], links: dict[str, str], dirs: set[str]) -> None:
     with os.scandir(os.path.join(base, rel) if rel else base) as entries:
         for entry in entries:
+            if entry.name == "__pycache__":
+                continue  # the tools' bytecode (burnin.sim.bytecode): written beside a tree, never part of it
             path = f"{rel}/{entry.name}" if rel else entry.name
             if entry.is_symlink():
                 links[path] = os.readlink(entry.path)

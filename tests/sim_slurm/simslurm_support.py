@@ -15,7 +15,9 @@ from burnin.gate.slurm import SlurmNode, read_nodes
 from burnin.transport.slurm import SlurmClient
 
 NODES = ["sim01", "sim02", "sim03", "sim04"]
-HEALTH_INTERVAL = 5
+HEALTH_INTERVAL = 10
+"""slurmd's HealthCheckInterval: a one-shot `burnin probe --drain` on each node this often, all the lab's life (every
+5 s, the four nodes' probes were a sixth of a core)."""
 WAIT_S = 120.0  # bound on waiting for Slurm or the health check (a failure limit, never a measurement)
 BURNIN = [str(Path(sys.executable).parent / "burnin")]
 if not Path(BURNIN[0]).exists():

@@ -1,0 +1,60 @@
+"""Bytecode for the simulator's Python tools, so that a simulated tool costs what a real one does.
+
+A simulated node's model tools (``out/fabric/model.py`` for nccl-tests, ib_write_bw, nvbandwidth and the
+p2p test; ``out/megatron/model.py``; ``out/soak/tools.py``) are Python files the node's shims start. Run as a
+script, a file is compiled on every start and its bytecode never kept (machines like these set
+``PYTHONDONTWRITEBYTECODE``): the fabric model alone is 12.7 ms of compiling per ``ib_write_bw`` run, more than
+the rest of its work. So each rendered ``.py`` gets a checked hash-based ``.pyc`` in its ``__pycache__`` (PEP
+552: the interpreter compares it with the source's hash at every import, so a file changed by hand is compiled
+again, and a node directory may move), and the shims import their tool as a module, which uses it.
+
+The ``__pycache__`` folders are not part of a node's rendered tree (:mod:`burnin.sim.writer` leaves them alone);
+one compile per source serves every node a process renders.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import marshal
+import os
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+_CHECKED_HASH = (0b11).to_bytes(4, "little")
+
+
+@cache
+def _pyc(source: str) -> bytes:
+    data = source.encode("utf-8")
+    code = compile(data, "<burnin simulator tool>", "exec", dont_inherit=True)  # the import names the real file
+    return importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(data) + marshal.dumps(code)
+
+
+def write_caches(folder: Path, files: dict[str, str], names: Iterable[str] | None = None) -> None:
+    """For each ``.py`` among ``files`` (path below ``folder`` -> text, as rendered), its bytecode where the
+    import system looks for it; a file already holding the same bytes is left alone (a live node re-rendered)."""
+    for name in names if names is not None else files:
+        if not name.endswith(".py"):
+            continue
+        target = importlib.util.cache_from_source(str(folder / name))
+        data = _pyc(files[name])
+        try:
+            with open(target, "rb") as existing:
+                if existing.read() == data:
+                    continue
+        except OSError:
+            pass
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        scratch = f"{target}.{os.getpid()}.tmp"
+        with open(scratch, "wb") as handle:
+            handle.write(data)
+        os.replace(scratch, target)
+
+
+def launch(folder: str, module: str, tool: str) -> str:
+    """The shim's last line: ``module`` imported from ``folder`` (a shell word, e.g. ``"${0%/*}/../out/fabric"``)
+    and its ``main`` run with ``tool`` and the shim's arguments; ``$py`` is the node's interpreter."""
+    code = (f"import sys; sys.path.insert(0, sys.argv[1]); import {module}; "
+            f"raise SystemExit({module}.main(sys.argv[2:]))")
+    return f"exec \"$py\" -S -c '{code}' {folder} {tool} \"$@\"\n"
