@@ -109,16 +109,21 @@ def lab_processes(state: Path) -> list[tuple[int, str, str, dict[str, str]]]:
     return found
 
 
+_SIM_PERF = re.compile(r"/out/fabric(/model\.py)? perf ")
+"""A simulated nccl-tests process: the node's fabric model run for ``perf`` (burnin.sim.bytecode.launch names its
+folder, a model started as a script its file)."""
+
+
 def mpi_ranks(state: Path) -> dict[int, str]:
     """pid -> node of every simulated nccl-tests process that mpirun started (OpenMPI's rank in its environment)."""
     return {pid: node for pid, node, cmd, env in lab_processes(state)
-            if "OMPI_COMM_WORLD_RANK" in env and "/out/fabric/model.py perf" in cmd}
+            if "OMPI_COMM_WORLD_RANK" in env and _SIM_PERF.search(cmd)}
 
 
 def mpi_processes(state: Path) -> list[str]:
     """Every rank, orted or mpirun still running on a node of the lab."""
     return [f"{node} {pid}: {cmd[:160]}" for pid, node, cmd, env in lab_processes(state)
-            if "/out/fabric/model.py perf" in cmd or re.search(r"(^|/)(orted|mpirun|orterun)\b", cmd.split(" ")[0])]
+            if _SIM_PERF.search(cmd) or re.search(r"(^|/)(orted|mpirun|orterun)\b", cmd.split(" ")[0])]
 
 
 def test_the_nodes_reach_each_other_by_name_as_mpirun_does(lab: Lab) -> None:
