@@ -48,8 +48,12 @@ MAX_OUTPUT = 64 * 1024 * 1024
 _CHUNK = 32768
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 KILL_GRACE_S = 5
-# Seconds a stopped command gets between SIGTERM and SIGKILL, then to report its exit.
-STOP_GRACE_S = 2.0
+# Seconds a stopped command gets between SIGTERM and SIGKILL, then to report its exit. The TERM reaches the
+# command through the login shell's trap (remote_command: the command runs under timeout(1), in a process group of
+# its own); a KILL reaches the shell alone, and a command whose shell was killed before its trap ran is left
+# running until its own timeout. On a loaded node (a CI machine at three workers on two cores: seen once, in a
+# full run, at 2 s) the trap may need more than 2 s, so the shell gets 5, well inside close()'s CLOSE_WAIT_S.
+STOP_GRACE_S = 5.0
 _POLL_S = 0.25  # how often a waiting command looks whether it must stop
 # Longest close() waits for running commands to stop before it closes their connections.
 CLOSE_WAIT_S = 10.0
