@@ -15,20 +15,18 @@ one compile per source serves every node a process renders.
 from __future__ import annotations
 
 import importlib.util
-import marshal
 import os
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
-_CHECKED_HASH = (0b11).to_bytes(4, "little")
+from burnin.transport.payload import bytecode
 
 
 @cache
 def _pyc(source: str) -> bytes:
-    data = source.encode("utf-8")
-    code = compile(data, "<burnin simulator tool>", "exec", dont_inherit=True)  # the import names the real file
-    return importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(data) + marshal.dumps(code)
+    # the name is the import's to fix: a module loaded from a .pyc is named after its source file
+    return bytecode("<burnin simulator tool>", source.encode("utf-8"), checked=True)
 
 
 def write_caches(folder: Path, files: dict[str, str], names: Iterable[str] | None = None) -> None:

@@ -68,12 +68,13 @@ def _sources() -> list[tuple[str, bytes]]:
     return files
 
 
-def bytecode(name: str, source: bytes) -> bytes:
-    """``source`` compiled by this interpreter, as an unchecked hash-based ``.pyc`` (PEP 552: magic number, flags
-    0b01, the source's hash, the marshalled code): what ``zipimport`` and :data:`BOOTSTRAP` run in place of the
-    source when the node's python3 has this magic number."""
+def bytecode(name: str, source: bytes, *, checked: bool = False) -> bytes:
+    """``source`` compiled by this interpreter, as a hash-based ``.pyc`` (PEP 552: magic number, flags, the
+    source's hash, the marshalled code). Unchecked (flags 0b01), what ``zipimport`` and :data:`BOOTSTRAP` run in
+    place of the source when the node's python3 has this magic number; ``checked`` (0b11), what the import system
+    uses only while the source still has that hash (the simulator's tools, ``burnin.sim.bytecode``)."""
     code = compile(source, name, "exec", dont_inherit=True, optimize=0)
-    flags = (1).to_bytes(4, "little")
+    flags = (0b11 if checked else 0b01).to_bytes(4, "little")
     return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
