@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -29,10 +28,10 @@ def _pyc(source: str) -> bytes:
     return bytecode("<burnin simulator tool>", source.encode("utf-8"), checked=True)
 
 
-def write_caches(folder: Path, files: dict[str, str], names: Iterable[str] | None = None) -> None:
+def write_caches(folder: Path, files: dict[str, str]) -> None:
     """For each ``.py`` among ``files`` (path below ``folder`` -> text, as rendered), its bytecode where the
     import system looks for it; a file already holding the same bytes is left alone (a live node re-rendered)."""
-    for name in names if names is not None else files:
+    for name in files:
         if not name.endswith(".py"):
             continue
         target = importlib.util.cache_from_source(str(folder / name))
