@@ -30,12 +30,9 @@ from simslurm_support import BURNIN, NODES, SlurmLab
 
 pytestmark = pytest.mark.sim_slurm
 
-DURATION_S = 90
+DURATION_S = 120
 INTERVAL_S = 3
-# The lab's stress tools take no time, so stages follow each other as fast as srun starts them, for as long as a
-# stage still fits (burnin.soak.scheduler.MIN_CHUNK_S, 60 s, before the end): 90 s is a third of a minute of
-# stages (each a step on every node, and the SDC workload after each gpu stage) and a minute and a half of samples;
-# at 120 s the stages alone took a minute of both cores.
+# The lab's stress tools take no time, so stages follow each other as fast as srun starts them.
 # With gpu the only stress stage (dcgm once, disk in between), every sample taken while stages
 # run is under load, which GPU-06's creep judgement needs in the first and last quarter.
 SETTINGS = """\
