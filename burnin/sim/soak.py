@@ -93,8 +93,9 @@ class SoakWorld:
     """Simulated nodes of one soak, re-rendered as the simulated clock moves."""
 
     def __init__(self, nodes: Mapping[str, SimNode], faults: Mapping[str, Sequence[Fault]], *,
-                 duration_s: float) -> None:
+                 duration_s: float, wall_clock: bool = False) -> None:
         self.duration_s = duration_s
+        self.wall_clock = wall_clock  # the soak runs on real time: its gpu_burn takes the seconds it is given
         self._nodes = {name: _Node(node, node.state(), list(faults.get(name, ()))) for name, node in nodes.items()}
         self.t = -1.0
 
@@ -195,7 +196,8 @@ class SoakWorld:
             "sys/devices/system/edac/mc/mc1/ce_count": "0\n",
             "sys/devices/system/edac/mc/mc1/ue_count": "0\n",
         }
-        files[f"../{WORLD_FILE}"] = json.dumps({"t": t, "throughput_drift": self._drift(node)}) + "\n"
+        world = {"t": t, "throughput_drift": self._drift(node), "wall_clock": self.wall_clock}
+        files[f"../{WORLD_FILE}"] = json.dumps(world) + "\n"
         written = node.extras or {}
         for rel, text in files.items():
             if written.get(rel) == text:

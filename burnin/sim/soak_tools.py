@@ -14,6 +14,9 @@ follows two files:
 
 A simulated tool takes no time: the soak's simulated clock runs it when its
 stage ends (``t``), and the tool reports the interval ``[t - seconds, t]``.
+In a world on the wall clock (``wall_clock``: a lab soaked by a real-time
+soak, over Slurm or SSH) ``gpu_burn`` takes the seconds it is given, as the
+real one does, and prints its progress as it goes.
 Numbers wobble by a small, repeatable noise (a hash of node, GPU and time).
 """
 
@@ -98,7 +101,12 @@ def gpu_burn(args: list[str]) -> int:
               f"it), using {precision}" for g in gpus]
     lines.append("Results are 268435456 bytes each, thus performing 267 iterations")
     processed = [0] * len(gpus)
+    pace = seconds / STEPS if now.get("wall_clock") else 0.0
     for step in range(1, STEPS + 1):
+        if pace:
+            print("\n".join(lines), flush=True)
+            lines = []
+            time.sleep(pace)
         t = t_end - seconds + seconds * step / STEPS
         rates = []
         for k, g in enumerate(gpus):

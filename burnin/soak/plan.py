@@ -36,7 +36,9 @@ from burnin.errors import UsageError
 
 DRY_RUN_REASON = "dry run: not measured (--dry-run printed the soak's commands and ran none)"
 """Why every check of ``burnin soak --dry-run`` is incomplete (:meth:`burnin.soak.scheduler.Soak.run`)."""
-STAGES = ("gpu", "nccl", "cpu", "disk")
+# disk first in each turn: it takes seconds, so a soak shorter than one turn of the long stages still reads
+# the drives (BRN-05); the long stages follow in turn, each clipped to the time left
+STAGES = ("disk", "gpu", "nccl", "cpu")
 STAGE_CHECK = {"dcgm": "BRN-01", "gpu": "BRN-02", "nccl": "BRN-03", "cpu": "BRN-04", "disk": "BRN-05"}
 SIM_SAMPLES = 60  # a simulated soak samples about this many times, whatever its length
 SIM_MAX_SAMPLES = 600  # at most this many (--interval): each sample round takes real time

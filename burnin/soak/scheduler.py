@@ -16,7 +16,11 @@ Each turn of the loop, at the clock's ``now``:
 
 On real nodes a stage runs in a thread while the loop samples; on simulated
 ones (a :class:`~burnin.soak.clock.SimClock`) a stage's commands run when its
-simulated time is up, and the clock jumps from event to event.
+simulated time is up, and the clock jumps from event to event. A real stage
+sized to the time left outlives the nodes' last sample by its tools' start-up;
+the loop waits for it (its steps' timeouts bound the wait, and the soak's
+deadline ends it) so that its record, and the SDC round after a gpu stage,
+count.
 
 The soak declares what it will run when it holds its nodes (:func:`plan_items`:
 one turn of each stage on every node); with ``--dry-run`` the launcher prints
@@ -152,10 +156,11 @@ class Soak:
                     self._start_chunk(now)
                 if self._sample_due(now):
                     self._sample_round(now)
-                if now >= DEADLINE_FACTOR * state.duration_s:
+                past_deadline = now >= DEADLINE_FACTOR * state.duration_s
+                if past_deadline:
                     self._stop_at_deadline(now)
-                if not self._active():
-                    break
+                if not self._active() and (self.running is None or past_deadline):
+                    break  # a stage still running when the nodes' time is up is waited for (its record counts)
                 self._save()
                 self.clock.sleep_until(self._wake(now))
             state.finished = True
@@ -172,6 +177,8 @@ class Soak:
         return progress.start_t + self.state.duration_s
 
     def _sample_due(self, now: float) -> bool:
+        if not self._active():
+            return False  # every node's time is up: the loop only waits for the stage still running
         if now >= self.state.next_sample:
             return True
         return any(self._end_of(self.state.nodes[n]) <= now for n in self._active())
@@ -456,13 +463,13 @@ def plan_items(ctx: SoakContext, nodes: Sequence[str], *, duration_s: float, int
                                   f"{hms(interval_s)}")]
     enabled = stages(ctx)
     chunks = [chunk_for(ctx, "dcgm", 0.0)] if settings.dcgm.enabled else []
-    chunks += [chunk_for(ctx, stage, min(plan.stage_minutes(settings, stage) * 60, duration_s))
-               for stage in enabled if stage != "disk"]
     if "disk" in enabled:
         devices = settings.disk.devices
         listing = () if devices is not None else (plan.disk_list_step(),)
         disk = plan.disk_chunk(devices if devices is not None else ("DEVICE",))
         chunks.append(plan.Chunk("disk", disk.seconds, (*listing, *disk.steps)))
+    chunks += [chunk_for(ctx, stage, min(plan.stage_minutes(settings, stage) * 60, duration_s))
+               for stage in enabled if stage != "disk"]
     for chunk in chunks:
         items.append(Note(f"{chunk.stage} ({plan.STAGE_CHECK[chunk.stage]})"))
         items += [Each(tuple(nodes), tuple(step.argv), step.timeout_s,

@@ -30,11 +30,12 @@ from simslurm_support import BURNIN, NODES, SlurmLab
 
 pytestmark = pytest.mark.sim_slurm
 
-DURATION_S = 120
+DURATION_S = 90
 INTERVAL_S = 3
-# The lab's stress tools take no time, so stages follow each other as fast as srun starts them.
-# With gpu the only stress stage (dcgm once, disk in between), every sample taken while stages
-# run is under load, which GPU-06's creep judgement needs in the first and last quarter.
+# The lab's world runs on the wall clock, so its gpu_burn takes the seconds it is given, as the
+# real one does: after dcgm and disk, one gpu stage fills the rest of the soak (the loop waits
+# for it past the nodes' end samples), so every later sample is under load, which GPU-06's
+# creep judgement needs in the first and last quarter, and the SDC round runs after it.
 SETTINGS = """\
 nccl: {enabled: false}
 cpu: {enabled: false}
@@ -62,7 +63,7 @@ def _under_load(slurm_lab: SlurmLab, faults: dict[str, list[str]]) -> Iterator[A
     healthy()
     topology = find_topology("hgx-h100-8gpu")
     checked = {node: [validate_fault(parse_fault_spec(f), topology) for f in items] for node, items in faults.items()}
-    world = SoakWorld(rack, checked, duration_s=DURATION_S)
+    world = SoakWorld(rack, checked, duration_s=DURATION_S, wall_clock=True)
     world.advance(0.0)
     try:
         yield world

@@ -208,6 +208,43 @@ def test_on_real_time_a_stage_runs_in_a_thread_while_the_loop_samples(tmp_path: 
     assert {s.stage for s in run.samples["n1"][1:-1]} == {"gpu"}  # sampled while the stage ran
 
 
+def test_on_real_time_a_stage_that_outlives_the_last_sample_is_waited_for(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real stage sized to the time left ends after the nodes' end samples: its record still counts."""
+    import threading
+
+    from burnin.soak import scheduler
+    from burnin.soak.clock import RealClock
+
+    monkeypatch.setattr(scheduler, "MIN_CHUNK_S", 0.2)
+    clock = RealClock(step_s=0.02)
+    nodes = FakeNodes(clock.now)
+    ended = threading.Event()
+    inner_run, inner_sample = nodes.run, nodes.sample
+    duration = 0.5
+
+    def sample(**kw: Any) -> dict[str, Facts]:
+        facts = inner_sample(**kw)
+        if clock.now() >= duration:
+            ended.set()  # the end samples are taken: every node is done
+        return facts
+
+    def run_past_the_end(nodes_: Sequence[str], argv: Sequence[str], **kw: Any) -> dict[str, CommandResult]:
+        assert ended.wait(timeout=60), "the loop never took the end samples"
+        return inner_run(nodes_, argv, **kw)
+
+    nodes.run = run_past_the_end  # type: ignore[method-assign]
+    nodes.sample = sample  # type: ignore[method-assign]
+    state = SoakState(command={}, duration_s=duration, interval_s=0.1, nodes={n: NodeProgress(n) for n in ("n1", "n2")})
+    run = Soak(nodes, state, Store(tmp_path), clock, CTX, samples={}, results={})
+    run.run()
+    assert {p.status for p in state.nodes.values()} == {DONE} and state.finished
+    gpu = [r for r in run.results["n1"] if r.stage == "gpu"]
+    assert len(gpu) == 1 and gpu[0].end >= duration  # the stage ran on after the end samples, and was recorded
+    assert state.nodes["n1"].results == 1 and state.running is None
+    assert max(s.t for s in run.samples["n1"]) < gpu[0].end  # no sample round once the nodes were done
+
+
 def test_gate_slurm_drains_a_failed_node_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from burnin.cli import soak_cmd
     from burnin.gate import slurm
