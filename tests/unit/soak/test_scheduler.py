@@ -245,6 +245,21 @@ def test_on_real_time_a_stage_that_outlives_the_last_sample_is_waited_for(tmp_pa
     assert max(s.t for s in run.samples["n1"]) < gpu[0].end  # no sample round once the nodes were done
 
 
+def test_a_soak_shorter_than_the_gpu_stage_still_reads_the_drives_first(tmp_path: Path) -> None:
+    settings = SETTINGS.model_copy(update={"disk": SETTINGS.disk.model_copy(update={"enabled": True})})
+    store = Store(tmp_path)
+    state = SoakState(command={}, duration_s=HOUR / 2, interval_s=600.0,
+                      nodes={n: NodeProgress(n) for n in ("n1", "n2")})
+    clock = SimClock(0.0)
+    nodes = FakeNodes(clock.now)
+    ctx = SoakContext(settings=settings, limits=Limits(), gpu_names=("gpu0",), bus_names={"0000:1b:00": "gpu0"},
+                      compute_hcas=(), sockets={0: 2})
+    run = Soak(nodes, state, store, clock, ctx, samples={}, results={})
+    run.run()
+    assert nodes.commands[0][2][:2] == ("nvme", "list") and len(nodes.commands) == 2  # then the gpu stage
+    assert [r.stage for r in run.results["n1"]] == ["disk", "gpu"]  # the gpu stage (60 min) filled the rest
+
+
 def test_gate_slurm_drains_a_failed_node_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from burnin.cli import soak_cmd
     from burnin.gate import slurm
