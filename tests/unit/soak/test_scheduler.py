@@ -223,7 +223,10 @@ def test_on_real_time_a_stage_that_outlives_the_last_sample_is_waited_for(tmp_pa
     inner_run, inner_sample = nodes.run, nodes.sample
     duration = 0.5
 
+    asked: list[list[str]] = []
+
     def sample(**kw: Any) -> dict[str, Facts]:
+        asked.append(list(kw["nodes"]))
         facts = inner_sample(**kw)
         if clock.now() >= duration:
             ended.set()  # the end samples are taken: every node is done
@@ -242,7 +245,8 @@ def test_on_real_time_a_stage_that_outlives_the_last_sample_is_waited_for(tmp_pa
     gpu = [r for r in run.results["n1"] if r.stage == "gpu"]
     assert len(gpu) == 1 and gpu[0].end >= duration  # the stage ran on after the end samples, and was recorded
     assert state.nodes["n1"].results == 1 and state.running is None
-    assert max(s.t for s in run.samples["n1"]) < gpu[0].end  # no sample round once the nodes were done
+    assert max(s.t for s in run.samples["n1"]) < gpu[0].end
+    assert asked and all(asked)  # no sample round (of nobody) while the loop waited for the stage
 
 
 def test_a_soak_shorter_than_the_gpu_stage_still_reads_the_drives_first(tmp_path: Path) -> None:
