@@ -7,9 +7,12 @@ import subprocess
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-Record = dict[str, Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
+
+Record = dict[str, "Any"]
 """A tool's record: ``argv``, ``exit_status`` (None: it did not end by itself), ``stdout``, ``stderr``, ``error``."""
 
 TOOLS_AT_ONCE = 4

@@ -5,15 +5,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
 
 from burnin.collector import commands, hca, node_env, nvml, sdc, software, storage, sysfs, telemetry
 from burnin.collector import dcgm as dcgm_facts
 from burnin.collector import host as host_facts
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
 SCHEMA_VERSION = 1
 
-Source = Callable[[str, float], Any]
+Source = Callable[[str, float], "Any"]
 
 SOURCES: dict[str, tuple[str, Source]] = {
     # name: (facts key, function(root, timeout) -> value)
@@ -54,7 +57,7 @@ FILE_LANE: tuple[str, ...] = ("numa", "kernel", "host", "pci-census", "infiniban
 thread each costs the probe ~3 ms of CPU in thread starts and lock hand-offs between the readers). One
 that hangs there stops those after it, which are then reported not run: incomplete, as a hung one is."""
 
-Outcome = tuple[Any, "str | None", float]
+Outcome = tuple["Any", "str | None", float]
 """A source's value, why it failed (None: it did not), and how long it took."""
 
 

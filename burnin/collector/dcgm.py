@@ -14,9 +14,11 @@ only: this module travels in the collector zipapp.
 
 from __future__ import annotations
 
-from typing import Any
-
 from burnin.collector.commands import run_tool
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 HEALTH_ARGV = ("dcgmi", "health", "-c")
 DIAG_ARGV = ("dcgmi", "diag", "-r", "1")

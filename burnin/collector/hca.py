@@ -7,10 +7,13 @@ sysfs file each, and ``ibv_devinfo`` is a tool.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from burnin.collector.commands import run_tool
 from burnin.collector.sysfs import read_text
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _pkey_table(pkeys_dir: str) -> dict[str, Any]:

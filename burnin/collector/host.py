@@ -9,9 +9,12 @@ and class of every PCI function on the bus. The controller's parsers
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from burnin.collector.sysfs import read_file
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 _CPU_DIR = "sys/devices/system/cpu"
 _NODE_DIR = "sys/devices/system/node"

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from typing import Any
 
 from burnin.collector import node_env
 from burnin.collector.commands import run_tool
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 WORKLOAD = "burnin.collector.sdc_workload"
 SIZE_ITEM = "sdc-size="

@@ -10,10 +10,13 @@ when they are on PATH; the controller's pure parsers read what they printed.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from burnin.collector.commands import run_tools, tools_time
 from burnin.collector.sysfs import read_text
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 # Where distributions, NVIDIA's packages and the CUDA toolkit put libnccl.so (Debian/Ubuntu multiarch, RHEL lib64,
 # a local build, the toolkit's folder). A folder that does not exist is skipped.

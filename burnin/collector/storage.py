@@ -29,10 +29,13 @@ import ipaddress
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from burnin.collector.commands import run_tools, tools_time
 from burnin.collector.sysfs import RealPaths, read_text
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 ROUTE_ITEM = "storage-route="
 VRF_ITEM = "storage-vrf="

@@ -6,7 +6,10 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 # PCI vendors whose devices (and the bridges above them) matter to GPU nodes.
 NVIDIA = "0x10de"

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from burnin.collector.commands import run_tool
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on every collector start
+if TYPE_CHECKING:
+    from typing import Any
 
 NVML_FI_DEV_MEMORY_TEMP = 82
 NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2
