@@ -120,3 +120,65 @@ def test_the_collector_imports_no_typing_and_no_shutil(tmp_path: Path) -> None:
     modules = set(proc.stdout.split())
     assert "burnin.collector.storage" in modules and "pynvml" not in modules  # pynvml loads with the nvml source
     assert not modules & {"typing", "shutil"}, sorted(modules & {"typing", "shutil"})
+
+
+def _fresh_zipapp(monkeypatch: pytest.MonkeyPatch, cache: Path) -> bytes:
+    from burnin.transport import payload
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    payload.collector_zipapp.cache_clear()
+    try:
+        return payload.collector_zipapp()
+    finally:
+        payload.collector_zipapp.cache_clear()
+
+
+def test_the_built_zipapp_is_kept_in_the_cache_and_read_back(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    from burnin.transport import payload
+
+    built = _fresh_zipapp(monkeypatch, tmp_path)
+    (kept,) = (tmp_path / "burnin" / "collector").glob("collector-*.pyz")
+    assert kept.read_bytes() == built == payload._build(payload._sources())
+    compiled: list[str] = []
+
+    def compile_counted(name: str, source: bytes, **kw: bool) -> bytes:
+        compiled.append(name)
+        return b""
+
+    monkeypatch.setattr(payload, "bytecode", compile_counted)
+    assert _fresh_zipapp(monkeypatch, tmp_path) == built and not compiled  # read back, nothing compiled
+
+
+@pytest.mark.parametrize("damage", ["truncated", "source changed", "bytecode header changed", "not a zip"])
+def test_a_damaged_cached_zipapp_is_built_again_and_replaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                             damage: str) -> None:
+    built = _fresh_zipapp(monkeypatch, tmp_path)
+    (kept,) = (tmp_path / "burnin" / "collector").glob("collector-*.pyz")
+    if damage == "truncated":
+        kept.write_bytes(built[:len(built) // 2])
+    elif damage == "not a zip":
+        kept.write_bytes(b"#!/bin/sh\necho pwned\n")
+    else:
+        entries = {}
+        with zipfile.ZipFile(io.BytesIO(built)) as archive:
+            entries = {name: archive.read(name) for name in archive.namelist()}
+        if damage == "source changed":
+            entries["burnin/collector/core.py"] += b"\nprint('not what this burnin ships')\n"
+        else:
+            entries["pynvml.pyc"] = entries["pynvml.pyc"][:8] + bytes(8) + entries["pynvml.pyc"][16:]
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name, content in entries.items():
+                archive.writestr(name, content)
+        kept.write_bytes(buffer.getvalue())
+    assert _fresh_zipapp(monkeypatch, tmp_path) == built
+    assert kept.read_bytes() == built
+
+
+def test_an_unwritable_cache_costs_only_the_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache's folder would go")
+    built = _fresh_zipapp(monkeypatch, blocker)
+    assert zipfile.ZipFile(io.BytesIO(built)).read("__main__.py").startswith(b"from burnin.collector")
+    assert blocker.read_text() == "a file where the cache's folder would go"
