@@ -80,7 +80,7 @@ def bytecode(name: str, source: bytes, *, checked: bool = False) -> bytes:
     place of the source when the node's python3 has this magic number; ``checked`` (0b11), what the import system
     uses only while the source still has that hash (the simulator's tools, ``burnin.sim.bytecode``)."""
     code = compile(source, name, "exec", dont_inherit=True, optimize=0)
-    flags = (0b11 if checked else 0b01).to_bytes(4, "little")  # _UNCHECKED when not checked
+    flags = (0b11).to_bytes(4, "little") if checked else _UNCHECKED
     return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
@@ -94,20 +94,28 @@ def collector_zipapp() -> bytes:
     entries' CRCs intact. A cache that cannot be read or written only costs the build."""
     files = _sources()
     path = cache_file(files)
-    cached = _read_cached(path, files)
+    cached = _read_cached(path, files) if path is not None else None
     if cached is not None:
         return cached
     built = _build(files)
-    with contextlib.suppress(OSError):
-        write_bytes_atomic(path, built)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            write_bytes_atomic(path, built)
+            for other in path.parent.glob("collector-*.pyz"):  # another burnin's: kept until it is built again
+                if other != path:
+                    other.unlink(missing_ok=True)
     return built
 
 
-def cache_file(files: list[tuple[str, bytes]]) -> Path:
+def cache_file(files: list[tuple[str, bytes]]) -> Path | None:
+    """Where the zipapp of ``files`` is kept (None: no home to keep it in)."""
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     for name, data in files:
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except RuntimeError:  # no HOME, and no passwd entry to find it
+        return None
     return Path(base) / "burnin" / "collector" / f"collector-{digest.hexdigest()[:32]}.pyz"
 
 

@@ -182,3 +182,27 @@ def test_an_unwritable_cache_costs_only_the_build(monkeypatch: pytest.MonkeyPatc
     built = _fresh_zipapp(monkeypatch, blocker)
     assert zipfile.ZipFile(io.BytesIO(built)).read("__main__.py").startswith(b"from burnin.collector")
     assert blocker.read_text() == "a file where the cache's folder would go"
+
+
+def test_a_new_zipapp_replaces_the_one_an_older_burnin_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    folder = tmp_path / "burnin" / "collector"
+    folder.mkdir(parents=True)
+    older = folder / "collector-0123456789abcdef0123456789abcdef.pyz"
+    older.write_bytes(b"an older burnin's zipapp")
+    built = _fresh_zipapp(monkeypatch, tmp_path)
+    assert [p.read_bytes() for p in folder.glob("collector-*.pyz")] == [built]
+
+
+def test_no_home_to_keep_it_in_costs_only_the_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from burnin.transport import payload
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    payload.collector_zipapp.cache_clear()
+    try:
+        assert payload.collector_zipapp() == payload._build(payload._sources())
+    finally:
+        payload.collector_zipapp.cache_clear()
