@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
+import sys
 from functools import cache
 from pathlib import Path
 
+from burnin.sim.writer import replace_file
 from burnin.transport.payload import bytecode
 
 
@@ -43,15 +46,14 @@ def write_caches(folder: Path, files: dict[str, str]) -> None:
         except OSError:
             pass
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        scratch = f"{target}.{os.getpid()}.tmp"
-        with open(scratch, "wb") as handle:
-            handle.write(data)
-        os.replace(scratch, target)
+        replace_file(Path(target), data)
 
 
 def launch(folder: str, module: str, tool: str) -> str:
-    """The shim's last line: ``module`` imported from ``folder`` (a shell word, e.g. ``"${0%/*}/../out/fabric"``)
-    and its ``main`` run with ``tool`` and the shim's arguments; ``$py`` is the node's interpreter."""
+    """A shim's closing lines: ``module`` imported from ``folder`` (a shell word, e.g. ``"${0%/*}/../out/fabric"``)
+    and its ``main`` run with ``tool`` and the shim's arguments, by this python (``python3`` where a node cannot
+    run it: a lab's node user)."""
     code = (f"import sys; sys.path.insert(0, sys.argv[1]); import {module}; "
             f"raise SystemExit({module}.main(sys.argv[2:]))")
-    return f"exec \"$py\" -S -c '{code}' {folder} {tool} \"$@\"\n"
+    return (f"py={shlex.quote(sys.executable)}\n[ -x \"$py\" ] || py=python3\n"
+            f"exec \"$py\" -S -c '{code}' {folder} {tool} \"$@\"\n")

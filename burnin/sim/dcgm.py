@@ -18,8 +18,6 @@ DCGM's watches to judge, so other faults (an Xid in dmesg, NVML counters) do not
 
 from __future__ import annotations
 
-import shlex
-import sys
 import textwrap
 
 from burnin.sim import bytecode
@@ -58,8 +56,6 @@ if [ "$1" = health ]; then
     *) echo "dcgmi health (burnin simulator): only -c / --check is answered" >&2; exit 255 ;;
   esac
 fi
-py={python}
-[ -x "$py" ] || py=python3
 '''
 
 
@@ -68,7 +64,7 @@ def shim() -> str:
     status is read by the shell itself (``read``): a ``$(cat ...)`` cost the probe's ``dcgmi health -c`` a second
     fork and exec (3.5 ms of CPU, against 1.5 for the other one-file shims)."""
     head = _SHIM.format(health=HEALTH_FILE, status=HEALTH_STATUS_FILE, diag=DIAG_L1_FILE,
-                        diag_status=DIAG_L1_STATUS_FILE, python=shlex.quote(sys.executable))
+                        diag_status=DIAG_L1_STATUS_FILE)
     return head + bytecode.launch('"$out/soak"', "tools", "dcgmi")
 
 

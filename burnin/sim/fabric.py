@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,15 +35,12 @@ P2P_TOOL = "p2pBandwidthLatencyTest"
 HEALTH = "fabric/health.json"
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
-_SHIM = '''py={python}
-[ -x "$py" ] || py=python3
-BURNIN_SIM_LAUNCHER_PID=$PPID; export BURNIN_SIM_LAUNCHER_PID
-'''
+_LAUNCHER = "BURNIN_SIM_LAUNCHER_PID=$PPID; export BURNIN_SIM_LAUNCHER_PID\n"
 
 
-def _shim(python: str, tool: str) -> str:
+def _shim(tool: str) -> str:
     """A tool's shim: the model (its bytecode, burnin.sim.bytecode) run for ``tool``."""
-    return _SHIM.format(python=python) + bytecode.launch('"${0%/*}/../out/fabric"', "model", tool)
+    return _LAUNCHER + bytecode.launch('"${0%/*}/../out/fabric"', "model", tool)
 
 
 # ib_write_bw without a server name is the server of a loopback pair: its output is never read, so the
@@ -144,9 +139,8 @@ def outputs(state: NodeState) -> dict[str, str]:
 
 def scripts() -> dict[str, str]:
     """``bin/<tool>`` -> body (after the shim preamble)."""
-    python = shlex.quote(sys.executable)
-    bodies = {f"{c}_perf": _shim(python, f"perf {c}") for c in COLLECTIVES}
-    bodies["nvbandwidth"] = _shim(python, "nvbandwidth")
-    bodies[P2P_TOOL] = _shim(python, P2P_TOOL)
-    bodies["ib_write_bw"] = _IB_WRITE_BW_SERVER + _shim(python, "ib_write_bw")
+    bodies = {f"{c}_perf": _shim(f"perf {c}") for c in COLLECTIVES}
+    bodies["nvbandwidth"] = _shim("nvbandwidth")
+    bodies[P2P_TOOL] = _shim(P2P_TOOL)
+    bodies["ib_write_bw"] = _IB_WRITE_BW_SERVER + _shim("ib_write_bw")
     return bodies

@@ -23,8 +23,6 @@ Each mutator records the fault in ``host.megatron_faults``, which only these too
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,14 +36,9 @@ RENDEZVOUS = "megatron/rendezvous.py"
 HEALTH = "megatron/health.json"
 FAULTS = ("train-loss-nan", "train-hang", "train-slow", "nccl-timeout", "cpu-bind-none", "cpu-bind-wrong-numa")
 
-_SHIM = '''py={python}
-[ -x "$py" ] || py=python3
-'''
-
-
-def _shim(python: str, tool: str) -> str:
+def _shim(tool: str) -> str:
     """A tool's shim: the model (its bytecode, burnin.sim.bytecode) run for ``tool``."""
-    return _SHIM.format(python=python) + bytecode.launch('"${0%/*}/../out/megatron"', "model", tool)
+    return bytecode.launch('"${0%/*}/../out/megatron"', "model", tool)
 
 
 # docker/podman run: options before the image; those below take a value (as the next word or after `=`).
@@ -122,10 +115,9 @@ def outputs(state: NodeState) -> dict[str, str]:
 
 def scripts() -> dict[str, str]:
     """``bin/<tool>`` -> body (after the shim preamble)."""
-    python = shlex.quote(sys.executable)
-    return {"torchrun": _shim(python, "torchrun"),
-            "pretrain_gpt.py": _shim(python, "pretrain"),
-            "burnin-placement-probe": _shim(python, "probe"),
+    return {"torchrun": _shim("torchrun"),
+            "pretrain_gpt.py": _shim("pretrain"),
+            "burnin-placement-probe": _shim("probe"),
             "docker": _DOCKER, "podman": _DOCKER, "apptainer": _APPTAINER, "singularity": _APPTAINER,
             "enroot": _ENROOT}
 

@@ -14,8 +14,6 @@ H100 sample of the reference set, docs/design.md).
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,10 +28,6 @@ TOOLS_SOURCE = "soak/tools.py"
 NODE_FILE = "soak/node.json"
 DMON_FILE = "nvidia-smi/dmon.txt"
 LOADED_W = 300.0  # above this draw a GPU counts as busy in dmon's sm/mem columns
-
-_SHIM = '''py={python}
-[ -x "$py" ] || py=python3
-'''
 
 _STRESS_NG = r'''out="${0%/*}/../out/soak"
 t=60 vm=4
@@ -206,9 +200,7 @@ def outputs(state: NodeState) -> dict[str, str]:
 
 def scripts() -> dict[str, str]:
     """``bin/<tool>`` -> body (after the shim preamble)."""
-    python = shlex.quote(sys.executable)
-    bodies = {tool: _SHIM.format(python=python) + bytecode.launch('"${0%/*}/../out/soak"', "tools", tool)
-              for tool in PYTHON_TOOLS}
+    bodies = {tool: bytecode.launch('"${0%/*}/../out/soak"', "tools", tool) for tool in PYTHON_TOOLS}
     bodies["dcgmi"] = dcgm.shim()  # `health -c` from a pre-rendered file (the probe runs it), the rest in Python
     cases = "\n".join(f'      {d}) exec cat "$out/nvme-smart.json" ;;' for d in NVME_DEVICES)
     bodies.update({"stress-ng": _STRESS_NG, "stream": _STREAM, "numactl": _NUMACTL,

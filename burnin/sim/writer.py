@@ -17,17 +17,17 @@ from pathlib import Path
 from burnin.sim.sysfs import Tree
 
 
-def write_text(path: str, text: str, mode: int = 0o644) -> None:
+def write_text(path: str, text: str | bytes, mode: int = 0o644) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, text.encode())
+        os.write(fd, text.encode() if isinstance(text, str) else text)
     finally:
         os.close(fd)
     if mode != 0o644:
         os.chmod(path, mode)  # the umask may have trimmed the mode at creation
 
 
-def replace_file(path: Path, text: str, mode: int = 0o644) -> None:
+def replace_file(path: Path, text: str | bytes, mode: int = 0o644) -> None:
     """Write ``path`` atomically (temporary file in the same directory, then rename)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
     write_text(str(tmp), text, mode)
