@@ -1,4 +1,4 @@
-"""Where the suites and topologies that ship with burnin live.
+"""Where the suites and topologies that ship with burnin live, and where it keeps what it can rebuild.
 
 A wheel carries them under ``burnin/_data`` (see pyproject's force-include); a
 source checkout or editable install keeps them at the repository root.
@@ -6,6 +6,7 @@ source checkout or editable install keeps them at the repository root.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -25,3 +26,10 @@ def suites_dir() -> Path:
 
 def topologies_dir() -> Path:
     return data_dir("topologies")
+
+
+def cache_dir(name: str) -> Path:
+    """``$XDG_CACHE_HOME/burnin/<name>`` (default ``~/.cache``): what burnin rebuilds when it is missing (the
+    validated topologies, the collector zipapp, the simulated NVML library). RuntimeError: no home to find."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "burnin" / name

@@ -1,7 +1,7 @@
 """The simulated NVML: compile ``nvml_sim.c`` once per source version, render its state file.
 
 The shared library is built with the system C compiler into a cache directory
-(``$XDG_CACHE_HOME/burnin`` or ``~/.cache/burnin``), keyed by a hash of the
+(``$XDG_CACHE_HOME/burnin/nvml`` or ``~/.cache/burnin/nvml``), keyed by a hash of the
 source and flags; it is compiled under a temporary name and renamed into place,
 so parallel test processes never see a half-written file. Each node's
 ``lib/libnvidia-ml.so.1`` is a symlink to it; pynvml finds it through
@@ -18,6 +18,7 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from burnin import resources as burnin_resources
 from burnin.errors import BurninError
 from burnin.sim.state import ECC_KEYS, NVLINK_COUNTERS, GpuState, NodeState
 
@@ -35,8 +36,7 @@ def source_text() -> str:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "burnin"
+    return burnin_resources.cache_dir("nvml")
 
 
 def _compiler() -> str:

@@ -23,6 +23,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from burnin import resources
 from burnin.topology import model
 from burnin.topology.catalog import resolve
 from burnin.topology.model import Topology
@@ -36,8 +37,7 @@ _CLASSES: dict[str, type] = {name: obj for name, obj in vars(model).items()
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "burnin" / "topology"
+    return resources.cache_dir("topology")
 
 
 def encode(value: Any) -> Any:

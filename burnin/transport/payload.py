@@ -21,7 +21,6 @@ import hashlib
 import importlib.util
 import io
 import marshal
-import os
 import shlex
 import zipfile
 import zlib
@@ -29,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import burnin
+from burnin import resources
 from burnin.atomic import write_bytes_atomic
 
 _MAIN = "from burnin.collector.core import run\nrun()\n"
@@ -113,10 +113,10 @@ def cache_file(files: list[tuple[str, bytes]]) -> Path | None:
     for name, data in files:
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     try:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        folder = resources.cache_dir("collector")
     except RuntimeError:  # no HOME, and no passwd entry to find it
         return None
-    return Path(base) / "burnin" / "collector" / f"collector-{digest.hexdigest()[:32]}.pyz"
+    return folder / f"collector-{digest.hexdigest()[:32]}.pyz"
 
 
 def _read_cached(path: Path, files: list[tuple[str, bytes]]) -> bytes | None:

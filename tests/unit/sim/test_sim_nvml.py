@@ -31,7 +31,7 @@ def _pynvml(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
 def test_library_compiles_into_a_fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = library_path()
-    assert path.parent == tmp_path / "burnin"
+    assert path.parent == tmp_path / "burnin" / "nvml"
     assert path.is_file()
     assert library_path() == path  # cached: same file, no rebuild
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left behind
