@@ -141,6 +141,8 @@ def test_a_collective_that_stalls_is_recorded_and_alerted_and_its_end_too(
     assert details["found_at"] - details["since"] >= AFTER_S  # frozen for the configured time first
     assert details["counters_changed_after"] < details["counters_changed_at"] <= details["since"]
     assert all(g["utilisation_pct"] == 100 and g["power_w"] <= 75 and g["processes"] == 1 for g in details["gpus"])
+    # the daemon journals an action before it prints it: the printed line is an event of its own
+    w.wait_for("the alert line", lambda: "ALERT NCCL-05" in w.out())
     assert "ALERT NCCL-05 collective stalled: 8 GPUs at 100% utilisation" in w.out()
     assert "scontrol" not in w.out()  # alert: the stuck rank's node is often not the faulty one
     assert w.metric("stall_active") == 1 and w.metric("stalls_total") == 1
@@ -156,6 +158,7 @@ def test_under_the_drain_policy_a_stall_drains_the_node(nodes: Callable[[int], l
     apply_fault(node.dir, "job-stalled")
     w = watch(node, "drain")
     w.wait_for("the stall", lambda: bool(w.journal()))
+    w.wait_for("the drain line", lambda: "DRAIN NCCL-05" in w.out())
     (entry,) = w.journal()
     assert (entry["action"], entry["out_of_pool"], entry["dry_run"]) == ("drain", True, True)
     assert entry["stall"]["counters_changed_at"] is None  # never seen moving while watched
