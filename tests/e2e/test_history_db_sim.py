@@ -107,7 +107,10 @@ def test_a_run_killed_while_judging_leaves_its_verdicts_so_far_marked_incomplete
     judged = dict(db.execute("SELECT n.name, count(*) FROM verdicts v JOIN node_names n ON n.id = v.node "
                              "GROUP BY n.name").fetchall())
     db.close()
-    assert set(judged) == {"sim01", "sim02"} and judged["sim01"] == judged["sim02"] > 40
+    # sim01 and sim02 whole; sim04 never begun; of sim03, what the recorder's timed flush (every FLUSH_S, for a
+    # node whose checks outlast it on a loaded machine) saved before its hanging test, never its SITE-01 row
+    assert {"sim01", "sim02"} <= set(judged) <= {"sim01", "sim02", "sim03"}
+    assert judged["sim01"] == judged["sim02"] > 40 and judged.get("sim03", 0) < judged["sim01"]
     assert not (tmp_path / "out" / "gate.json").exists()
     proc = burnin("history", "sim02", history=history)
     assert proc.returncode == 0, proc.stderr

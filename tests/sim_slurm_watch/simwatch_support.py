@@ -71,6 +71,15 @@ class WatchLab:
         path = self.state / "slurm" / "log" / f"watch-{node}.log"
         return path.read_text() if path.exists() else ""
 
+    def wait_listening(self, node: str) -> None:
+        """Until the node's watch hears both of its sources: its NVML event set is registered (session 1 or a
+        later one) and its kernel-log thread has looked for the node's log (none until a fault first writes it,
+        read from its start from then on). The lab starts the watches without waiting for either: a fault
+        injected before is heard by neither (NVML delivers no event from before its set, and a log already
+        there at the first look is history, skipped)."""
+        self.wait_for(f"{node}'s watch listening", lambda: all(
+            mark in self.watch_log(node) for mark in (" (session ", "No such file")), timeout=WAIT_S)
+
     def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float) -> T:
         deadline = time.monotonic() + timeout
         last: T | None = None

@@ -25,6 +25,7 @@ def test_xid_79_under_a_job_evicts_the_node_and_the_job_runs_again_elsewhere(wat
     job_id, nodes = _running(lab)
     victim = nodes[0]
     before = {n: len(lab.journal(n)) for n in NODES}  # what earlier tests left in the journals
+    lab.wait_listening(victim)
     lab.fault(victim, "xid:79")
 
     node = lab.wait_for(f"{victim} drained", lambda: (n := lab.nodes()[victim]).drained and n, timeout=WAIT_S)
@@ -56,6 +57,7 @@ def test_xid_63_under_a_job_is_only_recorded(watch_lab: WatchLab) -> None:
     job_id, nodes = _running(lab)
     node = nodes[1]
     before = len(lab.journal(node))
+    lab.wait_listening(node)  # both sightings are waited for below
     lab.fault(node, "xid:63@gpu1")
     entries = lab.wait_for("the record", lambda: lab.journal(node)[before:], timeout=WAIT_S)
     assert [(e["code"], e["action"], e["steps"]) for e in entries] == [(63, "record", [])]

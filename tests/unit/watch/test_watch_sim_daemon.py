@@ -87,6 +87,14 @@ def watch(tmp_path: Path) -> Iterator[Callable[..., Watch]]:
 def _ready(w: Watch, sessions: int = 1) -> None:
     w.wait_for(f"NVML session {sessions}", lambda: f"(session {sessions})" in w.err())
     w.wait_for("the kernel log", lambda: "watching (" in w.err())
+    _following(w)
+
+
+def _following(w: Watch) -> None:
+    """The kernel-log thread has looked for the node's log (none until a fault first writes it): what appears
+    there from now on is read from its start. The main thread says "watching (" once that thread is started, not
+    once it has looked: a fault written in between is found there at its first look, and skipped as history."""
+    w.wait_for("the kernel log looked for", lambda: "No such file" in w.err())
 
 
 def test_xid_79_is_evicted_once_and_xid_63_only_recorded(node: SimNode, watch: Callable[..., Watch]) -> None:
@@ -115,6 +123,7 @@ def test_xid_79_is_evicted_once_and_xid_63_only_recorded(node: SimNode, watch: C
 def test_kernel_log_alone_catches_an_xid(node: SimNode, watch: Callable[..., Watch]) -> None:
     w = watch(node, "--no-nvml", "--probe-interval", "3600")
     w.wait_for("start", lambda: "watching (" in w.err())
+    _following(w)
     apply_fault(node.dir, "xid:48@gpu5")
     # Without NVML the GPU is named by its PCI address, as the kernel printed it.
     w.wait_for("the eviction", lambda: "EVICT GPU-04 PCI 0000:c3:00 Xid 48 (double-bit ECC error)" in w.out())
