@@ -8,10 +8,12 @@ Evict, in this order (docs/slurm.md, "Eviction"):
 3. ``scontrol requeue J`` for each: Slurm kills it everywhere and puts it back
    in the queue (jobs that do not allow requeueing say so, and keep running);
 4. once the job has finished completing (``PENDING``, no longer
-   ``COMPLETING``), ``scontrol update JobId=J StartTime=now`` (:meth:`SlurmActor.release`):
+   ``COMPLETING``), ``scontrol update JobId=J StartTime=now+3`` (:meth:`SlurmActor.release`):
    when a requeued batch job completes, Slurm sets its begin time one credential
    lifetime ahead (``cred_expire``, 120 s by default); an update sent before
    that moment is overwritten, so the watch polls the job and sends it after.
+   Not ``now``: a job started in the second its old credential was revoked is
+   refused by slurmd and killed (:data:`RESTART_MARGIN_S`).
 
 Draining first matters: a job requeued off a node still in the pool could be
 started again on that very node. DOWN instead of DRAIN does not hold under
@@ -50,9 +52,17 @@ def job_state_argv(job: str) -> list[str]:
     return ["squeue", "--noheader", f"--jobs={job}", "--states=all", "--format=%T|%r"]
 
 
-def start_now_argv(job: str) -> list[str]:
-    """Lift the begin time Slurm gives a requeued job, so it may start at once."""
-    return ["scontrol", "update", f"JobId={job}", "StartTime=now"]
+RESTART_MARGIN_S = 3
+"""Seconds between the moment the watch sees a requeued job pending and the begin time it gives the job. A job's
+new launch credential must be stamped later than the revoke of its old one (slurmd refuses one stamped in the
+same second, and slurmctld then kills the batch job as not startable: the job is lost, seen in the Slurm lab);
+Slurm's own requeue delay (``cred_expire`` + 1 s) exists for this. A few seconds also cover the skew between
+this node's clock, which ``now`` is read from, and the controller's."""
+
+
+def start_again_argv(job: str) -> list[str]:
+    """Bring the begin time Slurm gives a requeued job down to a few seconds from now (:data:`RESTART_MARGIN_S`)."""
+    return ["scontrol", "update", f"JobId={job}", f"StartTime=now+{RESTART_MARGIN_S}"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,13 +159,13 @@ class SlurmActor:
         return Outcome((step,), out_of_pool=step.ok)
 
     def evict(self, reason: str) -> Outcome:
-        """Drain, then requeue every job on the node and let each start again at once."""
+        """Drain, then requeue every job on the node and let each start again within seconds."""
         drained = self.drain(reason)
         if self.dry_run:
             listing = shlex.join(node_jobs_argv(self.node))
             line = f'for job in $({listing}); do scontrol requeue "$job"; done'
             later = ('# then, for each job once it is PENDING again (no longer COMPLETING): '
-                     'scontrol update JobId=$job StartTime=now')
+                     f'scontrol update JobId=$job StartTime=now+{RESTART_MARGIN_S}')
             self._print(line)
             self._print(later)
             return Outcome((*drained.steps, Step(line, True, "dry run"), Step(later, True, "dry run")),
@@ -175,7 +185,7 @@ class SlurmActor:
 
     def release(self, job: str, *, deadline_s: float = 120.0, poll_s: float | None = None,
                 sleep: Callable[[float], None] = time.sleep) -> Step:
-        """``StartTime=now`` for a requeued ``job`` once it has completed and waits for its begin time.
+        """``StartTime=now+3`` for a requeued ``job`` once it has completed and waits for its begin time.
 
         Polls the job every ``poll_s``; sends the update when it is PENDING, and again if it
         still waits for its begin time (the completion may set it after the first update).
@@ -189,16 +199,16 @@ class SlurmActor:
             state, _, reason = stdout.strip().partition("|")
             last = stdout.strip() or seen.detail
             if seen.ok and state == "PENDING" and (updates == 0 or reason == "BeginTime") and updates < 5:
-                update, _ = self._run(start_now_argv(job))
+                update, _ = self._run(start_again_argv(job))
                 if not update.ok:
                     return update
                 updates += 1
             elif seen.ok and updates and state != "PENDING":
-                return Step(shlex.join(start_now_argv(job)), True, f"{updates} update(s); job now {state}")
+                return Step(shlex.join(start_again_argv(job)), True, f"{updates} update(s); job now {state}")
             elif seen.ok and state not in ("PENDING", "COMPLETING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"):
-                return Step(shlex.join(start_now_argv(job)), False, f"job {state or 'gone'}")  # before any update
+                return Step(shlex.join(start_again_argv(job)), False, f"job {state or 'gone'}")  # before any update
             sleep(poll_s)
             waited += poll_s
         done = updates > 0
-        return Step(shlex.join(start_now_argv(job)), done,
+        return Step(shlex.join(start_again_argv(job)), done,
                     f"{updates} update(s) in {deadline_s:g} s; last seen {printable(last, limit=120)}")

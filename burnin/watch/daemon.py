@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import shlex
 import sys
 import threading
 import time
@@ -25,7 +26,7 @@ from typing import Any, TextIO
 
 from burnin.history.incidents import IncidentLog, incident
 from burnin.text import printable
-from burnin.watch.actions import Actor, Outcome, SlurmActor, Step
+from burnin.watch.actions import RESTART_MARGIN_S, Actor, Outcome, SlurmActor, Step, start_again_argv
 from burnin.watch.devices import NodeDevices, hca_labels, read_devices
 from burnin.watch.events import Action, Decision, Kind, Policy, WatchEvent, classify
 from burnin.watch.follow import KernelLog
@@ -218,14 +219,14 @@ class Watcher:
         try:
             step = self.actor.release(job)
         except Exception as exc:  # noqa: BLE001 - recorded; the job still starts, only later
-            step = Step(f"scontrol update JobId={job} StartTime=now", False, f"{type(exc).__name__}: {exc}")
+            step = Step(shlex.join(start_again_argv(job)), False, f"{type(exc).__name__}: {exc}")
         released = self.clock()
         self.journal.append({
             "node": self.config.node, "kind": "job-released", "job": job, "key": entry["key"],
             "check": entry["check"], "detected_at": entry["detected_at"], "released_at": round(released, 6),
             "ok": step.ok, "steps": [step.to_json()],
         })
-        verb = "may start again (StartTime=now)" if step.ok else "not released"
+        verb = f"may start again (StartTime=now+{RESTART_MARGIN_S})" if step.ok else "not released"
         self.out.write(printable(f"burnin watch: {self.config.node} job {job} {verb} "
                                  f"[{released - entry['detected_at']:.3f} s after detection]: {step.detail}")
                        + "\n")

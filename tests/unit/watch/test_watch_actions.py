@@ -63,14 +63,16 @@ def test_drain_only_drains() -> None:
     assert slurm.jobs == ["7"]
 
 
-def test_release_waits_for_the_job_to_complete_then_starts_it_now() -> None:
+def test_release_waits_for_the_job_to_complete_then_starts_it_seconds_later() -> None:
     slurm = FakeSlurm(job_states={"41": ["COMPLETING|None", "COMPLETING|None", "PENDING|BeginTime",
                                          "PENDING|None", "RUNNING|None"]})
     naps: list[float] = []
     step = SlurmActor("sim01", client=slurm).release("41", sleep=naps.append)
     assert step.ok, step.detail
     updates = [call for call in slurm.calls if call[:2] == ["scontrol", "update"]]
-    assert updates == [["scontrol", "update", "JobId=41", "StartTime=now"]]
+    # not StartTime=now: a launch credential stamped in the second the old one was revoked is refused by slurmd,
+    # and slurmctld kills the batch job (seen in the Slurm lab); Slurm's own delay (cred_expire + 1 s) is for it
+    assert updates == [["scontrol", "update", "JobId=41", "StartTime=now+3"]]
     assert len(naps) == 4  # polled until it was pending, then until it ran
 
 
@@ -97,7 +99,7 @@ def test_dry_run_prints_the_commands_and_runs_nothing() -> None:
                         "'Reason=burnin: GPU-04 gpu3 Xid 79 (GPU has fallen off the bus)'")
     assert lines[1] == ('for job in $(squeue --noheader --nodelist=sim01 --states=RUNNING,CONFIGURING '
                         '--format=%i); do scontrol requeue "$job"; done')
-    assert "StartTime=now" in lines[2] and lines[2].startswith("#")
+    assert "StartTime=now+3" in lines[2] and lines[2].startswith("#")
     assert outcome.out_of_pool and outcome.requeued == ()
 
 

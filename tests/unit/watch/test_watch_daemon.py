@@ -62,8 +62,8 @@ def test_xid_79_evicts_once_though_nvml_and_the_kernel_both_report_it(tmp_path: 
     assert watcher.incidents.duplicates == 1
     (released,) = _journal(tmp_path, "job-released")
     assert released["job"] == "41" and released["ok"] and released["released_at"] >= recorded["acted_at"]
-    assert ["scontrol", "update", "JobId=41", "StartTime=now"] in slurm.calls
-    assert "job 41 may start again (StartTime=now)" in out.getvalue()
+    assert ["scontrol", "update", "JobId=41", "StartTime=now+3"] in slurm.calls
+    assert "job 41 may start again (StartTime=now+3)" in out.getvalue()
 
 
 def test_xid_63_is_only_recorded(tmp_path: Path) -> None:
