@@ -188,21 +188,25 @@ class SlurmActor:
         """``StartTime=now+3`` for a requeued ``job`` once it has completed and waits for its begin time.
 
         Polls the job every ``poll_s``; sends the update when it is PENDING, and again if it
-        still waits for its begin time (the completion may set it after the first update).
+        still waits for its begin time once the margin it was given has passed (the completion may set
+        the begin time after the first update); within the margin, waiting for it is what was asked.
         """
         poll_s = self.poll_s if poll_s is None else poll_s
         waited = 0.0
         updates = 0
+        updated_at = 0.0
         last = ""
         while waited <= deadline_s:
             seen, stdout = self._run(job_state_argv(job))
             state, _, reason = stdout.strip().partition("|")
             last = stdout.strip() or seen.detail
-            if seen.ok and state == "PENDING" and (updates == 0 or reason == "BeginTime") and updates < 5:
+            overdue = reason == "BeginTime" and waited - updated_at > RESTART_MARGIN_S + 1  # Slurm stamps seconds
+            if seen.ok and state == "PENDING" and (updates == 0 or overdue) and updates < 5:
                 update, _ = self._run(start_again_argv(job))
                 if not update.ok:
                     return update
                 updates += 1
+                updated_at = waited
             elif seen.ok and updates and state != "PENDING":
                 return Step(shlex.join(start_again_argv(job)), True, f"{updates} update(s); job now {state}")
             elif seen.ok and state not in ("PENDING", "COMPLETING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"):
