@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from sshrack import burnin, make_state_dir, require_netns
 
+from burnin_lab.ssh import pid_alive
+
 pytestmark = pytest.mark.sim_ssh
 
 TARGETS = {"10.20.0.10", "10.20.8.11"}  # nfs-home, parallel-fs's probe (topologies/hgx-h100-8gpu.yaml)
@@ -78,8 +80,7 @@ def _down_and_check_clean(state: Path) -> None:
     assert not set(record["namespaces"]) & set(_ip("netns", "list").split())
     links = _ip("-br", "link").split()
     assert not [name for name in record["host_ifnames"] if any(w.startswith(name) for w in links)], links
-    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()
-                and "Z" not in Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[:1]]
+    assert not [pid for pid in pids if pid_alive(pid)]  # a zombie, or one reaped while looked at, is gone
 
 
 def _cleanup(state: Path) -> None:

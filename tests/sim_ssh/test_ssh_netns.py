@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from sshrack import burnin, make_state_dir, require_netns
 
+from burnin_lab.ssh import pid_alive
+
 pytestmark = pytest.mark.sim_ssh
 
 TARGET = "10.20.0.10"  # nfs-home, on the first BlueField netdev's subnet (topologies/hgx-h100-8gpu.yaml)
@@ -124,8 +126,7 @@ def test_down_leaves_no_namespace_interface_or_process() -> None:
         assert not [ns for ns in record["namespaces"] if ns in listed.split()], listed
         links = _ip("-br", "link").split()
         assert not [name for name in record["host_ifnames"] if any(w.startswith(name) for w in links)], links
-        assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()
-                    and "Z" not in Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[:1]]
+        assert not [pid for pid in pids if pid_alive(pid)]  # a zombie, or one reaped while looked at, is gone
     finally:
         if (state / "lab.json").exists() and json.loads((state / "lab.json").read_text()).get("netns"):
             burnin("sim", "down", "--state", str(state))
