@@ -60,6 +60,11 @@ Slurm's own requeue delay (``cred_expire`` + 1 s) exists for this. A few seconds
 this node's clock, which ``now`` is read from, and the controller's."""
 
 
+ENDED_UNSTARTED = frozenset({"FAILED", "BOOT_FAIL", "CANCELLED", "NODE_FAIL", "DEADLINE", "PREEMPTED",
+                             "REVOKED", "SPECIAL_EXIT"})
+"""Job states right after a release that mean the job did not run again (a launch slurmd refused ends FAILED)."""
+
+
 def start_again_argv(job: str) -> list[str]:
     """Bring the begin time Slurm gives a requeued job down to a few seconds from now (:data:`RESTART_MARGIN_S`)."""
     return ["scontrol", "update", f"JobId={job}", f"StartTime=now+{RESTART_MARGIN_S}"]
@@ -207,8 +212,9 @@ class SlurmActor:
                     return update
                 updates += 1
                 updated_at = waited
-            elif seen.ok and updates and state != "PENDING":
-                return Step(shlex.join(start_again_argv(job)), True, f"{updates} update(s); job now {state}")
+            elif seen.ok and updates and state != "PENDING":  # it started, or it ended without running again
+                return Step(shlex.join(start_again_argv(job)), state not in ENDED_UNSTARTED,
+                            f"{updates} update(s); job now {state}")
             elif seen.ok and state not in ("PENDING", "COMPLETING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"):
                 return Step(shlex.join(start_again_argv(job)), False, f"job {state or 'gone'}")  # before any update
             sleep(poll_s)

@@ -90,6 +90,13 @@ def test_release_waits_out_the_begin_time_it_gave_without_moving_it() -> None:
     assert step.ok and step.detail == "1 update(s); job now RUNNING"  # each update would push the start 3 s on
 
 
+def test_a_release_after_which_the_job_failed_is_not_done() -> None:
+    # what slurmctld does with a batch job whose launch slurmd refused ("Job credential revoked")
+    slurm = FakeSlurm(job_states={"41": ["PENDING|None", "FAILED|None"]})
+    step = SlurmActor("sim01", client=slurm).release("41", sleep=lambda _: None)
+    assert not step.ok and step.detail == "1 update(s); job now FAILED"
+
+
 def test_release_gives_up_at_its_deadline() -> None:
     slurm = FakeSlurm(job_states={"41": ["COMPLETING|None"]})
     step = SlurmActor("sim01", client=slurm).release("41", deadline_s=1.0, poll_s=0.5, sleep=lambda _: None)
