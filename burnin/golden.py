@@ -43,13 +43,32 @@ def _firmware(facts: Facts, gpus: list[dict[str, Any]], source: str) -> dict[str
     return found if len(found) > 1 else None
 
 
-def _agreed(facts: Facts, label: str, values: list[Any]) -> str | None:
-    """The one value the golden node's compute HCAs report; None when none does; UsageError when they differ."""
+def _agreed(facts: Facts, label: str, values: list[Any], role: str = "compute") -> str | None:
+    """The one value the golden node's ``role`` HCAs report; None when none does; UsageError when they differ."""
     seen = {printable(v.strip()) if isinstance(v, str) and v.strip() else "not reported" for v in values}
     if len(seen) > 1:
-        raise UsageError(f"{facts.node}: its compute HCAs differ in {label} ({', '.join(sorted(seen))}); "
+        raise UsageError(f"{facts.node}: its {role} HCAs differ in {label} ({', '.join(sorted(seen))}); "
                          "a golden node must run one")
     return None if seen in (set(), {"not reported"}) else seen.pop()
+
+
+def _hca_firmware(facts: Facts, hcas: dict[str, Any], names: list[str], source: str,
+                  role: str = "compute") -> dict[str, Any] | None:
+    """The firmware and PSID these HCAs of the golden node agree on (a topology's ``hca_firmware`` for the compute
+    HCAs, INV-09; ``storage_hca_firmware`` for the storage ones, INV-11), where it reports them."""
+    from burnin.topology.model import check_firmware, check_psid
+
+    firmware: dict[str, Any] = {"source": source}
+    for key, label, field, valid in (("version", "firmware", "fw_ver", check_firmware),
+                                     ("psid", "PSID", "board_id", check_psid)):
+        value = _agreed(facts, label, [hcas[name].get(field) for name in names], role)
+        try:
+            valid(value)
+        except ValueError:
+            continue  # a form the topology cannot hold: left out, consistency is then judged alone
+        if value is not None:
+            firmware[key] = value
+    return firmware if len(firmware) > 1 else None
 
 
 def _hca_expectations(facts: Facts, hcas: dict[str, Any], compute: list[str],
@@ -57,18 +76,9 @@ def _hca_expectations(facts: Facts, hcas: dict[str, Any], compute: list[str],
     """The golden node's compute-HCA firmware and PSID (INV-09) and partition keys (IB-09), where it reports them."""
     from burnin.checks.hca import port_pkeys
     from burnin.evaluate.verdict import Unmeasurable
-    from burnin.topology.model import check_firmware, check_pkeys, check_psid
+    from burnin.topology.model import check_pkeys
 
-    firmware: dict[str, Any] = {"source": source}
-    for key, label, field, valid in (("version", "firmware", "fw_ver", check_firmware),
-                                     ("psid", "PSID", "board_id", check_psid)):
-        value = _agreed(facts, label, [hcas[name].get(field) for name in compute])
-        try:
-            valid(value)
-        except ValueError:
-            continue  # a form the topology cannot hold: left out, INV-09 then judges consistency only
-        if value is not None:
-            firmware[key] = value
+    firmware = _hca_firmware(facts, hcas, compute, source)
     tables = ((facts.section("ib_pkeys") or {}).get("hcas") or {})
     try:
         keys = {name: port_pkeys((tables.get(name) or {}).get("1")) for name in compute}
@@ -81,7 +91,7 @@ def _hca_expectations(facts: Facts, hcas: dict[str, Any], compute: list[str],
         check_pkeys(tuple(pkeys.split(",")) if pkeys else None)
     except ValueError:
         partitions = None  # e.g. one partition as full and as limited member: left for the operator to write
-    return (firmware if len(firmware) > 1 else None), partitions
+    return firmware, partitions
 
 
 def _software(facts: Facts, source: str) -> dict[str, Any] | None:
@@ -181,6 +191,8 @@ def draft_topology(facts: Facts, base: Topology, name: str) -> dict[str, Any]:
         },
         "hcas": hca_rows,
         "hca_firmware": hca_firmware,
+        "storage_hca_firmware": _hca_firmware(facts, hcas, [h["name"] for h in hca_rows if h["role"] == "storage"],
+                                              source, "storage"),
         "ib_partitions": ib_partitions,
         "software": _software(facts, source),
         "numa": {"nodes": len(nodes), "cpulists": {int(k): v.get("cpulist") for k, v in sorted(nodes.items())}},

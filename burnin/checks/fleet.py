@@ -20,6 +20,10 @@ Judgement, per field, over the nodes of the type that reported it:
   InfoROM, compute HCA firmware and PSID, the software manifest's components):
   then the majority is what is wrong (their own INV-02, -03, -09 or -10 fails
   them), and the node on the golden value passes;
+- a field no per-node check holds to its golden value (the storage HCAs'
+  firmware and PSID, ``storage_hca_firmware``) is judged against it here, before
+  the fleet: a node off it fails, however many nodes run its value (a drifted
+  majority fails, the node left on the golden value passes);
 - two nodes that differ, or no strict majority: nobody can say which node is
   wrong, so each node's field is incomplete with the split;
 - a field the node did not report is incomplete with the collector's cause.
@@ -42,7 +46,7 @@ from burnin.checks.base import (
     unknown,
     unlisted_gpus,
 )
-from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
+from burnin.evaluate.verdict import Finding, Status, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.nodes import fold
 from burnin.text import printable
@@ -79,6 +83,8 @@ class InventoryField:
     golden: Callable[[Topology], frozenset[str]] = lambda topology: frozenset()
     """The values the topology names as golden for the field, written as ``read`` writes them (none: the mode
     alone judges)."""
+    golden_here: bool = False
+    """No per-node check holds the field to its golden value: INV-11 does, whatever most nodes run."""
 
 
 def _text(value: object, what: str) -> str:
@@ -198,6 +204,14 @@ def _hca_golden(key: str) -> Callable[[Topology], frozenset[str]]:
     return golden
 
 
+def _storage_hca_golden(key: str) -> Callable[[Topology], frozenset[str]]:
+    def golden(topology: Topology) -> frozenset[str]:
+        firmware = topology.storage_hca_firmware
+        return frozenset() if firmware is None else _named(getattr(firmware, key))
+
+    return golden
+
+
 def _software_golden(key: str) -> Callable[[Topology], frozenset[str]]:
     """The manifest's version of the component; DCGM's with its host engine's too, as :func:`_software` joins it."""
 
@@ -221,8 +235,10 @@ FIELDS: tuple[InventoryField, ...] = (
                    _hca_golden("version")),
     InventoryField("compute_hca_psid", "compute HCA PSID", _per_hca("compute", "board_id", "PSID"),
                    _hca_golden("psid")),
-    InventoryField("storage_hca_firmware", "storage HCA firmware", _per_hca("storage", "fw_ver", "firmware")),
-    InventoryField("storage_hca_psid", "storage HCA PSID", _per_hca("storage", "board_id", "PSID")),
+    InventoryField("storage_hca_firmware", "storage HCA firmware", _per_hca("storage", "fw_ver", "firmware"),
+                   _storage_hca_golden("version"), golden_here=True),
+    InventoryField("storage_hca_psid", "storage HCA PSID", _per_hca("storage", "board_id", "PSID"),
+                   _storage_hca_golden("psid"), golden_here=True),
     InventoryField("kernel", "kernel", _software("kernel"), _software_golden("kernel")),
     InventoryField("ofed", "OFED", _software("ofed"), _software_golden("ofed")),
     InventoryField("nccl", "NCCL", _software("nccl"), _software_golden("nccl")),
@@ -319,11 +335,15 @@ def _where(tally: _Tally) -> str:
 
 
 def judge_field(label: str, reading: Reading, table: object, type_name: str,
-                golden: frozenset[str] = frozenset()) -> Finding:
+                golden: frozenset[str] = frozenset(), golden_here: bool = False) -> Finding:
     """One field of one node against the counts of its type's nodes (module docstring: the rules)."""
     if reading.value is None:
         return unknown(label, reading.why)
     value = reading.value
+    if golden_here and golden:
+        if value in golden:
+            return ok(label, _shown(value), "")
+        return bad(label, f"{_shown(value)} (not the topology's)", "")
     try:
         tallies = _tallies(table, label)
     except Unmeasurable as exc:
@@ -355,10 +375,20 @@ def fleet_consistency(facts: Facts, topology: Topology) -> Verdict:
     readings = read_inventory(facts, topology)
     nodes, values = _section(facts, topology)
     expected = f"as on most of the run's {nodes} {topology.name} nodes"
-    findings = [judge_field(field.label, readings[field.key], values.get(field.key), topology.name,
-                            field.golden(topology))
-                for field in FIELDS if field.key in readings]
-    findings = [Finding(f.subject, f.status, f.measured, expected, f.note) for f in findings]
+    findings = []
+    for field in FIELDS:
+        if field.key not in readings:
+            continue
+        golden = field.golden(topology) if field.golden_here else frozenset()
+        found = judge_field(field.label, readings[field.key], values.get(field.key), topology.name,
+                            field.golden(topology), field.golden_here)
+        wanted = (f"{field.label} {' or '.join(sorted(map(_shown, golden)))} as topology {topology.name} names it"
+                  if golden else expected)
+        findings.append(Finding(found.subject, found.status, found.measured, wanted, found.note))
+    failed = [f for f in findings if f.status is Status.FAIL]
+    held = sorted({f.expected for f in failed if f.expected != expected})
+    if held:  # what the failed fields were held to: the topology's value, and the fleet's where one failed on it
+        expected = "; ".join([expected] * any(f.expected == expected for f in failed) + held)
     inventory = ", ".join(f"{field.label} {_shown(str(readings[field.key].value))}"
                           for field in FIELDS if field.key in readings)
     alone = f"the only {topology.name} node of the run: nothing to compare with" if nodes == 1 else \

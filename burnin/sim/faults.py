@@ -166,8 +166,8 @@ _SPECS: tuple[FaultSpec, ...] = (
     _hca("hca-fw-mismatch", "INV-09", "the HCA runs other firmware than the node's other HCAs (a swapped card)",
          "sysfs fw_ver, ibstat 'Firmware version' and ibv_devinfo fw_ver say 28.39.4082 (28.43.3608 when the node "
          "already runs that; on a BlueField 32.38.3056 / 32.41.1000); PSID unchanged"),
-    _node("storage-fw-drift", "INV-11", "the node's storage HCAs all run another firmware than the fleet's "
-          "(flashed apart)",
+    _node("storage-fw-drift", "INV-11", "the node's storage HCAs all run another firmware than the topology names "
+          "(flashed apart; caught on a majority of the rack too)",
           "sysfs fw_ver, ibstat 'Firmware version' and ibv_devinfo fw_ver of every storage HCA say 32.38.3056 "
           "(32.41.1000 when the node already runs that): alike within the node, so INV-09 passes; PSID unchanged"),
     _hca("hca-pcie-x8", "IB-06", "the HCA's PCIe link trained at x8",

@@ -342,7 +342,7 @@ def _gpu_state(node: str, topology: Topology, position: int) -> GpuState:
 def _hca_state(node: str, hca: Hca, topology: Topology) -> HcaState:
     bf3 = hca.role == "storage"
     ib = hca.link_layer == "InfiniBand"
-    golden = topology.hca_firmware if not bf3 else None
+    golden = topology.storage_hca_firmware if bf3 else topology.hca_firmware
     partitions = topology.ib_partitions
     guid = _guid(node, hca.name, 0xA088C20300 if not bf3 else 0x58A2E10300)
     return HcaState(
@@ -353,8 +353,8 @@ def _hca_state(node: str, hca: Hca, topology: Topology) -> HcaState:
         netdev=hca.netdev,
         numa_node=hca.numa_node,
         hca_type="MT41692" if bf3 else "MT4129",
-        fw_ver="32.39.2048" if bf3 else (golden.version if golden and golden.version else "28.39.2048"),
-        board_id="MT_0000000884" if bf3 else (golden.psid if golden and golden.psid else "MT_0000000838"),
+        fw_ver=golden.version if golden and golden.version else ("32.39.2048" if bf3 else "28.39.2048"),
+        board_id=golden.psid if golden and golden.psid else ("MT_0000000884" if bf3 else "MT_0000000838"),
         node_guid=guid,
         port_guid=guid if ib else roce_port_guid(guid),
         lid=_lid(node, hca.name) if ib else 0,

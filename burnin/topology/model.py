@@ -254,7 +254,8 @@ def _check_source(source: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class HcaFirmware:
-    """The qualified compute-HCA firmware (INV-09); a value left out is judged for consistency across HCAs only."""
+    """The qualified firmware of one role's HCAs: the compute HCAs' (``hca_firmware``, INV-09) or the storage
+    HCAs' (``storage_hca_firmware``, INV-11); a value left out is judged for consistency only."""
 
     __pydantic_config__ = _FORBID
     source: Annotated[str, Checked(_check_source)]
@@ -269,7 +270,7 @@ class HcaFirmware:
         check_firmware(self.version)
         check_psid(self.psid)
         if self.version is None and self.psid is None:
-            raise ValueError("hca_firmware names nothing: give version and/or psid, or leave hca_firmware out")
+            raise ValueError("names nothing: give version and/or psid, or leave the section out")
 
 
 @dataclass(frozen=True, slots=True)
@@ -585,6 +586,9 @@ class Topology:
     """The storage fabric; None: this node type has none, and the STO checks do not apply."""
     hca_firmware: HcaFirmware | None = None
     """Expected compute-HCA firmware and PSID (INV-09); None: the compute HCAs must only agree."""
+    storage_hca_firmware: HcaFirmware | None = None
+    """Expected storage-HCA (BlueField) firmware and PSID (INV-11: a node off it fails, whatever most nodes run);
+    None: the run's nodes must only agree (when most were flashed apart, the mode is theirs)."""
     ib_partitions: IbPartitions | None = None
     """Expected partition keys of the compute ports (IB-09); None: the compute ports must only agree."""
     software: SoftwareManifest | None = None

@@ -1,7 +1,8 @@
 """INV-11 and `burnin history` end to end on simulated racks.
 
 A node whose storage HCAs were all flashed apart passes every per-node check (INV-09 sees them agree),
-so only the fleet comparison of the run names it; a healthy rack passes whole, at 8 nodes and at 2.
+so only INV-11 names it (against the storage firmware the topology names; the run's fleet counts are kept in
+the facts); a healthy rack passes whole, at 8 nodes and at 2.
 `burnin history` then reads the two runs' output folders: the node failed once, for INV-11, and was
 admitted again by the next run.
 """
@@ -16,8 +17,8 @@ from typing import Any
 
 import pytest
 
-FLEET_REASON = ("INV-11 storage HCA firmware 32.38.3056 (fleet: 32.39.2048 on 7 of 8 nodes) "
-                "(expected as on most of the run's 8 hgx-h100-8gpu nodes)")
+FLEET_REASON = ("INV-11 storage HCA firmware 32.41.1000 (not the topology's) "
+                "(expected storage HCA firmware 32.38.3056 as topology hgx-h100-8gpu names it)")
 
 
 def burnin(*args: str) -> subprocess.CompletedProcess[str]:
@@ -58,7 +59,7 @@ def test_only_the_fleet_comparison_names_the_drifted_node(two_runs: tuple[Path, 
     assert statuses == {f"sim0{i}": "fail" if i == 5 else "pass" for i in range(1, 9)}
     facts = json.loads((drifted / "facts" / "sim01.json").read_text(encoding="utf-8"))
     assert facts["fleet"]["values"]["storage_hca_firmware"] == {
-        "32.39.2048": {"count": 7}, "32.38.3056": {"count": 1, "nodes": "sim05"}}
+        "32.38.3056": {"count": 7}, "32.41.1000": {"count": 1, "nodes": "sim05"}}
 
 
 def test_a_healthy_rack_passes_the_fleet_comparison_whole(two_runs: tuple[Path, Path, Any]) -> None:

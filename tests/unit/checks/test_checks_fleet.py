@@ -68,7 +68,7 @@ def test_a_healthy_fleet_passes_whole_and_says_what_it_runs(healthy_facts: Doc) 
     assert verdicts["sim01"].reason == (
         "INV-11 ok: driver 535.183.01, CUDA 12.2, kernel module 535.183.01, GPU model NVIDIA H100 80GB HBM3, "
         "VBIOS 96.00.74.00.01, InfoROM G520.0200.00.05, compute HCA firmware 28.41.1000, compute HCA PSID "
-        "MT_0000000838, storage HCA firmware 32.39.2048, storage HCA PSID MT_0000000884, kernel 5.15.0-112-generic, "
+        "MT_0000000838, storage HCA firmware 32.38.3056, storage HCA PSID MT_0000000884, kernel 5.15.0-112-generic, "
         "OFED MLNX_OFED_LINUX-24.04-0.6.6.0, NCCL 2.21.5, DCGM 3.3.5 + hostengine 3.3.5; the fleet's on every field "
         "(8 hgx-h100-8gpu nodes in the run)")
 
@@ -138,8 +138,8 @@ EVERY_FIELD: dict[str, tuple[Callable[[Doc], None], str]] = {
                              "compute HCA firmware 28.39.4082 (fleet: 28.41.1000 on 5 of 6 nodes)"),
     "compute_hca_psid": (_set_hcas("compute", "board_id", "MT_0000000970"),
                          "compute HCA PSID MT_0000000970 (fleet: MT_0000000838 on 5 of 6 nodes)"),
-    "storage_hca_firmware": (_set_hcas("storage", "fw_ver", "32.38.3056"),
-                             "storage HCA firmware 32.38.3056 (fleet: 32.39.2048 on 5 of 6 nodes)"),
+    "storage_hca_firmware": (_set_hcas("storage", "fw_ver", "32.41.1000"),  # held to the topology's, not the fleet's
+                             "storage HCA firmware 32.41.1000 (not the topology's)"),
     "storage_hca_psid": (_set_hcas("storage", "board_id", "MT_0000000999"),
                          "storage HCA PSID MT_0000000999 (fleet: MT_0000000884 on 5 of 6 nodes)"),
     "kernel": (_set("software", "kernel_release", "5.15.0-91-generic"),
@@ -160,8 +160,46 @@ def test_every_field_off_the_mode_fails_that_node_only(healthy_facts: Doc, key: 
     mutate, needle = EVERY_FIELD[key]
     verdicts = judge_fleet(fleet(healthy_facts, 6, {"sim05": mutate}))
     assert_status(verdicts["sim05"], FAIL, f"INV-11 {needle}")
-    assert verdicts["sim05"].measured.count("(fleet:") == 1, verdicts["sim05"].reason  # that field only
+    measured = verdicts["sim05"].measured
+    assert measured.count("(fleet:") + measured.count("(not the topology's)") == 1, verdicts["sim05"].reason
     assert {n for n, s in statuses(verdicts).items() if s is not PASS} == {"sim05"}
+
+
+# ---------------------------------------------------------------- the storage HCAs' golden firmware
+
+
+def test_a_drifted_majority_of_storage_firmware_fails_and_the_golden_minority_passes(healthy_facts: Doc) -> None:
+    """No per-node check holds the storage HCAs to the topology's firmware: INV-11 does, whatever most run."""
+    drifted = _set_hcas("storage", "fw_ver", "32.41.1000")
+    verdicts = judge_fleet(fleet(healthy_facts, 3, {"sim01": drifted, "sim02": drifted}))
+    assert statuses(verdicts) == {"sim01": FAIL, "sim02": FAIL, "sim03": PASS}
+    assert verdicts["sim01"].reason == ("INV-11 storage HCA firmware 32.41.1000 (not the topology's) (expected "
+                                        "storage HCA firmware 32.38.3056 as topology hgx-h100-8gpu names it)")
+
+
+def test_a_lone_node_off_the_golden_storage_firmware_fails(healthy_facts: Doc) -> None:
+    verdicts = judge_fleet(fleet(healthy_facts, 1, {"sim01": _set_hcas("storage", "fw_ver", "32.41.1000")}))
+    assert_status(verdicts["sim01"], FAIL, "INV-11 storage HCA firmware 32.41.1000 (not the topology's)")
+
+
+def test_without_a_golden_storage_firmware_the_majority_is_the_reference(healthy_facts: Doc) -> None:
+    unnamed = replace(TOPOLOGY, storage_hca_firmware=None)
+    drifted = _set_hcas("storage", "fw_ver", "32.41.1000")
+    verdicts = judge_fleet(fleet(healthy_facts, 3, {"sim01": drifted, "sim02": drifted}),
+                           dict.fromkeys(names(3), unnamed))
+    assert statuses(verdicts) == {"sim01": PASS, "sim02": PASS, "sim03": FAIL}  # what the topology must name
+    assert "storage HCA firmware 32.38.3056 (fleet: 32.41.1000 on 2 of 3 nodes)" in verdicts["sim03"].reason
+
+
+def test_a_node_off_both_the_fleet_and_the_golden_storage_firmware_is_told_both(healthy_facts: Doc) -> None:
+    def both(doc: Doc) -> None:
+        driver(OTHER_DRIVER)(doc)
+        _set_hcas("storage", "fw_ver", "32.41.1000")(doc)
+
+    verdict = judge_fleet(fleet(healthy_facts, 4, {"sim02": both}))["sim02"]
+    assert verdict.reason == (f"INV-11 driver {OTHER_DRIVER} (fleet: {DRIVER} on 3 of 4 nodes); storage HCA firmware "
+                              "32.41.1000 (not the topology's) (expected as on most of the run's 4 hgx-h100-8gpu "
+                              "nodes; storage HCA firmware 32.38.3056 as topology hgx-h100-8gpu names it)")
 
 
 def test_two_fields_off_are_both_named(healthy_facts: Doc) -> None:
@@ -320,7 +358,7 @@ def test_an_absent_or_unreadable_hca_leaves_its_role_unmeasured(healthy_facts: D
     assert readings["compute_hca_firmware"] == Reading(None, f"{compute} absent: its firmware is not known")
     assert readings["compute_hca_psid"] == Reading(None, f"{compute} absent: its PSID is not known")
     assert readings["storage_hca_psid"] == Reading(None, f"{storage} board_id ''")
-    assert readings["storage_hca_firmware"].value == "32.39.2048"
+    assert readings["storage_hca_firmware"].value == "32.38.3056"
 
 
 def test_a_failed_source_leaves_its_fields_unmeasured_with_the_cause(healthy_facts: Doc) -> None:

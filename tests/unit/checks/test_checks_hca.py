@@ -111,7 +111,7 @@ def test_inv09_a_tie_names_both_groups(facts: Facts) -> None:
 
 
 def test_inv09_storage_hcas_must_agree_with_each_other(facts: Facts) -> None:
-    hca(facts, STORAGE_HCAS[1])["fw_ver"] = "32.38.3056"
+    hca(facts, STORAGE_HCAS[1])["fw_ver"] = "32.41.1000"
     verdict = judge("INV-09", facts)
     assert_status(verdict, FAIL, "storage firmware differs")
     assert failing_subjects(verdict) == {"storage"}
