@@ -379,11 +379,11 @@ def fleet_consistency(facts: Facts, topology: Topology) -> Verdict:
     for field in FIELDS:
         if field.key not in readings:
             continue
-        golden = field.golden(topology) if field.golden_here else frozenset()
-        found = judge_field(field.label, readings[field.key], values.get(field.key), topology.name,
-                            field.golden(topology), field.golden_here)
+        golden = field.golden(topology)
+        found = judge_field(field.label, readings[field.key], values.get(field.key), topology.name, golden,
+                            field.golden_here)
         wanted = (f"{field.label} {' or '.join(sorted(map(_shown, golden)))} as topology {topology.name} names it"
-                  if golden else expected)
+                  if golden and field.golden_here else expected)
         findings.append(Finding(found.subject, found.status, found.measured, wanted, found.note))
     failed = [f for f in findings if f.status is Status.FAIL]
     held = sorted({f.expected for f in failed if f.expected != expected})

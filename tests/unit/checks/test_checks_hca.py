@@ -349,7 +349,10 @@ def test_a_golden_node_drafts_its_hca_firmware_and_partitions(facts: Facts) -> N
     doc = draft_topology(NodeFacts("sim01", facts), TOPOLOGY, "site")
     assert {k: v for k, v in doc["hca_firmware"].items() if k != "source"} == {"version": FW, "psid": "MT_0000000838"}
     assert doc["ib_partitions"]["pkeys"] == ["0xffff"] and "golden node sim01" in doc["ib_partitions"]["source"]
+    assert {k: v for k, v in doc["storage_hca_firmware"].items() if k != "source"} == {
+        "version": "32.38.3056", "psid": "MT_0000000884"}  # the storage HCAs' own, for INV-11
     drafted = TypeAdapter(Topology).validate_python(doc)  # as the YAML loader would
+    assert drafted.storage_hca_firmware is not None and drafted.storage_hca_firmware.version == "32.38.3056"
     for check_id in ("INV-09", "IB-06", "IB-09"):
         verdict = judge(check_id, facts, drafted)
         assert verdict.status is PASS and "consistency only" not in verdict.reason, verdict.reason
@@ -362,6 +365,10 @@ def test_a_golden_node_whose_hcas_disagree_is_refused(facts: Facts) -> None:
 
     hca(facts, "mlx5_2")["fw_ver"] = "28.39.4082"
     with pytest.raises(UsageError, match="compute HCAs differ in firmware"):
+        draft_topology(NodeFacts("sim01", facts), TOPOLOGY, "site")
+    hca(facts, "mlx5_2")["fw_ver"] = FW
+    hca(facts, STORAGE_HCAS[1])["fw_ver"] = "32.41.1000"
+    with pytest.raises(UsageError, match="storage HCAs differ in firmware"):
         draft_topology(NodeFacts("sim01", facts), TOPOLOGY, "site")
 
 
