@@ -1,7 +1,7 @@
 """``burnin watch``: the node-side event daemon (docs/watch.md).
 
 Listens to NVML events and the kernel log, and within a second evicts (drain +
-requeue the node's jobs, started again at once), drains, or only records.
+requeue the node's jobs, started again within seconds), drains, or only records.
 Runs until SIGTERM/SIGINT; exit 0 then.
 """
 
