@@ -6,7 +6,7 @@ keeps only the kernel's own records (``records``) about this node's devices
 records (``kmsg``), hands drain and evict events out first (``lanes``),
 classifies them with the checks' own tables (``events``), never acts
 twice on one incident (``journal``), and acts through Slurm (``actions``):
-evict (drain + requeue the node's jobs, started again at once), drain, or only
+evict (drain + requeue the node's jobs, started again within seconds), drain, or only
 record. ``daemon`` ties them together; docs/watch.md tells the whole story.
 
 Like the collector it needs only the standard library and pynvml on the node.
