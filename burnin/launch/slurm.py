@@ -176,7 +176,6 @@ class SlurmLauncher:
         # Job ids are no names: they start again at 1 after slurmctld loses its state, and two clusters (or
         # containers) may share a node's /tmp; another run's clean-up must never remove this run's file.
         self._token = secrets.token_hex(4)
-        self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -240,12 +239,7 @@ class SlurmLauncher:
                 allocation.close()
 
     def close(self) -> None:
-        try:
-            self.release()
-        finally:
-            if self._scratch is not None:
-                self._scratch.cleanup()
-                self._scratch = None
+        self.release()
 
     def note(self, text: str) -> None:
         self._log.line(f"# {text}")
@@ -366,13 +360,13 @@ class SlurmLauncher:
             known = self._shipped.get(digest)
             if known is not None:
                 return known
-            if self._scratch is None:
-                self._scratch = tempfile.TemporaryDirectory(prefix="burnin-ship-")
-            local = Path(self._scratch.name) / digest
-            local.write_bytes(data)
             dest = f"{self._stage_dir}/burnin-{self._label}-{job_id}-{self._token}-{digest}-{name}"
-            shipped = self._client_run(sbcast_argv(job_id, str(local), dest, timeout_s=SHIP_TIMEOUT_S / 2),
-                                       SHIP_TIMEOUT_S)
+            # the local copy lives only while sbcast reads it: a controller killed later leaves nothing behind
+            with tempfile.TemporaryDirectory(prefix="burnin-ship-") as scratch:
+                local = Path(scratch) / digest
+                local.write_bytes(data)
+                shipped = self._client_run(sbcast_argv(job_id, str(local), dest, timeout_s=SHIP_TIMEOUT_S / 2),
+                                           SHIP_TIMEOUT_S)
             if not shipped.ok:
                 raise ShipError(shipped.describe_failure())
             self._shipped[digest] = dest

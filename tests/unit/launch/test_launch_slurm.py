@@ -4,6 +4,7 @@ burnin-drained nodes measured inside a reservation, everything released."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,6 +57,27 @@ def test_a_step_per_node_and_the_input_shipped_once(tmp_path: Path) -> None:
     step = fake.calls[1]
     assert step[:2] == ["srun", "--jobid=42"] and "--label" not in step and "--mpi=none" in step
     assert step[step.index("sh"):] == ["sh", "-c", STDIN_FROM_FILE, "sh", shipped, "python3", "-", "60"]
+
+
+def test_the_local_copy_of_a_shipped_file_lives_only_while_sbcast_reads_it(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A controller killed (SIGKILL) later in the run leaves nothing in its TMPDIR."""
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_root))
+    read: list[bytes] = []
+
+    class Reading(FakeSlurm):
+        def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
+            if argv[0] == "sbcast":
+                read.append(Path(argv[-2]).read_bytes())  # there while sbcast runs
+            return super().run(argv, timeout=timeout)
+
+    launcher, failure = _held(Reading(STATES), tmp_path)
+    assert failure is None and list(scratch_root.iterdir()) == []  # the collector shipped, its copy gone
+    launcher.per_node([NodeCommand("n1", ("python3", "-"), 60, stdin=b"print('burn')\n")])
+    assert len(read) == 2 and read[1] == b"print('burn')\n"
+    assert list(scratch_root.iterdir()) == []  # before anything is released
 
 
 def test_the_collector_is_one_labelled_step_split_per_node(tmp_path: Path) -> None:
