@@ -388,7 +388,8 @@ def fleet_consistency(facts: Facts, topology: Topology) -> Verdict:
     failed = [f for f in findings if f.status is Status.FAIL]
     held = sorted({f.expected for f in failed if f.expected != expected})
     if held:  # what the failed fields were held to: the topology's value, and the fleet's where one failed on it
-        expected = "; ".join([expected] * any(f.expected == expected for f in failed) + held)
+        on_fleet = [expected] if any(f.expected == expected for f in failed) else []
+        expected = "; ".join(on_fleet + held)
     inventory = ", ".join(f"{field.label} {_shown(str(readings[field.key].value))}"
                           for field in FIELDS if field.key in readings)
     alone = f"the only {topology.name} node of the run: nothing to compare with" if nodes == 1 else \

@@ -98,6 +98,13 @@ def _set_hcas(role: str, key: str, value: str) -> Callable[[Doc], None]:
     return mutate
 
 
+def _all(*changes: Callable[[Doc], None]) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        for change in changes:
+            change(doc)
+    return mutate
+
+
 def _tool(key: str, stdout: str) -> Callable[[Doc], None]:
     def mutate(doc: Doc) -> None:
         doc["software"][key]["stdout"] = stdout
@@ -192,10 +199,7 @@ def test_without_a_golden_storage_firmware_the_majority_is_the_reference(healthy
 
 
 def test_a_node_off_both_the_fleet_and_the_golden_storage_firmware_is_told_both(healthy_facts: Doc) -> None:
-    def both(doc: Doc) -> None:
-        driver(OTHER_DRIVER)(doc)
-        _set_hcas("storage", "fw_ver", "32.41.1000")(doc)
-
+    both = _all(driver(OTHER_DRIVER), _set_hcas("storage", "fw_ver", "32.41.1000"))
     verdict = judge_fleet(fleet(healthy_facts, 4, {"sim02": both}))["sim02"]
     assert verdict.reason == (f"INV-11 driver {OTHER_DRIVER} (fleet: {DRIVER} on 3 of 4 nodes); storage HCA firmware "
                               "32.41.1000 (not the topology's) (expected as on most of the run's 4 hgx-h100-8gpu "
@@ -203,10 +207,7 @@ def test_a_node_off_both_the_fleet_and_the_golden_storage_firmware_is_told_both(
 
 
 def test_two_fields_off_are_both_named(healthy_facts: Doc) -> None:
-    def both(doc: Doc) -> None:
-        driver(OTHER_DRIVER)(doc)
-        _set_hcas("compute", "fw_ver", "28.39.4082")(doc)
-
+    both = _all(driver(OTHER_DRIVER), _set_hcas("compute", "fw_ver", "28.39.4082"))
     verdict = judge_fleet(fleet(healthy_facts, 4, {"sim02": both}))["sim02"]
     assert verdict.measured == (f"driver {OTHER_DRIVER} (fleet: {DRIVER} on 3 of 4 nodes); compute HCA firmware "
                                 "28.39.4082 (fleet: 28.41.1000 on 3 of 4 nodes)")
