@@ -129,8 +129,11 @@ class GroupNodeIds:
         for item in items:
             names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                             for m in item.iter_markers("xdist_group")})
-            if names and "@" not in item.nodeid and hasattr(item, "_id"):
-                item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+            suffix = f"@{'_'.join(names)}"
+            # A parameter id may hold an "@" too (``[pcie-x8@gpu3]``): xdist reads the group after the last "@"
+            # past the last "]", so the suffix goes on whatever the id holds.
+            if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+                item._id = NodeId.parse(f"{item.nodeid}{suffix}")
 
 
 # ----------------------------------------------------------------- the fast tier's guard

@@ -137,3 +137,17 @@ def test_a_folders_lab_users_are_one_xdist_group(pytester: pytest.Pytester) -> N
     items = recorder.getcalls("pytest_collection_finish")[0].session.items
     grouped = {item.name: mark.args[0] for item in items if (mark := item.get_closest_marker("xdist_group"))}
     assert grouped == {"test_1": "folder:lab", "test_2": "folder:lab", "test_4": "folder:lab"}
+
+
+def test_a_grouped_test_whose_parameter_id_holds_an_at_sign_keeps_its_group(pytester: pytest.Pytester) -> None:
+    """xdist reads a test's group after the last "@" past its last "]": ``[pcie-x8@gpu3]`` alone would send each
+    parameter to any worker, and each worker would build the module's rack again (it did: three times)."""
+    pytester.makeconftest("def pytest_configure(config):\n    config.option.loadgroup = True  # as xdist's workers\n")
+    pytester.makepyfile(test_rack=(
+        "import pytest\npytestmark = pytest.mark.rack\n\n@pytest.fixture(scope='module')\ndef rack():\n    return 1\n\n"
+        "@pytest.mark.parametrize('fault', ['pcie-x8@gpu3', 'xid:13@gpu1', 'plain'])\n"
+        "def test_fault(rack, fault):\n    pass\n"))
+    recorder = pytester.inline_run("--collect-only", "-p", "tiers", "-p", "no:cacheprovider")
+    items = recorder.getcalls("pytest_collection_finish")[0].session.items
+    assert [item.nodeid for item in items] == [
+        f"test_rack.py::test_fault[{fault}]@module:test_rack.py" for fault in ("pcie-x8@gpu3", "xid:13@gpu1", "plain")]

@@ -12,9 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from burnin.collector import sdc_workload as workload
+
+torch: Any = None  # imported when this module's first test runs, not while the suite is collected (1.7 s a worker)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _import_torch() -> None:
+    global torch
+    import torch as imported
+
+    torch = imported
+
 
 SIZE = 32
 
