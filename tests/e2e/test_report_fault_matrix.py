@@ -55,6 +55,10 @@ def _runs() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
 RUNS = _runs()
 
 
+def _rack_size(suites: tuple[str, ...]) -> int:
+    return NODE_SUITE_NODES if suites == ("node",) else NODES
+
+
 def _nodes(nodeset: str) -> set[str]:
     return set(expand(nodeset)) if nodeset and nodeset != "-" else set()
 
@@ -104,8 +108,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, str],
     for index, (suites, faults) in enumerate(RUNS):
         out = tmp_path_factory.mktemp("fault-matrix") / f"run{index}"
         placed = {f"sim{n + 1:02d}": fault for n, fault in enumerate(faults)}
-        size = NODE_SUITE_NODES if suites == ("node",) else NODES
-        argv = [sys.executable, "-m", "burnin.cli.main", "run", "--sim", str(size), "--out", str(out)]
+        argv = [sys.executable, "-m", "burnin.cli.main", "run", "--sim", str(_rack_size(suites)), "--out", str(out)]
         argv += [arg for suite in suites for arg in ("--suite", suite)]
         argv += [arg for node, fault in placed.items() for arg in ("--fault", f"{node}:{fault}")]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
@@ -119,8 +122,7 @@ def test_every_fault_that_fails_its_check_is_in_a_run() -> None:
     failing = {("xid:79" if n == "xid:N" else n) for n, spec in FAULTS.items()
                if spec.suite not in ("soak", "watch") and spec.outcome == "fail"}  # the watch's: docs/watch.md
     assert placed == failing and len(placed) > 50
-    assert all(len(faults) < (NODE_SUITE_NODES if suites == ("node",) else NODES) for suites, faults in RUNS), \
-        "each run keeps a healthy node"
+    assert all(len(faults) < _rack_size(suites) for suites, faults in RUNS), "each run keeps a healthy node"
 
 
 def test_each_failed_check_shows_the_faulted_node_against_the_others(
