@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from burnin.errors import UsageError
 from burnin.transport.ssh import SshError, remote_command
-from burnin.transport.ssh_config import HostKeyError, KnownHosts, SshConfigResolver, parse_jump
+from burnin.transport.ssh_config import HostKeyError, KnownHosts, SshConfigResolver, StanzaIndex, parse_jump
 
 CONFIG = """\
 Host bastion
@@ -180,3 +180,80 @@ def test_remote_command_runs_in_a_posix_shell(exit_code: int, signal_line: str) 
                           check=False, timeout=30)
     assert proc.returncode == exit_code
     assert signal_line in proc.stderr
+
+
+# Stanzas of every kind the index must keep in file order: literal Host blocks (one per node, as generated
+# configs have them, and one naming two hosts), wildcards, a negation, Match blocks, IdentityFile accumulation
+# across stanzas, and a catch-all at the end.
+INDEXED_CONFIG = """\
+Host gpu003 !gpu003
+  Port 1
+
+Host gpu004 !gpu00*
+  Port 4
+
+Host gpu005 !gpu004
+  Port 5
+
+Host gpu001
+  HostName 10.0.0.1
+  IdentityFile ~/.ssh/id_gpu001
+
+Host gpu002 gpu003
+  HostName 10.0.0.23
+  Port 2200
+
+Host gpu0* !gpu003
+  User fleet
+  IdentityFile ~/.ssh/id_fleet
+
+Match host gpu002
+  User matched
+  IdentityFile ~/.ssh/id_matched
+
+Host GPU001
+  HostName 10.9.9.9
+
+Host gpu00?
+  ConnectTimeout 3
+
+Host gpu001
+  HostName ignored.example
+  ServerAliveInterval 9
+
+Match originalhost gpu003
+  ProxyJump bastion
+
+Host *
+  User default
+  IdentityFile ~/.ssh/id_default
+  ServerAliveInterval 30
+"""
+
+
+@pytest.mark.parametrize("name", ["gpu001", "gpu002", "gpu003", "gpu004", "gpu005", "GPU001", "gpu0010", "other",
+                                  "gpu00"])
+def test_indexed_lookup_is_paramikos_own(name: str) -> None:
+    """The index hands paramiko only the stanzas that can apply: each name resolves to what paramiko's lookup
+    over the whole config gives, whatever kind of stanza supplied each value."""
+    config = paramiko.SSHConfig.from_text(INDEXED_CONFIG)
+    assert StanzaIndex(config).config_for(name).lookup(name) == config.lookup(name)
+
+
+def test_one_host_block_per_node_is_not_walked_per_node() -> None:
+    """A generated config with one Host block per node: a node's lookup sees its own block and the generic
+    ones, not the other nodes' (paramiko's whole-config lookup asks the user database once for each block
+    that does not match: quadratic in the fleet)."""
+    text = "".join(f"Host gpu{i:04d}\n  HostName 10.0.{i // 256}.{i % 256}\n\n" for i in range(1024))
+    config = paramiko.SSHConfig.from_text(text + "Host *\n  User ops\n")
+    index = StanzaIndex(config)
+    narrowed = index.config_for("gpu0513")
+    assert [stanza["host"] for stanza in narrowed._config] == [["*"], ["gpu0513"], ["*"]]  # implicit, own, catch-all
+    assert narrowed.lookup("gpu0513") == config.lookup("gpu0513")
+    assert narrowed.lookup("gpu0513")["hostname"] == "10.0.2.1"
+
+
+def test_canonicalization_uses_the_whole_config() -> None:
+    """With CanonicalizeHostname the name can change between paramiko's passes: no narrowing then."""
+    config = paramiko.SSHConfig.from_text("Host a\n  HostName 10.0.0.1\nHost *\n  CanonicalizeHostname no\n")
+    assert StanzaIndex(config).config_for("a") is config
