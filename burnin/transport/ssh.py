@@ -32,13 +32,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import paramiko
-from paramiko.common import cMSG_CHANNEL_REQUEST
-
 from burnin.errors import TransportError
 from burnin.text import printable
 from burnin.transport.base import CommandResult
 from burnin.transport.ssh_config import Endpoint
+from burnin.transport.sshlib import paramiko
 
 # paramiko logs every failed handshake with a traceback; the node's reason says it once.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
@@ -443,7 +441,7 @@ def stop_remote(chan: paramiko.Channel) -> None:
 def send_signal(chan: paramiko.Channel, name: str) -> None:
     """RFC 4254 6.9 ``signal`` channel request (``TERM``, ``KILL``...), which paramiko has no method for."""
     message = paramiko.Message()
-    message.add_byte(cMSG_CHANNEL_REQUEST)
+    message.add_byte(paramiko.common.cMSG_CHANNEL_REQUEST)
     message.add_int(chan.remote_chanid)
     message.add_string("signal")
     message.add_boolean(False)

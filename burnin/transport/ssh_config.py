@@ -19,10 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import paramiko
-from paramiko.hostkeys import InvalidHostKey
-
 from burnin.errors import TransportError, UsageError
+from burnin.transport.sshlib import paramiko
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_KEEPALIVE = 15.0
@@ -140,7 +138,7 @@ def _load_known_hosts(keys: paramiko.HostKeys, path: Path) -> None:
     except UnicodeDecodeError as exc:
         raise TransportError(f"cannot read known_hosts {path}: not UTF-8 text "
                              f"(byte offset {exc.start})") from None
-    except InvalidHostKey as exc:
+    except paramiko.hostkeys.InvalidHostKey as exc:
         where = ""
         try:
             lines = path.read_text(encoding="utf-8").splitlines()

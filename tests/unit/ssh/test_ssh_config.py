@@ -5,6 +5,8 @@ from __future__ import annotations
 import getpass
 import io
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import paramiko
@@ -257,3 +259,37 @@ def test_canonicalization_uses_the_whole_config() -> None:
     """With CanonicalizeHostname the name can change between paramiko's passes: no narrowing then."""
     config = paramiko.SSHConfig.from_text("Host a\n  HostName 10.0.0.1\nHost *\n  CanonicalizeHostname no\n")
     assert StanzaIndex(config).config_for("a") is config
+
+
+MATCH_EXEC_PROBE = """
+import sys
+from pathlib import Path
+from burnin.errors import UsageError
+from burnin.transport.ssh_config import SshConfigResolver
+loaded = "invoke" in sys.modules
+try:
+    SshConfigResolver(Path(sys.argv[1])).resolve("gpu001")
+except UsageError as exc:
+    outcome = str(exc)
+else:
+    outcome = "resolved"
+import invoke  # noqa: F401  (anything imported afterwards still gets it)
+print(loaded, outcome, sep="|")
+"""
+
+
+@pytest.mark.proc
+def test_paramiko_comes_without_invoke_and_runs_no_match_exec(tmp_path: Path) -> None:
+    """burnin's transport imports paramiko without invoke (half of paramiko's import, there only to run
+    `Match exec` commands), in a fresh interpreter as the CLI does: a `Match exec` reached is a usage error,
+    and its command never ran."""
+    marker = tmp_path / "ran"
+    config = tmp_path / "ssh_config"
+    config.write_text(f'Match exec "touch {marker}"\n  User matched\n')
+    proc = subprocess.run([sys.executable, "-c", MATCH_EXEC_PROBE, str(config)], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded, outcome = proc.stdout.strip().split("|")
+    assert loaded == "False"
+    assert "Match exec and CanonicalizeHostname are not supported" in outcome
+    assert not marker.exists()
