@@ -190,6 +190,7 @@ class StanzaIndex:
                 self._generic.append((position, stanza))
 
     def config_for(self, name: str) -> paramiko.SSHConfig:
+        """The config to look ``name`` up in: its own stanzas and the generic ones, in file order."""
         if not self._indexed:
             return self._config
         stanzas = sorted([*self._generic, *self._by_name.get(name, ())], key=lambda item: item[0])
