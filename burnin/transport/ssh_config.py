@@ -175,10 +175,10 @@ class StanzaIndex:
         self._generic: list[tuple[int, dict[str, Any]]] = []
         self._by_name: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         stanzas = getattr(config, "_config", None)
-        self._indexed = isinstance(stanzas, list) and not any(
-            "canonicalizehostname" in stanza.get("config", {}) for stanza in stanzas)
-        if not self._indexed or stanzas is None:
+        self._indexed = False
+        if not isinstance(stanzas, list) or any("canonicalizehostname" in s.get("config", {}) for s in stanzas):
             return
+        self._indexed = True
         for position, stanza in enumerate(stanzas):
             patterns = stanza.get("host")
             positive = [p for p in patterns if not p.startswith("!")] if isinstance(patterns, list) else None

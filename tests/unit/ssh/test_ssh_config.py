@@ -197,6 +197,9 @@ Host gpu004 !gpu00*
 Host gpu005 !gpu004
   Port 5
 
+Host gpu006 gpu01*
+  ConnectTimeout 6
+
 Host gpu001
   HostName 10.0.0.1
   IdentityFile ~/.ssh/id_gpu001
@@ -233,8 +236,8 @@ Host *
 """
 
 
-@pytest.mark.parametrize("name", ["gpu001", "gpu002", "gpu003", "gpu004", "gpu005", "GPU001", "gpu0010", "other",
-                                  "gpu00"])
+@pytest.mark.parametrize("name", ["gpu001", "gpu002", "gpu003", "gpu004", "gpu005", "gpu006", "gpu010", "GPU001",
+                                  "gpu0010", "other", "gpu00"])
 def test_indexed_lookup_is_paramikos_own(name: str) -> None:
     """The index hands paramiko only the stanzas that can apply: each name resolves to what paramiko's lookup
     over the whole config gives, whatever kind of stanza supplied each value."""
