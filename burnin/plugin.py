@@ -59,7 +59,7 @@ from burnin.outcomes import (
     suite_name,
     test_name,
 )
-from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, FleetJudging
+from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, STARTED_JUDGES, FleetJudging, StartedJudges
 from burnin.plugin_lean import LEAN_OPTION, judge_lean, lean_session
 from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
@@ -252,18 +252,19 @@ class _PluginState:
 
     # -- the checks judged in worker processes (a lean run of a large fleet) ----------------------
 
-    def start_pool(self, config: pytest.Config) -> None:
-        """Start the judging workers (they load the checks and node types while pytest collects) and, unless
-        ``-k``/``-m`` will deselect tests, hand them their first nodes now."""
+    def start_pool(self, config: pytest.Config, started: StartedJudges | None = None) -> None:
+        """Start the judging workers (they load the checks and node types while pytest collects), or take those
+        ``started`` before the session, and, unless ``-k``/``-m`` will deselect tests, hand them their first
+        nodes now."""
         assert self.facts_dir is not None
         topologies: dict[str, Topology] = {}
-        for name in sorted({self.default_topology, *self.node_topology.values()}):
+        for name in sorted({self.default_topology, *self.node_topology.values()}) if started is None else ():
             with contextlib.suppress(Exception):  # its nodes are judged here, where the error is the run's
                 topologies[name] = self.topology_named(name)
         try:
             self._workers = FleetJudging(
                 self.jobs, self.facts_dir, self.nodes, lambda node: self.node_topology.get(node, self.default_topology),
-                topologies)
+                topologies, started=started)
         except Exception:  # noqa: BLE001  # no workers (no process left, a broken pool): judged here, as ever
             self._workers = None
             return
@@ -462,8 +463,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         for name in (GATE_FILE, VERDICTS_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (state.out_dir / name).unlink()
-    if (state.facts_dir is not None and state.jobs > 1 and len(state.nodes) >= POOL_MIN_NODES
-            and session.config.getoption(LEAN_OPTION, False) and not hasattr(session.config, "workerinput")):
+    if (state.facts_dir is None or not session.config.getoption(LEAN_OPTION, False)
+            or hasattr(session.config, "workerinput")):
+        return
+    started = session.config.pluginmanager.get_plugin(STARTED_JUDGES)
+    if isinstance(started, StartedJudges):  # started before the session, for it: used whatever the fleet's size
+        state.start_pool(session.config, started)
+    elif state.jobs > 1 and len(state.nodes) >= POOL_MIN_NODES:
         state.start_pool(session.config)
 
 

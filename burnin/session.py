@@ -24,6 +24,7 @@ from burnin.resources import suites_dir
 
 if TYPE_CHECKING:
     from burnin.phases import PhaseRun
+    from burnin.plugin_judge import StartedJudges
 
 METRICS_FILE = "metrics.prom"
 
@@ -92,18 +93,25 @@ conftest.py)."""
 
 
 class _BurninPlugin:
-    """Registers :mod:`burnin.plugin` under its entry point's name, ``burnin``, as autoloading did.
+    """Registers :mod:`burnin.plugin` under its entry point's name, ``burnin``, as autoloading did, and the
+    judging workers started for the session (:class:`~burnin.plugin_judge.StartedJudges`) under theirs.
 
     ``-p burnin`` would also mark every burnin module for pytest's assertion rewriting (a rewritten module is
     compiled again on every run), and a plugin object given to ``pytest.main`` is registered under its module's
     name, which the lean protocol does not know (:data:`burnin.plugin_lean.KNOWN_PLUGINS`).
     """
 
+    def __init__(self, judges: StartedJudges | None = None) -> None:
+        self.judges = judges
+
     def pytest_addhooks(self, pluginmanager: Any) -> None:
         from burnin import plugin
+        from burnin.plugin_judge import STARTED_JUDGES
 
         if pluginmanager.get_plugin("burnin") is None:
             pluginmanager.register(plugin, "burnin")
+        if self.judges is not None and pluginmanager.get_plugin(STARTED_JUDGES) is None:
+            pluginmanager.register(self.judges, STARTED_JUDGES)
 
 PYTEST_LEAN_ARGS = (
     "-p", "no:logging", "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception",
@@ -127,11 +135,12 @@ def usable_cpus() -> int:
 def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[str],
                keyword: str | None = None, extra_args: Sequence[str] = (),
                on_test: Callable[[], None] | None = None, dry_run: bool = False,
-               plugins: Sequence[object] = ()) -> int:
+               plugins: Sequence[object] = (), judges: StartedJudges | None = None) -> int:
     """Run pytest in-process on the suites against gathered facts; returns pytest's exit code.
 
     ``dry_run``: the facts are a dry run's, so the gate the plugin writes admits nobody; ``plugins``: more
-    plugin objects for pytest (the history's recorder)."""
+    plugin objects for pytest (the history's recorder); ``judges``: judging workers started for this session
+    (the caller closes them)."""
     import pytest
 
     args = [
@@ -168,7 +177,7 @@ def run_suites(facts_dir: Path, out_dir: Path, topology: str, suites: Sequence[s
 
     progress = _Progress()
     # burnin's plugin registered last, as autoloading did: its hooks run before those of the ones given here
-    code = int(pytest.main(args, plugins=[progress, *plugins, _BurninPlugin()]))
+    code = int(pytest.main(args, plugins=[progress, *plugins, _BurninPlugin(judges)]))
     if progress.interrupt is not None:
         raise progress.interrupt
     return code
@@ -200,6 +209,32 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_results(out_dir)
+    judges = _start_judges(dispatcher, topology)
+    try:
+        return _execute(dispatcher, judges, started, topology=topology, out_dir=out_dir, suites=suites,
+                        keyword=keyword, timeout=timeout, on_gathered=on_gathered, on_test=on_test, phases=phases,
+                        dry_run=dry_run, say=say, trend_limit=trend_limit, trend_runs=trend_runs)
+    finally:
+        if judges is not None:
+            judges.close()
+
+
+def _start_judges(dispatcher: Dispatcher, topology: str) -> StartedJudges | None:
+    """The judging workers of a fleet of :data:`~burnin.plugin_judge.PRESTART_MIN_NODES` nodes or more, started
+    before the gather so that their start overlaps it (None: the session judges alone)."""
+    from burnin.plugin_judge import PRESTART_MIN_NODES, start_judges
+
+    jobs = usable_cpus()
+    if jobs < 2 or len(dispatcher.nodes) < PRESTART_MIN_NODES:
+        return None
+    return start_judges(jobs, {topology, *dispatcher.topology_by_node.values()})
+
+
+def _execute(dispatcher: Dispatcher, judges: StartedJudges | None, started: float, *, topology: str,
+             out_dir: Path, suites: Sequence[str], keyword: str | None, timeout: float,
+             on_gathered: Callable[[str], None] | None, on_test: Callable[[], None] | None,
+             phases: Sequence[PhaseRun], dry_run: bool, say: Callable[[str], None],
+             trend_limit: float | None, trend_runs: int) -> RunResult:
     facts = dispatcher.gather(sources=run_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
                               on_done=on_gathered)
     if phases:
@@ -215,7 +250,7 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     with recording(out_dir, nodes=list(facts), topology=topology,  # verdicts recorded as judged
                    trend_limit=trend_limit, trend_runs=trend_runs) as history:
         code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test, dry_run=dry_run,
-                          plugins=history.plugins)
+                          plugins=history.plugins, judges=judges)
     gate_file = out_dir / GATE_FILE
     if code not in (0, 1) or not gate_file.exists():
         if code == 5:

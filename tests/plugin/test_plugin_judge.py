@@ -138,3 +138,77 @@ def test_a_chunk_is_judged_node_by_node_each_pickled(worker: dict[str, CheckSpec
     assert [node for node, _ in judged] == nodes and judged[1][1] is None
     first, third = (pickle.loads(blob) for _, blob in (judged[0], judged[2]) if blob is not None)
     assert first["TOP-08"].status is Status.PASS and third["TOP-08"].status is Status.PASS
+
+
+STARTED_SESSION = """
+import dataclasses, json, sys
+from pathlib import Path
+from burnin.plugin_judge import StartedJudges, start_judge_worker
+from burnin.session import run_suites
+from burnin.topology.load import find_topology
+from burnin.topology.model import Reference
+from burnin.transport.workers import WorkerPool
+facts, out, how = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+shipped = find_topology("hgx-h100-8gpu")
+lenient = dataclasses.replace(shipped, references={
+    **shipped.references, "numa_balancing": Reference(0, "a site that allows it", lower=0, upper=1)})
+judges = None
+if how == "started":
+    pool = WorkerPool(1, start_judge_worker, ({"hgx-h100-8gpu": lenient},))
+    pool.start()
+    judges = StartedJudges(pool, {"hgx-h100-8gpu": lenient})
+try:
+    code = run_suites(facts, out, "hgx-h100-8gpu", ["node"], "test_numa_balancing", judges=judges)
+finally:
+    if judges is not None:
+        judges.close()
+print(json.dumps({v["node"]: v["status"] for v in json.loads((out / "verdicts.json").read_text())
+                  if v["check"] == "TOP-08"}))
+"""
+
+
+@pytest.mark.proc  # starts the judging workers, in a session of its own
+@pytest.mark.parametrize("how", ["started", "alone"])
+def test_a_session_judges_with_the_workers_started_for_it_whatever_the_fleet_size(tmp_path: Path, how: str) -> None:
+    """Workers started before the session (burnin run starts them before it gathers a fleet) judge a fleet of 4,
+    far below POOL_MIN_NODES: their node type admits NUMA balancing, so TOP-08 passes every node; the session
+    judging alone fails the nodes that balance."""
+    import subprocess
+    import sys
+
+    _fleet(tmp_path / "facts", 4)
+    proc = subprocess.run([sys.executable, "-c", STARTED_SESSION, str(tmp_path / "facts"), str(tmp_path / "out"), how],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    statuses = json.loads(proc.stdout.strip().splitlines()[-1])
+    if how == "started":
+        assert statuses == dict.fromkeys(["n0001", "n0002", "n0003", "n0004"], "pass")
+    else:
+        assert statuses == {"n0001": "pass", "n0002": "fail", "n0003": "pass", "n0004": "fail"}
+
+
+class _Fleet:
+    """What :func:`burnin.session._start_judges` reads of a dispatcher: its nodes and their node types."""
+
+    def __init__(self, count: int) -> None:
+        self.nodes = [f"n{i:04d}" for i in range(1, count + 1)]
+        self.topology_by_node = {self.nodes[0]: "no-such-type"} if self.nodes else {}
+
+
+@pytest.mark.proc  # starts the judging workers
+def test_burnin_run_starts_the_judges_before_gathering_a_fleet_of_32_and_more(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from burnin import session
+    from burnin.plugin_judge import PRESTART_MIN_NODES
+
+    monkeypatch.setattr(session, "usable_cpus", lambda: 2)
+    assert session._start_judges(_Fleet(PRESTART_MIN_NODES - 1), TOPOLOGY) is None  # type: ignore[arg-type]
+    judges = session._start_judges(_Fleet(PRESTART_MIN_NODES), TOPOLOGY)  # type: ignore[arg-type]
+    assert judges is not None
+    try:
+        assert judges.pool.jobs == 2
+        assert set(judges.topologies) == {TOPOLOGY}  # a type that does not load is the session's to judge
+    finally:
+        judges.close()
+    monkeypatch.setattr(session, "usable_cpus", lambda: 1)  # one CPU: the session judges alone
+    assert session._start_judges(_Fleet(PRESTART_MIN_NODES * 4), TOPOLOGY) is None  # type: ignore[arg-type]
