@@ -61,6 +61,7 @@ from burnin.outcomes import (
 )
 from burnin.plugin_judge import JOBS_OPTION, POOL_MIN_NODES, STARTED_JUDGES, FleetJudging, StartedJudges
 from burnin.plugin_lean import LEAN_OPTION, judge_lean, lean_session
+from burnin.runfiles import GATE_FILE, RUN_FILE, VERDICTS_FILE
 from burnin.suite import CheckIncomplete, not_applicable
 from burnin.text import printable
 from burnin.topology.model import Topology
@@ -76,9 +77,6 @@ _ITEM_NODE = pytest.StashKey["str | None"]()
 _FULL_PROTOCOL = pytest.StashKey[bool]()
 FACTS_KEPT = 2
 """Parsed facts documents kept at once: the node being judged and the one before (node-major order)."""
-RUN_FILE = "_run.json"
-GATE_FILE = "gate.json"
-VERDICTS_FILE = "verdicts.json"
 DRY_RUN_HOLD = "dry run: --dry-run launched nothing, and a dry run admits nobody"
 
 

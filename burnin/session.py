@@ -7,6 +7,7 @@ dispatcher differs. The active phases (:mod:`burnin.phases`) come in as
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -19,8 +20,8 @@ from burnin.dispatch.base import Dispatcher
 from burnin.errors import BurninError, UsageError
 from burnin.facts import Facts
 from burnin.gate.decide import NodeDecision, passed_checks
-from burnin.plugin import GATE_FILE, RUN_FILE, VERDICTS_FILE
 from burnin.resources import suites_dir
+from burnin.runfiles import GATE_FILE, RUN_FILE, VERDICTS_FILE
 
 if TYPE_CHECKING:
     from burnin.phases import PhaseRun
@@ -219,6 +220,21 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
             judges.close()
 
 
+def prepare_judging() -> None:
+    """Import what judging and the reports will import (pytest and the plugin, every check module and its parsers,
+    jinja2), while the gather waits on the nodes: ~0.4 s of CPU a run no longer spends after its facts are in.
+    Called in the main thread, as the first node's facts come in. An import that fails here fails again where
+    judging imports it, and is reported there."""
+    with contextlib.suppress(Exception):
+        import jinja2  # noqa: F401
+
+        from burnin import plugin  # noqa: F401
+        from burnin.checks import load_all
+        from burnin.report import junit, metrics  # noqa: F401
+
+        load_all()
+
+
 def _start_judges(dispatcher: Dispatcher, topology: str) -> StartedJudges | None:
     """The judging workers of a fleet of :data:`~burnin.plugin_judge.PRESTART_MIN_NODES` nodes or more, started
     before the gather so that their start overlaps it (None: the session judges alone)."""
@@ -235,8 +251,17 @@ def _execute(dispatcher: Dispatcher, judges: StartedJudges | None, started: floa
              on_gathered: Callable[[str], None] | None, on_test: Callable[[], None] | None,
              phases: Sequence[PhaseRun], dry_run: bool, say: Callable[[str], None],
              trend_limit: float | None, trend_runs: int) -> RunResult:
+    prepared: list[bool] = []
+
+    def gathered(node: str) -> None:
+        if not prepared:  # the first node's facts are in, the others' still on their way: import meanwhile
+            prepared.append(True)
+            prepare_judging()
+        if on_gathered is not None:
+            on_gathered(node)
+
     facts = dispatcher.gather(sources=run_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
-                              on_done=on_gathered)
+                              on_done=gathered)
     if phases:
         from burnin.phases import PhaseContext
         from burnin.topology.load import find_topology

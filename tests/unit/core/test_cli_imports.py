@@ -59,3 +59,26 @@ def test_the_guard_sees_a_run_import_its_layers() -> None:
     code, modules = _modules(["faults"])
     assert code == 0
     assert "burnin.sim" in modules or "burnin.sim.faults" in modules
+
+
+_BEFORE_THE_GATHER = """
+import json, sys
+import burnin.cli.run_cmd, burnin.session, burnin.dispatch.ssh, burnin.dispatch.sim, burnin.dispatch.slurm
+before = sorted(sys.modules)
+burnin.session.prepare_judging()
+print(json.dumps([before, sorted(sys.modules)]))
+"""
+
+
+def test_a_run_imports_judging_while_it_gathers_not_before() -> None:
+    """What `burnin run` has imported when its gather starts (the session, the dispatchers) holds no pytest and
+    no report machinery: those come in while the nodes' facts are on their way (prepare_judging, called as the
+    first node's come in), not in the serial start before the first connection."""
+    proc = subprocess.run([sys.executable, "-c", _BEFORE_THE_GATHER], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    before, after = (set(names) for names in json.loads(proc.stdout.strip().splitlines()[-1]))
+    judging = {"pytest", "_pytest", "burnin.plugin", "jinja2", "burnin.checks.gpu", "burnin.checks.hca",
+               "burnin.report.junit", "burnin.report.metrics"}
+    assert not judging & before
+    assert judging <= after

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[3] / "burnin"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("burnin", "burnin.errors", "burnin.text", "burnin.reasons", "burnin.atomic", "burnin.resources",
-              "burnin.outdir", "burnin.argtypes", "burnin.nodes", "burnin.evaluate", "burnin.facts", "burnin.suite",
+              "burnin.outdir", "burnin.runfiles", "burnin.argtypes", "burnin.nodes", "burnin.evaluate", "burnin.facts",
+              "burnin.suite",
               "burnin.parsers", "burnin.topology", "burnin.inventory", "burnin.collector", "burnin.counters",
               "burnin.history", "burnin.waits")),
     ("transport", ("burnin.transport",)),
