@@ -2,10 +2,11 @@
 
 A simulated rack with the faults bench/judge plants is gathered for real, then
 its facts, cloned past the node count from which the checks run in worker
-processes, are judged three ways, each in its own interpreter: through pytest's
+processes, are judged four ways, each in its own interpreter: through pytest's
 whole protocol (no ``--burnin-lean``), through the lean protocol in one process,
-and as ``burnin run`` judges a fleet (lean, checks in two workers, no test
-reports where nothing reads them). verdicts.json (but durations), gate.json (but
+as pytest judges a fleet with ``--burnin-jobs 2`` (lean, checks in two workers, no test reports where
+nothing reads them), and as ``burnin run`` judges one (the same, with the workers started before the
+session, :func:`burnin.plugin_judge.start_judges`). verdicts.json (but durations), gate.json (but
 its creation time) and pytest's exit status must be the same, and every planted
 fault must be found.
 """
@@ -45,6 +46,19 @@ args = [*suite_paths(["node"]), "--rootdir", str(suites_dir()), "-c", str(suites
         *(a for a in PYTEST_LEAN_ARGS if lean or a != LEAN_OPTION), *sys.argv[4:]]
 raise SystemExit(int(pytest.main(args)))
 """
+STARTED = """
+import sys
+from pathlib import Path
+from burnin.plugin_judge import start_judges
+from burnin.session import run_suites
+judges = start_judges(2, ["hgx-h100-8gpu"])
+assert judges is not None
+try:
+    code = run_suites(Path(sys.argv[1]), Path(sys.argv[2]), "hgx-h100-8gpu", ["node"], judges=judges)
+finally:
+    judges.close()
+raise SystemExit(code)
+"""
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +86,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _judge(fleet: Path, out: Path, protocol: str, *args: str) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
-    proc = subprocess.run([sys.executable, "-c", JUDGE, str(fleet), str(out), protocol, *args],
+    script = STARTED if protocol == "started" else JUDGE
+    proc = subprocess.run([sys.executable, "-c", script, str(fleet), str(out), protocol, *args],
                           capture_output=True, text=True, timeout=900, check=False)
     assert (out / "gate.json").is_file(), proc.stdout[-2000:] + proc.stderr[-2000:]
     verdicts = json.loads((out / "verdicts.json").read_text())
@@ -87,8 +102,10 @@ def test_a_faulted_rack_is_judged_alike_by_every_protocol(fleet: Path, tmp_path:
     full = _judge(fleet, tmp_path / "full", "full")
     alone = _judge(fleet, tmp_path / "lean", "lean", JOBS_OPTION, "1")
     workers = _judge(fleet, tmp_path / "workers", "lean", JOBS_OPTION, "2")
+    started = _judge(fleet, tmp_path / "started", "started")  # as burnin run judges: workers started before
     assert alone == full
     assert workers == full
+    assert started == full
     code, verdicts, gate = full
     assert code == pytest.ExitCode.TESTS_FAILED
     assert len(verdicts) == len({v["check"] for v in verdicts}) * (POOL_MIN_NODES + 4) > 40 * POOL_MIN_NODES
