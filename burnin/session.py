@@ -212,10 +212,46 @@ def execute(dispatcher: Dispatcher, *, topology: str, out_dir: Path, suites: Seq
     remove_stale_results(out_dir)
     judges = _start_judges(dispatcher, topology)
     try:
-        return _execute(dispatcher, judges, started, topology=topology, out_dir=out_dir, suites=suites,
-                        keyword=keyword, timeout=timeout, on_gathered=on_gathered, on_test=on_test, phases=phases,
-                        dry_run=dry_run, say=say, trend_limit=trend_limit, trend_runs=trend_runs)
-    finally:
+        prepared: list[bool] = []
+
+        def gathered(node: str) -> None:
+            if not prepared:  # the first node's facts are in, the others' still on their way: import meanwhile
+                prepared.append(True)
+                prepare_judging()
+            if on_gathered is not None:
+                on_gathered(node)
+
+        facts = dispatcher.gather(sources=run_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
+                                  on_done=gathered)
+        if phases:
+            from burnin.phases import PhaseContext
+            from burnin.topology.load import find_topology
+
+            context = PhaseContext(dispatcher, facts, find_topology(topology), out_dir, dry_run=dry_run, say=say)
+            for run in phases:
+                run.phase.run(context, run.options)
+        facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
+        from burnin.history.recorder import recording
+
+        with recording(out_dir, nodes=list(facts), topology=topology,  # verdicts recorded as judged
+                       trend_limit=trend_limit, trend_runs=trend_runs) as history:
+            code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test, dry_run=dry_run,
+                              plugins=history.plugins, judges=judges)
+        gate_file = out_dir / GATE_FILE
+        if code not in (0, 1) or not gate_file.exists():
+            if code == 5:
+                raise UsageError(f"no test matched (-k {keyword!r})" if keyword else "the suites hold no test")
+            raise SuiteError(f"pytest could not run the suites (exit {code}); see {out_dir}")
+        gate = json.loads(gate_file.read_text(encoding="utf-8"))
+        write_reports(out_dir, gate, facts, duration_s=time.monotonic() - started)
+        passed = passed_checks(json.loads((out_dir / VERDICTS_FILE).read_text(encoding="utf-8")))
+        decisions = {  # what a gate may resume a node for: the checks of its verdicts that passed
+            node: NodeDecision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),
+                            tuple(d.get("not_applicable", {}).items()), passed.get(node, ()) if d["admitted"] else ())
+            for node, d in gate["nodes"].items()
+        }
+        return RunResult(out_dir, decisions, gate, code)
+    finally:  # the workers go, whatever happened
         if judges is not None:
             judges.close()
 
@@ -244,49 +280,3 @@ def _start_judges(dispatcher: Dispatcher, topology: str) -> StartedJudges | None
     if jobs < 2 or len(dispatcher.nodes) < PRESTART_MIN_NODES:
         return None
     return start_judges(jobs, {topology, *dispatcher.topology_by_node.values()})
-
-
-def _execute(dispatcher: Dispatcher, judges: StartedJudges | None, started: float, *, topology: str,
-             out_dir: Path, suites: Sequence[str], keyword: str | None, timeout: float,
-             on_gathered: Callable[[str], None] | None, on_test: Callable[[], None] | None,
-             phases: Sequence[PhaseRun], dry_run: bool, say: Callable[[str], None],
-             trend_limit: float | None, trend_runs: int) -> RunResult:
-    prepared: list[bool] = []
-
-    def gathered(node: str) -> None:
-        if not prepared:  # the first node's facts are in, the others' still on their way: import meanwhile
-            prepared.append(True)
-            prepare_judging()
-        if on_gathered is not None:
-            on_gathered(node)
-
-    facts = dispatcher.gather(sources=run_collector_sources(topology, dispatcher.topology_by_node), timeout=timeout,
-                              on_done=gathered)
-    if phases:
-        from burnin.phases import PhaseContext
-        from burnin.topology.load import find_topology
-
-        context = PhaseContext(dispatcher, facts, find_topology(topology), out_dir, dry_run=dry_run, say=say)
-        for run in phases:
-            run.phase.run(context, run.options)
-    facts_dir = write_facts(out_dir, facts, topology, dispatcher.topology_by_node)
-    from burnin.history.recorder import recording
-
-    with recording(out_dir, nodes=list(facts), topology=topology,  # verdicts recorded as judged
-                   trend_limit=trend_limit, trend_runs=trend_runs) as history:
-        code = run_suites(facts_dir, out_dir, topology, suites, keyword, on_test=on_test, dry_run=dry_run,
-                          plugins=history.plugins, judges=judges)
-    gate_file = out_dir / GATE_FILE
-    if code not in (0, 1) or not gate_file.exists():
-        if code == 5:
-            raise UsageError(f"no test matched (-k {keyword!r})" if keyword else "the suites hold no test")
-        raise SuiteError(f"pytest could not run the suites (exit {code}); see {out_dir}")
-    gate = json.loads(gate_file.read_text(encoding="utf-8"))
-    write_reports(out_dir, gate, facts, duration_s=time.monotonic() - started)
-    passed = passed_checks(json.loads((out_dir / VERDICTS_FILE).read_text(encoding="utf-8")))
-    decisions = {  # what a gate may resume a node for: the checks of its verdicts that passed
-        node: NodeDecision(node, d["admitted"], tuple(d["failed"]), tuple(d["incomplete"]), tuple(d["reasons"]),
-                        tuple(d.get("not_applicable", {}).items()), passed.get(node, ()) if d["admitted"] else ())
-        for node, d in gate["nodes"].items()
-    }
-    return RunResult(out_dir, decisions, gate, code)
