@@ -46,7 +46,22 @@ def facts_from_result(result: CommandResult) -> Facts:
 
 def gather(launcher: Launcher, nodes: Sequence[str], *, sources: str, timeout: float,
            on_done: DoneCallback | None = None) -> dict[str, Facts]:
-    """Every node's facts through ``launcher`` (which holds what it needs already); ``on_done`` as each ends."""
-    done = (lambda node, result: on_done(node)) if on_done is not None else None
+    """Every node's facts through ``launcher`` (which holds what it needs already); ``on_done`` as each ends.
+
+    A node's output is read into its facts as soon as it is in, while the others' are on their way (a facts
+    document is ~230 KB of JSON: ~2.5 ms to read, 2.5 s of a 1,024-node run that no longer follows the gather);
+    a node whose end the launcher did not announce (or whose result it replaced since) is read at the end."""
+    read: dict[str, tuple[CommandResult, Facts]] = {}
+
+    def done(node: str, result: CommandResult) -> None:
+        read[node] = result, facts_from_result(result)
+        if on_done is not None:
+            on_done(node)
+
     results = launcher.collect(list(nodes), collector_args(sources, timeout), timeout_s=timeout, on_done=done)
-    return {node: facts_from_result(results[node]) for node in nodes}
+    facts = {}
+    for node in nodes:
+        result, node_facts = read.get(node, (None, None))
+        facts[node] = node_facts if node_facts is not None and result is results[node] else facts_from_result(
+            results[node])
+    return facts

@@ -3,6 +3,7 @@ once, one node's failure its own, jobs with mpirun from the first node or as one
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -104,3 +105,40 @@ def test_gathering_is_the_collector_launched_on_every_node(tmp_path: Path) -> No
     assert sorted(done) == ["here", "there"]
     for node in ("here", "there"):
         assert facts[node].unreachable is None and "kernel" in facts[node].data["sources"], facts[node].data
+
+
+class _Announcing:
+    """A launcher's collect that announces some nodes' ends (one with a result it replaces afterwards, as a
+    launcher that runs a failed step again node by node would) and not others."""
+
+    def __init__(self, announced: Mapping[str, CommandResult], final: Mapping[str, CommandResult]) -> None:
+        self.announced, self.final = announced, final
+
+    def collect(self, nodes: Sequence[str], args: Sequence[str], *, timeout_s: float,
+                on_done: object = None) -> dict[str, CommandResult]:
+        assert callable(on_done)
+        for node, result in self.announced.items():
+            on_done(node, result)
+        return {node: self.final[node] for node in nodes}
+
+
+def _facts_output(node: str, balancing: int) -> CommandResult:
+    text = json.dumps({"schema": 1, "node": node, "sources": {"kernel": {"ok": True, "error": None}}, "commands": {},
+                       "kernel": {"numa_balancing": balancing}})
+    return CommandResult(node, ("collector",), 0, text, "", 0.1)
+
+
+def test_each_nodes_facts_are_the_result_the_launcher_returned_read_as_it_came_or_at_the_end() -> None:
+    """Facts are read as each node's end is announced; a node never announced is read at the end, and one whose
+    result the launcher replaced after announcing it gets the replacement's facts, never the first one's."""
+    first, replaced = _facts_output("n1", 1), CommandResult("n1", ("collector",), None, "", "", 0.0,
+                                                             error="step failed; ran alone: timed out")
+    n2, n3 = _facts_output("n2", 0), _facts_output("n3", 1)
+    launcher = _Announcing({"n1": first, "n3": n3}, {"n1": replaced, "n2": n2, "n3": n3})
+    done: list[str] = []
+    facts = gather(launcher, ["n1", "n2", "n3"], sources="kernel", timeout=5,  # type: ignore[arg-type]
+                   on_done=done.append)
+    assert done == ["n1", "n3"]
+    assert facts["n1"].unreachable is not None and "timed out" in facts["n1"].unreachable
+    assert facts["n2"].unreachable is None and facts["n2"].data["kernel"]["numa_balancing"] == 0
+    assert facts["n3"].unreachable is None and facts["n3"].data["kernel"]["numa_balancing"] == 1
