@@ -100,7 +100,7 @@ def judge_nodes(chunk: ChunkTask) -> list[tuple[str, bytes | None]]:
 
 PRESTART_MIN_NODES = 32
 """From this many nodes on, ``burnin run`` starts the judging workers before it gathers (:func:`start_judges`): their
-start (a fresh interpreter each, the checks imported: ~0.5 s of CPU a worker) then overlaps the gather, which waits
+start (a fresh interpreter each, the checks imported: ~0.3 s of CPU a worker) then overlaps the gather, which waits
 on the nodes, and the checks of 32 nodes and more judge in about half the time on two cores (bench/fanout)."""
 STARTED_JUDGES = "burnin-started-judges"
 """The name under which a session finds the workers started for it (:class:`StartedJudges`) among its plugins."""

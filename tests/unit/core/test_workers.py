@@ -84,7 +84,9 @@ def test_items_no_worker_has_begun_are_taken_back_and_replaced_in_order(tmp_path
         read = list(results)
     finally:
         pool.close()
-    assert read[0] == "opened" and read[-1] == "b"
+    assert read[0] == "opened" and "b" in read  # some items were taken back and replaced
+    # which ones were kept is the pool's race: cancelling an item wakes its queue-feeding thread, which may queue
+    # any item after it not yet taken back (a8 alone kept, a1-a7 replaced, is one outcome)
     # each item in its place: kept (already in the worker's queue when taken back), or replaced; a5 dropped
     # when taken back
     kept = {text for text in read[1:] if text != "b"}
