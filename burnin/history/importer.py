@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from burnin.history.load import Inputs, collect
-from burnin.history.recorder import VERDICTS_FILE, stderr_line, verdict_row
+from burnin.history.recorder import stderr_line, verdict_row
 from burnin.history.records import Observation
 from burnin.history.store import Store, Target, default_path
+from burnin.runfiles import VERDICTS_FILE
 
 
 @dataclass

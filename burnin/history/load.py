@@ -26,9 +26,9 @@ from typing import Any
 
 from burnin.errors import UsageError
 from burnin.history.records import Inconsistent, Observation, Skipped, finite_time, impossible_time, parse_stamp
+from burnin.runfiles import GATE_FILE
 from burnin.text import printable
 
-GATE_FILE = "gate.json"
 RUN_FILE = "run.json"
 JOURNAL_FILE = "events.jsonl"
 OUT_OF_POOL_ACTIONS = ("drain", "evict")

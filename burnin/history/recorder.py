@@ -28,14 +28,14 @@ from burnin.history.measure import measurement
 from burnin.history.store import STATUS_CODES, Store, Target, default_path
 from burnin.history.trendgate import TREND_MARK, Point, TrendFailure, judge, past_measurements
 from burnin.nodes import fold
+from burnin.runfiles import GATE_FILE, VERDICTS_FILE
 from burnin.text import printable
 
 DEFAULT_TREND_RUNS = 5
 """A TREND spans the node's last 5 runs (this one and 4 earlier), as ``burnin history --trends`` by default."""
 FLUSH_S = 1.0
 """Verdicts are committed when the run moves on to the next node, and at least every FLUSH_S seconds."""
-GATE_FILE = "gate.json"
-VERDICTS_FILE = "verdicts.json"
+
 Row = tuple[str, str, str, "float | None", "str | None", str, str, str]
 
 

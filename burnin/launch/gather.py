@@ -61,7 +61,6 @@ def gather(launcher: Launcher, nodes: Sequence[str], *, sources: str, timeout: f
     results = launcher.collect(list(nodes), collector_args(sources, timeout), timeout_s=timeout, on_done=done)
     facts = {}
     for node in nodes:
-        result, node_facts = read.get(node, (None, None))
-        facts[node] = node_facts if node_facts is not None and result is results[node] else facts_from_result(
-            results[node])
+        early = read.get(node)
+        facts[node] = early[1] if early is not None and early[0] is results[node] else facts_from_result(results[node])
     return facts

@@ -36,6 +36,7 @@ from typing import Any
 
 from burnin.atomic import write_text_atomic
 from burnin.gate.decide import FAIL, INCOMPLETE, NOT_APPLICABLE, PASS, CheckOutcome, NodeDecision, decide, gate_document
+from burnin.runfiles import GATE_FILE, VERDICTS_FILE
 from burnin.soak import drift
 from burnin.soak.monitor import Event, gpu_label, gpu_names
 from burnin.soak.plan import DRY_RUN_REASON, SoakSettings, hms
@@ -45,8 +46,6 @@ from burnin.soak.state import DONE, FAILED, HELD, NodeProgress, SoakState
 from burnin.text import printable
 from burnin.topology.model import Topology
 
-GATE_FILE = "gate.json"
-VERDICTS_FILE = "verdicts.json"
 SERIES_FILE = "series.json"
 REASON_LIMIT = 700
 
