@@ -132,11 +132,19 @@ def _sweep(args: argparse.Namespace, nodes: list[str], window_s: float, out_dir:
         gate=None if args.gate == NO_GATE else find_gate(args.gate), fabric_group=args.fabric_group,
         fabric_options=FabricOptions(args.fabric_config))
     client = SlurmClient()
+    sweep = Sweep(config, client, say=_say)
     try:
-        records = Sweep(config, client, say=_say).run()
+        records = sweep.run()
     finally:
         client.close()
     _summary(records, topology_name, out_dir / SWEEP_FILE, fabric=args.fabric_group >= 2)
+    left = sweep.left_on_nodes()
+    if left:  # a job preempted or cancelled before its clean-up step, its node never granted to the sweep again
+        from burnin.nodes import fold
+
+        paths = sorted({path for node_paths in left.values() for path in node_paths})
+        _say(f"left on {fold(list(left))}: {len(paths)} file(s) the sweep shipped, their jobs ended before removing "
+             f"them (sweep.json: left_on_nodes): {' '.join(paths[:4])}{' ...' if len(paths) > 4 else ''}")
     every_admitted = all(r.status == "admitted" and (args.fabric_group < 2 or r.fabric == "passed")
                          for r in records.values())
     return EXIT_OK if every_admitted else EXIT_REJECTED

@@ -93,6 +93,9 @@ class SlurmDispatcher:
         self.client: SlurmClient = client or SlurmClient()
         self.log_file = log_file
         self._log = CommandLog(log_file)
+        from burnin.transport.slurm_jobs import Leftovers
+
+        self._leftovers = Leftovers()  # what an allocation that ended early left on its nodes, for the next one
         # The gather's launchers still holding an allocation: close() releases them from the main thread, so
         # an interrupt that ends the process never leaves a job behind a worker thread that did not get there.
         self._holding: set[SlurmLauncher] = set()
@@ -188,7 +191,7 @@ class SlurmDispatcher:
         from burnin.transport.slurm_jobs import SlurmJobs
 
         return SlurmJobs(self.client, job_id=self.job_id, partition=self.partition, reservation=self.reservation,
-                         recheck_drained=self.recheck_drained, collector=self.collector)
+                         recheck_drained=self.recheck_drained, collector=self.collector, leftovers=self._leftovers)
 
     def launcher(self, facts: Mapping[str, Facts], *, log: CommandLog | None = None) -> SlurmLauncher:
         """srun steps from here, in an allocation of the caller's own (or the one burnin runs in); its commands

@@ -226,13 +226,8 @@ class SlurmLauncher:
         with self._releasing:  # once, whichever thread gets here first (a worker, or close() after an interrupt)
             allocation, self._allocation = self._allocation, None
         try:
-            if allocation is not None and allocation.job_id and self._shipped:
-                # A step of its own, after every other one: nodes sharing a file system must not lose a
-                # file another node still reads.
-                self._client_run(srun_argv(allocation.job_id, self._usable,
-                                           ["rm", "-f", *sorted(self._shipped.values())],
-                                           time_limit_s=CLEANUP_TIMEOUT_S, job_name=allocation.name, label=False),
-                                 CLEANUP_TIMEOUT_S)
+            if allocation is not None and allocation.job_id:
+                self._remove_shipped(allocation.job_id, allocation.name)
         finally:
             self._shipped.clear()
             if allocation is not None:
@@ -240,6 +235,26 @@ class SlurmLauncher:
 
     def close(self) -> None:
         self.release()
+
+    def _remove_shipped(self, job_id: str, job_name: str) -> None:
+        """Remove what this allocation shipped, and what earlier jobs of the run left on its nodes, in a step of
+        its own after every other one (nodes sharing a file system must not lose a file another node still
+        reads). A job that ended first (preempted, cancelled, timed out) takes no step: its files are kept in
+        ``jobs.leftovers`` for the next allocation of those nodes, and noted in the log."""
+        leftovers = self.jobs.leftovers
+        shipped = sorted(self._shipped.values())
+        paths = sorted({*shipped, *leftovers.on(self._usable)})
+        if not paths:
+            return
+        removed = self._client_run(srun_argv(job_id, self._usable, ["rm", "-f", *paths],
+                                             time_limit_s=CLEANUP_TIMEOUT_S, job_name=job_name, label=False),
+                                   CLEANUP_TIMEOUT_S)
+        if removed.ok:
+            leftovers.removed(self._usable, paths)
+            return
+        leftovers.add(self._usable, shipped)
+        self.note(f"left on {fold(self._usable)} until a later job of theirs removes it: {' '.join(paths)} "
+                  f"(job {job_id} took no clean-up step: {removed.describe_failure()})")
 
     def note(self, text: str) -> None:
         self._log.line(f"# {text}")

@@ -351,6 +351,7 @@ class Sweep:
             "started": self.started, "window_s": self.config.window_s, "partition": self.config.partition,
             "qos": self.config.qos, "at_once": self.at_once, "most_jobs_at_once": self.most_at_once,
             "fabric_group": self.config.fabric_group,
+            "left_on_nodes": self.left_on_nodes(),
             "summary": {status: fold(nodes) for status, nodes in by.items()},
             "fabric_summary": ({status: fold(nodes) for status, nodes in fabric_counts(self.records).items()}
                                if self.config.fabric_group >= 2 else None),
@@ -364,6 +365,11 @@ class Sweep:
                 for node, r in self.records.items()
             },
         }
+
+    def left_on_nodes(self) -> dict[str, list[str]]:
+        """node -> the files its preempted, cancelled or timed-out jobs were shipped and no later job of the
+        sweep could remove (``rm -f`` them, or let the node's reboot or tmp cleaner do it)."""
+        return self._jobs.leftovers.remaining()
 
     def _fabric_document(self, record: NodeRecord) -> dict[str, object] | None:
         """A node's fabric part (None: fabric groups are off, or the node suite did not admit it)."""

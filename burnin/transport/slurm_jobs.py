@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -309,6 +310,41 @@ class Allocation:
                 self._recheck = None
 
 
+class Leftovers:
+    """Files shipped to nodes that could not be removed with their job (it ended first: preempted, cancelled,
+    timed out, or Slurm refused the clean-up step), by node: the next allocation of such a node removes them
+    too, and whatever no later job could remove is said at the end. Shared by every launcher of one
+    :class:`SlurmJobs` (a sweep's hundreds of single-node jobs), safe across their threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._paths: dict[str, set[str]] = {}  # node -> paths on it
+
+    def add(self, nodes: Sequence[str], paths: Sequence[str]) -> None:
+        with self._lock:
+            for node in nodes:
+                self._paths.setdefault(node, set()).update(paths)
+
+    def on(self, nodes: Sequence[str]) -> list[str]:
+        """Every path left on any of ``nodes``."""
+        with self._lock:
+            return sorted({path for node in nodes for path in self._paths.get(node, ())})
+
+    def removed(self, nodes: Sequence[str], paths: Sequence[str]) -> None:
+        with self._lock:
+            for node in nodes:
+                left = self._paths.get(node)
+                if left is not None:
+                    left.difference_update(paths)
+                    if not left:
+                        del self._paths[node]
+
+    def remaining(self) -> dict[str, list[str]]:
+        """node -> the paths still left on it."""
+        with self._lock:
+            return {node: sorted(paths) for node, paths in sorted(self._paths.items())}
+
+
 @dataclass(frozen=True, slots=True)
 class SlurmJobs:
     """How a run reaches its nodes through Slurm: the client, and where allocations go.
@@ -317,7 +353,8 @@ class SlurmJobs:
     ``recheck_drained``: nodes burnin drained are measured too (``--gate slurm``);
     ``collector``: the collector zipapp already on the nodes (None: whoever samples ships it);
     ``qos``, ``nice``: the QOS and the nice value of the allocations made (``burnin sweep``: the site's
-    preemptible QOS, the lowest priority).
+    preemptible QOS, the lowest priority);
+    ``leftovers``: files shipped to the nodes whose job ended before they could be removed.
     """
 
     client: SlurmRunner
@@ -328,3 +365,5 @@ class SlurmJobs:
     collector: str | None = None
     qos: str | None = None
     nice: int | None = None
+    leftovers: Leftovers = field(default_factory=Leftovers, compare=False, repr=False)
+    """What this run shipped and could not remove yet (:class:`Leftovers`), shared by its launchers."""

@@ -140,3 +140,12 @@ def sweep_doc(out: Path) -> dict[str, dict[str, object]]:
 
 def status(out: Path, node: str) -> str:
     return str(sweep_doc(out).get(node, {}).get("status", ""))
+
+
+def remove_shipped(out: Path) -> None:
+    """Remove what the sweep of ``out`` shipped to the nodes (every ``sbcast`` destination in its log): an
+    interrupted sweep leaves the collector of the jobs it cancelled where it was, as it says."""
+    log = out / "slurm-commands.log"
+    for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else ():
+        if "$ sbcast " in line:
+            Path(line.split()[-1]).unlink(missing_ok=True)

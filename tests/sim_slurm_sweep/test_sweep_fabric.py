@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from simsweep_support import WAIT_S, SweepLab, sweep_doc
+from simsweep_support import WAIT_S, SweepLab, remove_shipped, sweep_doc
 
 pytestmark = pytest.mark.sim_slurm
 # --timeout 60 in every sweep here: four node jobs at once run the SDC workload side by side (GPU-14), which a
@@ -164,6 +164,7 @@ def test_a_preempted_group_is_not_tested_and_an_interrupted_one_leaves_no_job(sw
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
+        remove_shipped(out)
     assert sweep.returncode == 3 and "interrupted (SIGTERM)" in said, said
     assert not lab.sweep_jobs()
     fabric = _fabric(out)

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from simsweep_support import BURNIN, WAIT_S, SweepLab, status, sweep_doc
+from simsweep_support import BURNIN, WAIT_S, SweepLab, remove_shipped, status, sweep_doc
 
 pytestmark = pytest.mark.sim_slurm
 
@@ -72,6 +72,10 @@ def test_sweep_tests_idle_nodes_and_gives_way_to_a_training_job(sweep_lab: Sweep
     allocations = [line for line in (out / "slurm-commands.log").read_text().splitlines() if "$ salloc" in line]
     assert allocations and all("--partition=sweep" in a and "--nice=2147483645" in a and "--exclusive" in a
                                and "--nodes=1 " in a for a in allocations), allocations
+    # the collector shipped into the preempted jobs could not be removed with them: the next job of each node did
+    shipped = [line.split()[-1] for line in (out / "slurm-commands.log").read_text().splitlines() if "$ sbcast" in line]
+    assert len(shipped) == 6 and not [path for path in shipped if Path(path).exists()], shipped
+    assert json.loads((out / "sweep.json").read_text())["left_on_nodes"] == {}
 
 
 def test_nodes_busy_all_window_are_not_tested_and_their_job_is_never_touched(sweep_lab: SweepLab,
@@ -134,6 +138,11 @@ def test_sweep_fails_closed_and_judges_a_bad_majority_node_by_node(sweep_lab: Sw
     assert "not this node's facts" in " ".join(gates["sim05"]["reasons"])
     assert "CANCELLED" in str(nodes["sim06"]["why"]) and not (out / "nodes" / "sim06").exists()
     assert _jobs_of(out, "sim06") == [f"ended: {nodes['sim06']['why']}"]  # not tried again
+    left = json.loads((out / "sweep.json").read_text())["left_on_nodes"]  # its job took no clean-up step
+    assert list(left) == ["sim06"] and len(left["sim06"]) == 1 and Path(left["sim06"][0]).exists(), left
+    assert f"left on sim06: 1 file(s) the sweep shipped, their jobs ended before removing them (sweep.json: " \
+           f"left_on_nodes): {left['sim06'][0]}\n" in said, said
+    Path(left["sim06"][0]).unlink()  # as the operator told so would
     for node, check in (("sim02", "GPU-10"), ("sim03", "IB-02"), ("sim04", "TOP-04"), ("sim05", "INV-01")):
         state, reason = lab.node_reason(node)
         assert "DRAIN" in state and reason.startswith("burnin:") and check in reason, (node, state, reason)
@@ -168,6 +177,7 @@ def test_an_interrupted_sweep_leaves_no_job(sweep_lab: SweepLab, tmp_path: Path)
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
+        remove_shipped(tmp_path / "sweep")
     assert sweep.returncode == 3 and "interrupted (SIGTERM)" in said, said
     assert not lab.sweep_jobs()
     state, reason = lab.node_reason("sim01")

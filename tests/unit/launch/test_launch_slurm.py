@@ -105,6 +105,45 @@ def test_release_removes_what_was_shipped_then_cancels_the_allocation(tmp_path: 
     assert after.error is not None and "holds no Slurm allocation" in after.error
 
 
+class _ExpiringSlurm(FakeSlurm):
+    """Every clean-up step refused while ``expired`` is set: the job was preempted (or cancelled) first."""
+
+    expired = True
+
+    def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
+        if self.expired and argv[0] == "srun" and "rm" in argv:
+            self.calls.append(list(argv))
+            return CommandResult("", tuple(argv), 1, "", "srun: error: Slurm job 42 has expired", 0.1)
+        return super().run(argv, timeout=timeout)
+
+
+def test_what_a_job_ended_too_early_to_remove_goes_with_the_next_job_of_that_node(tmp_path: Path) -> None:
+    fake = _ExpiringSlurm(STATES)
+    jobs = SlurmJobs(fake)  # one run's launchers share it (a sweep's job per node)
+    log = CommandLog(tmp_path / "slurm-commands.log")
+    first = SlurmLauncher(jobs, log=log)
+    assert first.hold(["n1"], SOAK) is None
+    first.close()
+    shipped = fake.calls[-2][fake.calls[-2].index("rm") + 2:]
+    assert len(shipped) == 1 and shipped[0].startswith("/tmp/burnin-soak-42-")
+    assert jobs.leftovers.remaining() == {"n1": shipped}
+    said = (tmp_path / "slurm-commands.log").read_text()
+    assert f"left on n1 until a later job of theirs removes it: {shipped[0]}" in said
+    elsewhere = SlurmLauncher(jobs, log=log)  # a job on another node leaves n1's file alone
+    assert elsewhere.hold(["n2"], Hold("fabric", "the fabric phase", 600)) is None
+    fake.calls.clear()
+    elsewhere.close()
+    assert fake.tools() == ["scancel"] and jobs.leftovers.remaining() == {"n1": shipped}
+    fake.expired = False
+    again = SlurmLauncher(jobs, log=log)
+    assert again.hold(["n1"], SOAK) is None
+    fake.calls.clear()
+    again.close()
+    removed = fake.calls[0][fake.calls[0].index("rm") + 2:]
+    assert fake.tools() == ["srun", "scancel"] and shipped[0] in removed and len(removed) == 2
+    assert jobs.leftovers.remaining() == {}
+
+
 def test_no_allocation_and_no_schedulable_node_are_one_line_each(tmp_path: Path) -> None:
     fake = FakeSlurm(STATES, salloc=False)
     launcher, failure = _held(fake, tmp_path)
