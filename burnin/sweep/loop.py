@@ -56,6 +56,10 @@ if TYPE_CHECKING:
     from burnin.gate.registry import Gate
 
 SWEEP_FILE = "sweep.json"
+RELEASE_WAIT_S = 10.0
+"""How long a stopped sweep waits for the threads of the jobs it cancelled to release them (so that what they
+shipped and could not remove is in ``sweep.json``): a bound, never a measurement; a thread hung on a node is
+left behind."""
 LOG_FILE = "slurm-commands.log"
 NICE = 2147483645
 """``--nice``: Slurm's largest, so every other pending job comes first."""
@@ -166,6 +170,8 @@ class Sweep:
             self._cancel_open("the sweep stopped")
             pool.shutdown(wait=not running, cancel_futures=True)
             self._cancel_strays()
+            if running:  # jobs cancelled under them: each one's release notes what it shipped and could not remove
+                wait(list(running), timeout=RELEASE_WAIT_S)
             self._ungrouped()
             self._save()
         return self.records

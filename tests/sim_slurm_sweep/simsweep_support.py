@@ -142,10 +142,19 @@ def status(out: Path, node: str) -> str:
     return str(sweep_doc(out).get(node, {}).get("status", ""))
 
 
-def remove_shipped(out: Path) -> None:
+def remove_shipped(out: Path) -> list[str]:
     """Remove what the sweep of ``out`` shipped to the nodes (every ``sbcast`` destination in its log): an
-    interrupted sweep leaves the collector of the jobs it cancelled where it was, as it says."""
+    interrupted sweep leaves the collector of the jobs it cancelled where it was, as it says. Returns the files
+    that were still there and that ``sweep.json`` does not list in ``left_on_nodes``."""
     log = out / "slurm-commands.log"
+    sweep = out / "sweep.json"
+    listed = {path for paths in (json.loads(sweep.read_text(encoding="utf-8")).get("left_on_nodes", {}).values()
+                                 if sweep.exists() else ()) for path in paths}
+    unsaid = []
     for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else ():
         if "$ sbcast " in line:
-            Path(line.split()[-1]).unlink(missing_ok=True)
+            path = Path(line.split()[-1])
+            if path.exists() and str(path) not in listed:
+                unsaid.append(str(path))
+            path.unlink(missing_ok=True)
+    return unsaid

@@ -164,8 +164,9 @@ def test_a_preempted_group_is_not_tested_and_an_interrupted_one_leaves_no_job(sw
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
-        remove_shipped(out)
+        left_unsaid = remove_shipped(out)
     assert sweep.returncode == 3 and "interrupted (SIGTERM)" in said, said
+    assert not left_unsaid, left_unsaid  # whatever it left on the nodes, sweep.json says
     assert not lab.sweep_jobs()
     fabric = _fabric(out)
     for node in ("sim01", "sim02"):  # preempted: not tested, never a failure

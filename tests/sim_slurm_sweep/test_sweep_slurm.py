@@ -177,8 +177,9 @@ def test_an_interrupted_sweep_leaves_no_job(sweep_lab: SweepLab, tmp_path: Path)
         if sweep.poll() is None:
             sweep.kill()
             sweep.wait()
-        remove_shipped(tmp_path / "sweep")
+        left_unsaid = remove_shipped(tmp_path / "sweep")
     assert sweep.returncode == 3 and "interrupted (SIGTERM)" in said, said
+    assert not left_unsaid, left_unsaid  # whatever it left on the nodes, sweep.json says
     assert not lab.sweep_jobs()
     state, reason = lab.node_reason("sim01")
     assert not reason.startswith("burnin:"), (state, reason)  # not tested: never drained for it
