@@ -100,9 +100,11 @@ def single_node_command(topology: Topology, settings: FabricSettings, collective
 
 # IB-08 loopback: the server in the background, the client connecting to it on the same node (retried
 # while the server is not listening yet), the server's own output shown when the client failed.
-# "$@" is ib_write_bw with its arguments; the client adds the server name.
+# "$@" is ib_write_bw with its arguments; the client adds the server name. Stopped (the timeout's TERM, an SSH
+# session's HUP), it stops the server and removes the server's log before it goes.
 LOOPBACK_TASK = (
-    'log=$(mktemp) || exit 1; "$@" >"$log" 2>&1 & server=$!; n=0; '
+    'log=$(mktemp) || exit 1; server=; trap \'kill $server 2>/dev/null; rm -f "$log"; exit 143\' TERM; '
+    'trap \'kill $server 2>/dev/null; rm -f "$log"; exit 129\' HUP; "$@" >"$log" 2>&1 & server=$!; n=0; '
     'while :; do out=$("$@" localhost 2>&1); rc=$?; [ "$rc" -eq 0 ] && break; n=$((n + 1)); '
     'case "$out" in *"Couldn\'t connect"*|*"Unable to init the socket"*) '
     '[ "$n" -lt 50 ] && { sleep 0.2; continue; } ;; esac; break; done; '

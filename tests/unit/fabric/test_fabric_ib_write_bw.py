@@ -72,6 +72,7 @@ case "$last" in
     n=$(cat "$state/tries" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$state/tries"
     if [ "$n" -le "${FAIL_CONNECTS:-0}" ]; then echo "Couldn't connect to localhost:18515" >&2; exit 1; fi
     if [ -n "$CLIENT_FAILS" ]; then sleep 0.5; echo " Port number 1 state is Down" >&2; exit 1; fi
+    if [ -n "$CLIENT_HANGS" ]; then exec sleep 60; fi
     echo "client $*"; exit 0 ;;
   *) echo "server started $*"; [ -n "$SERVER_HANGS" ] && exec sleep 60; exit 0 ;;
 esac
@@ -112,6 +113,19 @@ def test_a_failing_client_is_not_retried_and_shows_the_server(fake_tool: Path, t
     assert proc.returncode == 1 and "Port number 1 state is Down" in proc.stdout
     assert (tmp_path / "tries").read_text().strip() == "1"
     assert proc.stderr == "server: server started -d mlx5_0 -p 18515\n"  # the hung server was killed
+
+
+@pytest.mark.rack
+def test_a_loopback_stopped_by_its_timeout_leaves_no_file_on_the_node(fake_tool: Path, tmp_path: Path) -> None:
+    """The task's limit (``timeout``'s TERM) lands while both ends hang: the server is stopped and its log goes."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    argv = ["timeout", "-k", "5", "1", "sh", "-c", commands.LOOPBACK_TASK, "sh", str(fake_tool), "-d", "mlx5_0"]
+    env = {**os.environ, "STATE_DIR": str(tmp_path), "TMPDIR": str(scratch), "CLIENT_HANGS": "1",
+           "SERVER_HANGS": "1"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 124 and (tmp_path / "tries").read_text().strip() == "1", proc
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.rack
