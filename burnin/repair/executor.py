@@ -53,8 +53,10 @@ BUG_REPORT_TIMEOUT_S = 600.0
 MAX_ATTEMPTS = 12
 """No ladder is longer than three steps with a retry each: a bound on one node's loop whatever the journal says."""
 
+# Its scratch folder goes whatever ends it: the report, its failure, or the limit's TERM (an SSH session's HUP).
 BUG_REPORT = ("sh", "-c", 'command -v nvidia-bug-report.sh >/dev/null 2>&1 || { echo "nvidia-bug-report.sh not '
-              'found on the node" >&2; exit 127; }; d=$(mktemp -d) || exit 1; nvidia-bug-report.sh --output-file '
+              'found on the node" >&2; exit 127; }; d=$(mktemp -d) || exit 1; trap \'rm -rf "$d"; exit 143\' TERM; '
+              'trap \'rm -rf "$d"; exit 129\' HUP; nvidia-bug-report.sh --output-file '
               '"$d/nvidia-bug-report.log" >/dev/null 2>&1; gzip -dc "$d/nvidia-bug-report.log.gz" 2>/dev/null '
               '|| cat "$d/nvidia-bug-report.log"; rc=$?; rm -rf "$d"; exit $rc')
 MLXLINK = ("sh", "-c", 'command -v mlxlink >/dev/null 2>&1 || { echo "mlxlink not found on the node" >&2; exit 127; }; '

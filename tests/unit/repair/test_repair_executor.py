@@ -7,13 +7,15 @@ and acceptance runs as told: the production code between them is the executor's 
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from burnin.gate.decide import NodeDecision
-from burnin.repair.executor import Repair, repair_node, why_left
+from burnin.repair.executor import BUG_REPORT, Repair, repair_node, why_left
 from burnin.repair.journal import Journal
 from burnin.repair.settings import RepairSettings
 from burnin.session import RunResult
@@ -130,3 +132,31 @@ def test_a_vendor_path_too_long_for_a_reason_names_the_bundle_file(tmp_path: Pat
 def test_what_the_repair_leaves_alone(state: str, reason: str, words: str) -> None:
     assert words in (why_left(SlurmNode("n1", state, reason), None) or "")
     assert why_left(SlurmNode("n1", "DOWN", REASON), None) is None
+
+
+_FAKE_BUG_REPORT = """#!/bin/sh
+# a stand-in nvidia-bug-report.sh: --output-file FILE; writes FILE.gz as the real one does, or hangs
+[ -n "$HANG" ] && exec sleep 60
+printf 'NVIDIA bug report for %s\\n' "$(hostname)" | gzip > "$2.gz"
+"""
+
+
+@pytest.mark.proc
+@pytest.mark.parametrize("hang", [False, True])
+def test_the_bug_report_leaves_no_folder_on_the_node(tmp_path: Path, hang: bool) -> None:
+    """Its output comes back and its scratch folder goes, also when the command's limit stops it mid-report."""
+    tools, scratch = tmp_path / "bin", tmp_path / "tmp"
+    tools.mkdir()
+    scratch.mkdir()
+    fake = tools / "nvidia-bug-report.sh"
+    fake.write_text(_FAKE_BUG_REPORT)
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}", "TMPDIR": str(scratch), **({"HANG": "1"} if hang
+                                                                                              else {})}
+    proc = subprocess.run(["timeout", "-k", "5", "2", *BUG_REPORT], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    if hang:
+        assert proc.returncode == 124, proc
+    else:
+        assert proc.returncode == 0 and proc.stdout.startswith("NVIDIA bug report for "), proc
+    assert list(scratch.iterdir()) == []
