@@ -74,7 +74,7 @@ def test_sweep_tests_idle_nodes_and_gives_way_to_a_training_job(sweep_lab: Sweep
                                and "--nodes=1 " in a for a in allocations), allocations
     # the collector shipped into the preempted jobs could not be removed with them: the next job of each node did
     shipped = [line.split()[-1] for line in (out / "slurm-commands.log").read_text().splitlines() if "$ sbcast" in line]
-    assert len(shipped) == 6 and not [path for path in shipped if Path(path).exists()], shipped
+    assert len(shipped) >= 6 and not [path for path in shipped if Path(path).exists()], shipped
     assert json.loads((out / "sweep.json").read_text())["left_on_nodes"] == {}
 
 
