@@ -142,7 +142,7 @@ def test_sweep_fails_closed_and_judges_a_bad_majority_node_by_node(sweep_lab: Sw
     assert list(left) == ["sim06"] and len(left["sim06"]) == 1 and Path(left["sim06"][0]).exists(), left
     assert f"left on sim06: 1 file(s) the sweep shipped, their jobs ended before removing them (sweep.json: " \
            f"left_on_nodes): {left['sim06'][0]}\n" in said, said
-    Path(left["sim06"][0]).unlink()  # as the operator told so would
+    Path(left["sim06"][0]).unlink()  # what the operator, told, would do
     for node, check in (("sim02", "GPU-10"), ("sim03", "IB-02"), ("sim04", "TOP-04"), ("sim05", "INV-01")):
         state, reason = lab.node_reason(node)
         assert "DRAIN" in state and reason.startswith("burnin:") and check in reason, (node, state, reason)
