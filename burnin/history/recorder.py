@@ -35,7 +35,6 @@ DEFAULT_TREND_RUNS = 5
 """A TREND spans the node's last 5 runs (this one and 4 earlier), as ``burnin history --trends`` by default."""
 FLUSH_S = 1.0
 """Verdicts are committed when the run moves on to the next node, and at least every FLUSH_S seconds."""
-
 Row = tuple[str, str, str, "float | None", "str | None", str, str, str]
 
 
