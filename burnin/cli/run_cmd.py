@@ -165,7 +165,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
                topology: Topology, gate: Gate | None, phases: list[PhaseRun], suites: list[str]) -> int:
     from burnin.cli.interrupt import raise_if_received
     from burnin.cli.progress import Progress
-    from burnin.cli.summary import print_summary
+    from burnin.cli.summary import print_summary, say_left_on_nodes
     from burnin.errors import UsageError
     from burnin.session import SuiteError, execute
 
@@ -193,6 +193,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     finally:
         dispatcher.close()
     raise_if_received()
+    left_on_nodes = dispatcher.left_on_nodes()  # an allocation that ended before its clean-up step
     from burnin.report.html import render
     from burnin.report.runinfo import write_run_json
 
@@ -208,13 +209,16 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
                 gate.apply(result.decisions, dry_run=args.dry_run)
             except UsageError as exc:  # the gate's credentials may not act (Kubernetes RBAC): after the reports
                 refused = exc
-    write_run_json(result.out_dir, argv=_command_line(), suites=suites, started=started_at, duration_s=duration)
+    write_run_json(result.out_dir, argv=_command_line(), suites=suites, started=started_at, duration_s=duration,
+                   left_on_nodes=left_on_nodes)
     try:
         render(result.out_dir)
     except OSError as exc:  # the verdicts, gate.json and the gate's actions stand; only the page is missing
         print(f"burnin run: report.html not written: {exc.strerror or exc} ({result.out_dir / 'report.html'})",
               file=sys.stderr)
     print_summary(result, topology.name, duration)
+    say_left_on_nodes(left_on_nodes, shipped_by="the run", ended="its allocation ended",
+                      recorded_in="run.json: left_on_nodes")
     if refused is not None:
         raise refused
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED

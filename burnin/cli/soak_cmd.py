@@ -239,6 +239,10 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
     topology = find_topology(command["topology"])
     gate = _gate(command["gate"])
     started = time.monotonic()
+    from burnin.soak.nodes import HoldEnded
+
+    left_on_nodes: dict[str, list[str]] = {}
+    ended: HoldEnded | None = None
     if state is None or not state.finished:
         dispatcher = _dispatcher(options, topology, command["topology"], out_dir)
         try:
@@ -257,14 +261,28 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
                     return EXIT_INTERNAL
             _soak(state, store, dispatcher, advance, settings, topology, out_dir,
                   on_fatal=_drainer(gate, bool(command["dry_run"])))
+        except HoldEnded as exc:
+            ended = exc
         finally:
             dispatcher.close()
+        left_on_nodes = dispatcher.left_on_nodes()  # an allocation that ended before its clean-up step
+    from burnin.cli.summary import say_left_on_nodes
+
+    if ended is not None:  # as an interrupt: the checkpoint stays, --resume goes on in a new allocation
+        say_left_on_nodes(left_on_nodes, shipped_by="the soak", ended="its allocation ended",
+                          recorded_in="slurm-commands.log")
+        print(f"burnin soak: {ended}; the checkpoint stays: burnin soak --resume {out_dir} goes on in a new one",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+    assert state is not None  # it exists once a soak ran (HoldEnded comes from _soak, which needs it)
     decisions = _judge(state, store, settings, topology, out_dir, command)
     if not command["dry_run"]:
         from burnin.history.importer import record_finished
 
         record_finished(out_dir, kind="soak")  # the soak's own verdicts (BRN and all) beside its acceptance run's
     _print_summary(state, decisions, topology.name, time.monotonic() - started, out_dir)
+    say_left_on_nodes(left_on_nodes, shipped_by="the soak", ended="its allocation ended",
+                      recorded_in="slurm-commands.log")
     if gate is not None:
         gate.apply(decisions, dry_run=bool(command["dry_run"]))
     rejected = [n for n, d in decisions.items() if not d.admitted]

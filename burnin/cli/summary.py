@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from burnin.nodes import fold
@@ -59,3 +60,13 @@ def print_summary(result: RunResult, topology: str, elapsed_s: float) -> None:
     _say(f"admitted: {fold(admitted) or '-'} ({len(admitted)})")
     _say(f"rejected: {fold(rejected) or '-'} ({len(rejected)})")
     _say(f"results:  {result.out_dir}/gate.json, {result.out_dir}/junit.xml, {result.out_dir}/report.html")
+
+
+def say_left_on_nodes(left: Mapping[str, Sequence[str]], *, shipped_by: str, ended: str, recorded_in: str) -> None:
+    """One line for the files shipped to nodes that no job could remove (its allocation ended first), so that
+    an operator hears of them where the run is read: ``left on sim[01-04]: 1 file(s) the run shipped, ...``."""
+    if not left:
+        return
+    paths = sorted({path for node_paths in left.values() for path in node_paths})
+    _say(f"left on {fold(list(left))}: {len(paths)} file(s) {shipped_by} shipped, {ended} before removing them "
+         f"({recorded_in}): {' '.join(paths[:4])}{' ...' if len(paths) > 4 else ''}")

@@ -138,13 +138,11 @@ def _sweep(args: argparse.Namespace, nodes: list[str], window_s: float, out_dir:
     finally:
         client.close()
     _summary(records, topology_name, out_dir / SWEEP_FILE, fabric=args.fabric_group >= 2)
-    left = sweep.left_on_nodes()
-    if left:  # a job preempted or cancelled before its clean-up step, its node never granted to the sweep again
-        from burnin.nodes import fold
+    from burnin.cli.summary import say_left_on_nodes
 
-        paths = sorted({path for node_paths in left.values() for path in node_paths})
-        _say(f"left on {fold(list(left))}: {len(paths)} file(s) the sweep shipped, their jobs ended before removing "
-             f"them (sweep.json: left_on_nodes): {' '.join(paths[:4])}{' ...' if len(paths) > 4 else ''}")
+    # a job preempted or cancelled before its clean-up step, its node never granted to the sweep again
+    say_left_on_nodes(sweep.left_on_nodes(), shipped_by="the sweep", ended="their jobs ended",
+                      recorded_in="sweep.json: left_on_nodes")
     every_admitted = all(r.status == "admitted" and (args.fabric_group < 2 or r.fabric == "passed")
                          for r in records.values())
     return EXIT_OK if every_admitted else EXIT_REJECTED

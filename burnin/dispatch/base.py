@@ -37,6 +37,10 @@ class Dispatcher(Protocol):
 
     def close(self) -> None: ...
 
+    def left_on_nodes(self) -> dict[str, list[str]]:
+        """After :meth:`close`: the files its jobs shipped to nodes and could not remove (the allocation ended
+        first: cancelled, preempted, timed out), node -> paths; empty where nothing is shipped as a file."""
+
 
 @dataclass(frozen=True)
 class DispatchContext:

@@ -211,3 +211,6 @@ class SlurmDispatcher:
                 launcher.close()
         finally:
             self.client.close()
+
+    def left_on_nodes(self) -> dict[str, list[str]]:
+        return self._leftovers.remaining()

@@ -192,6 +192,10 @@ class Launcher(Protocol):
     def release(self) -> None:
         """Give back what :meth:`hold` took (what was shipped is removed first); holding again is allowed."""
 
+    def ended(self) -> str | None:
+        """Why the hold ended while it was still wanted (a Slurm allocation cancelled, preempted, timed out:
+        no step can run there any more); None while it holds, and where nothing is held (SSH, local)."""
+
     def per_node(self, commands: Sequence[NodeCommand], *, job: bool = False) -> dict[str, CommandResult]:
         """Each command on its node, each on its own, at once; one result per node (never raises). ``job``: the
         commands are one job's (a launcher on each node, as torchrun): all start together."""

@@ -68,6 +68,9 @@ class DryRunLauncher:
     def release(self) -> None:
         """Nothing is held."""
 
+    def ended(self) -> str | None:
+        return None  # nothing is held
+
     def close(self) -> None:
         """Nothing was opened (the inner launcher is its dispatcher's)."""
 

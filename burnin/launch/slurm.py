@@ -51,7 +51,7 @@ from burnin.launch.log import NO_LOG, CommandLog
 from burnin.nodes import fold
 from burnin.transport.base import CommandResult
 from burnin.transport.slurm import PER_NODE_TASK, QUICK_TIMEOUT, collect_command, minutes, sbcast_argv, split_step
-from burnin.transport.slurm_jobs import Allocation, SlurmJobs, SlurmNode, read_nodes, recheckable
+from burnin.transport.slurm_jobs import Allocation, SlurmJobs, SlurmNode, job_ended, read_nodes, recheckable
 
 STAGE_DIR = "/tmp"
 """Node-local folder for what is shipped (the collector, a command's input)."""
@@ -235,6 +235,16 @@ class SlurmLauncher:
 
     def close(self) -> None:
         self.release()
+
+    def ended(self) -> str | None:
+        """Asks Slurm (``scontrol show job``) only when called: callers do once their commands all failed."""
+        job_id = self.job_id
+        if job_id is None:
+            return None
+        why = job_ended(self._client_run, job_id)
+        if why is not None:
+            self.note(f"the allocation ended: {why}")
+        return why
 
     def _remove_shipped(self, job_id: str, job_name: str) -> None:
         """Remove what this allocation shipped, and what earlier jobs of the run left on its nodes, in a step of

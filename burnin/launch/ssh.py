@@ -79,6 +79,9 @@ class TransportLauncher:
     def release(self) -> None:
         """Nothing is held."""
 
+    def ended(self) -> str | None:
+        return None  # nothing is held, so nothing can end: each command reaches its node on its own
+
     def close(self) -> None:
         """The transport belongs to the dispatcher, which closes it."""
 

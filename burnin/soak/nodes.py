@@ -42,9 +42,24 @@ class SoakNodes:
         results = self._launcher.collect(wanted, collector_args(sources, timeout), timeout_s=timeout)
         return {node: facts_from_result(results[node]) for node in wanted}
 
+    def ended(self) -> str | None:
+        """Why the nodes' hold ended under the soak (its Slurm allocation cancelled, preempted, timed out); None
+        while it holds. Asks the scheduler: call it once commands failed on every node, not every round."""
+        return self._launcher.ended()
+
     def close(self) -> None:
         """Remove what was shipped and give the nodes back (also after an interrupt)."""
         self._launcher.close()
+
+
+class HoldEnded(Exception):
+    """The soak's hold on its nodes ended before the soak did: nothing more can be measured there. The soak
+    stops as an interrupted one does (its checkpoint stays; ``--resume`` goes on in a new allocation)."""
+
+    def __init__(self, why: str, at_s: float, duration_s: float) -> None:
+        from burnin.soak.plan import hms
+
+        super().__init__(f"the soak's allocation ended at +{hms(at_s)} of {hms(duration_s)}: {why}")
 
 
 def open_nodes(launcher: Launcher, nodes: Sequence[str], *, hold_s: float,

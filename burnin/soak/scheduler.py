@@ -40,7 +40,7 @@ from burnin.launch.base import Each, Note, PlanItem
 from burnin.soak import plan
 from burnin.soak.clock import Clock
 from burnin.soak.monitor import Event, Limits, judge_sample
-from burnin.soak.nodes import SoakNodes
+from burnin.soak.nodes import HoldEnded, SoakNodes
 from burnin.soak.plan import Chunk, SoakSettings, hms
 from burnin.soak.results import ChunkRecord, read_chunk
 from burnin.soak.signals import NodeSample, read_sample
@@ -255,6 +255,8 @@ class Soak:
             outputs = execute(self.nodes, running.chunk, still)
         else:
             return
+        if outputs and not any(result.ok for steps in outputs.values() for _, result in steps):
+            self._stop_if_ended(now)  # before its record: a stage the allocation's end cut short runs again
         end = now if running.future is not None else running.due
         self.running = None
         self.state.running = None
@@ -363,6 +365,8 @@ class Soak:
             if sample.ok:
                 sample = self._check_interruption(progress, sample, now)
             judged.append((progress, sample, self._judge(progress, sample)))
+        if judged and not any(sample.ok for _, sample, _ in judged):
+            self._stop_if_ended(now)  # before the round is kept: samples of nodes no longer held say nothing
         self.store.append(state, SAMPLES_LOG, [sample.to_json() for _, sample, _ in judged])
         for progress, sample, events in judged:
             name = progress.name
@@ -382,6 +386,13 @@ class Soak:
         while state.next_sample <= now:
             state.next_sample += state.interval_s
         self.sink.update(self.view(tuple(fatal_now)))
+
+    def _stop_if_ended(self, now: float) -> None:
+        """Stop the soak (:class:`HoldEnded`) when its hold on the nodes ended: the checkpoint is the last one
+        saved, so ``--resume`` goes on from there in a new allocation."""
+        why = self.nodes.ended()
+        if why is not None:
+            raise HoldEnded(why, now, self.state.duration_s)
 
     def _check_interruption(self, progress: NodeProgress, sample: NodeSample, now: float) -> NodeSample:
         why = None

@@ -20,9 +20,8 @@ from burnin.launch.base import Hold
 from burnin.launch.gather import collector_args, facts_from_result
 from burnin.launch.log import CommandLog
 from burnin.launch.slurm import SlurmLauncher
-from burnin.sweep.slurm_state import JobInfo, read_job
 from burnin.transport.slurm import SlurmRunner
-from burnin.transport.slurm_jobs import SlurmJobs
+from burnin.transport.slurm_jobs import JobInfo, SlurmJobs, read_job
 
 START_WAIT_S = 10.0
 """salloc's ``--immediate``: how long a job waits for its node (idle a moment ago) before it gives up."""

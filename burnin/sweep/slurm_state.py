@@ -26,42 +26,6 @@ def _field(line: str, name: str) -> str | None:
     return match.group(1) if match else None
 
 
-@dataclass(frozen=True, slots=True)
-class JobInfo:
-    """A job as ``scontrol show job`` reports it."""
-
-    job_id: str
-    state: str
-    nodes: str
-    reason: str = ""
-
-    @property
-    def running(self) -> bool:
-        return self.state == "RUNNING"
-
-
-def show_job_argv(job_id: str) -> list[str]:
-    return ["scontrol", "--oneliner", "show", "job", job_id]
-
-
-def parse_show_job(text: str, job_id: str) -> JobInfo | None:
-    """The job ``job_id`` from ``scontrol --oneliner show job`` output (None: not there)."""
-    for line in text.splitlines():
-        if _field(line, "JobId") == job_id:
-            return JobInfo(job_id, _field(line, "JobState") or "UNKNOWN", _field(line, "NodeList") or "",
-                           _field(line, "Reason") or "")
-    return None
-
-
-def read_job(client: SlurmRunner, job_id: str) -> tuple[JobInfo | None, str | None]:
-    """The job's state now; the error line when Slurm could not say."""
-    result = client.run(show_job_argv(job_id), timeout=QUICK_TIMEOUT)
-    info = parse_show_job(result.stdout, job_id)
-    if info is None:
-        return None, result.describe_failure() if not result.ok else f"job {job_id} not found"
-    return info, None
-
-
 def show_partition_argv(partition: str) -> list[str]:
     return ["scontrol", "--oneliner", "show", "partition", partition]
 

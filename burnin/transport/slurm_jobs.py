@@ -69,6 +69,70 @@ _UNAVAILABLE = frozenset({"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "FUTURE", "
 _BUSY = frozenset({"ALLOCATED", "MIXED", "COMPLETING"})
 
 
+# ---------------------------------------------------------------- jobs
+
+_JOB_FIELD = r"(?:^|\s){}=(\S*)"
+JOB_LIVE_STATES = frozenset({"RUNNING", "CONFIGURING", "SUSPENDED", "RESIZING"})
+"""States of a job whose allocation still holds its nodes (steps may run, or will once it is resumed)."""
+
+
+def _job_field(line: str, name: str) -> str | None:
+    match = re.search(_JOB_FIELD.format(re.escape(name)), line)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A job as ``scontrol show job`` reports it."""
+
+    job_id: str
+    state: str
+    nodes: str
+    reason: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.state == "RUNNING"
+
+
+def show_job_argv(job_id: str) -> list[str]:
+    return ["scontrol", "--oneliner", "show", "job", job_id]
+
+
+def parse_show_job(text: str, job_id: str) -> JobInfo | None:
+    """The job ``job_id`` from ``scontrol --oneliner show job`` output (None: not there)."""
+    for line in text.splitlines():
+        if _job_field(line, "JobId") == job_id:
+            return JobInfo(job_id, _job_field(line, "JobState") or "UNKNOWN", _job_field(line, "NodeList") or "",
+                           _job_field(line, "Reason") or "")
+    return None
+
+
+def read_job(client: SlurmRunner, job_id: str) -> tuple[JobInfo | None, str | None]:
+    """The job's state now; the error line when Slurm could not say."""
+    result = client.run(show_job_argv(job_id), timeout=QUICK_TIMEOUT)
+    info = parse_show_job(result.stdout, job_id)
+    if info is None:
+        return None, result.describe_failure() if not result.ok else f"job {job_id} not found"
+    return info, None
+
+
+def job_ended(run: RunCommand, job_id: str) -> str | None:
+    """Why job ``job_id`` no longer holds its nodes (``job 7 CANCELLED``, ``job 7 is gone``); None while it does,
+    and when Slurm could not say: a controller that does not answer for a moment ends no job. ``run``: the
+    caller's runner (which logs the command)."""
+    result = run(show_job_argv(job_id), QUICK_TIMEOUT)
+    info = parse_show_job(result.stdout, job_id)
+    if info is not None:
+        if info.state in JOB_LIVE_STATES:
+            return None
+        reason = f" ({info.reason})" if info.reason not in ("", "None") else ""
+        return f"job {job_id} {info.state}{reason}"
+    if "Invalid job id" in result.stderr:
+        return f"job {job_id} is gone (Slurm no longer knows it)"
+    return None
+
+
 # ---------------------------------------------------------------- node states
 
 

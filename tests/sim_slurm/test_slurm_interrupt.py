@@ -8,6 +8,7 @@ signal comes (a healthy step may be over between two looks at /proc).
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -77,3 +78,46 @@ def test_sigterm_while_srun_collects_releases_the_allocation(slurm_lab: SlurmLab
     assert jobs == "", f"jobs left in the queue: {jobs}"
     slurm_lab.wait_for("idle", lambda nodes: all(s.state == "IDLE" for s in nodes.values()))
     assert "No reservations" in slurm_lab.client.run(["scontrol", "show", "reservation"]).stdout
+
+
+def test_an_allocation_cancelled_while_srun_collects_says_what_it_left(slurm_lab: SlurmLab, tmp_path: Path) -> None:
+    """An operator's scancel of the run's allocation (a preemption does the same) ends the job before the step
+    that removes the collector it shipped: the run goes on, judges what it could, and says which file it left
+    on which nodes (the summary, run.json), exactly the one still there."""
+    slurm_lab.reset()
+    shim = slurm_lab.state / "nodes" / "sim02" / "bin" / "python3"
+    shim.write_text("#!/bin/sh\nexec sleep 3600\n", encoding="utf-8")  # the step runs until the job is cancelled
+    shim.chmod(0o755)
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*BURNIN, "run", "--via", "slurm", "--nodes", "sim[01-04]", "--out", str(out),
+                             "--timeout", "3600"],
+                            env=slurm_lab.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    shipped: list[Path] = []
+    try:
+        deadline = time.monotonic() + 120
+        while "srun" not in _children(proc.pid).values():  # the collector was shipped: its step runs
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run never started its srun step"
+            time.sleep(0.01)
+        shipped = [Path(line.split()[-1]) for line in (out / "slurm-commands.log").read_text().splitlines()
+                   if "$ sbcast " in line]
+        job = slurm_lab.client.run(["squeue", "--noheader", "--format=%i"]).stdout.split()
+        assert len(job) == 1 and len(shipped) == 1 and shipped[0].exists(), (job, shipped)
+        assert slurm_lab.client.run(["scancel", job[0]]).ok
+        stdout, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err  # a node whose collector never answered is not admitted
+        assert shipped[0].exists()  # no job of the run was left to remove it
+        run = json.loads((out / "run.json").read_text())
+        assert run["left_on_nodes"] == {f"sim0{n}": [str(shipped[0])] for n in range(1, 5)}
+        said = [line for line in stdout.splitlines() if line.startswith("left on ")]
+        assert said == [f"left on sim[01-04]: 1 file(s) the run shipped, its allocation ended before removing "
+                        f"them (run.json: left_on_nodes): {shipped[0]}"], stdout
+        assert f"left on sim[01-04] until a later job of theirs removes it: {shipped[0]}" in \
+            (out / "slurm-commands.log").read_text()
+    finally:
+        shim.unlink()
+        if proc.poll() is None:
+            proc.kill()
+        for path in shipped:  # what the operator, told, does
+            path.unlink(missing_ok=True)
+    slurm_lab.wait_for("idle", lambda nodes: all(s.state == "IDLE" for s in nodes.values()))

@@ -212,3 +212,49 @@ def test_a_machine_check_fails_and_drains_only_its_node_while_the_soak_goes_on(
         assert nodes["sim03"].drained and nodes["sim03"].reason.startswith("burnin: BRN-04"), nodes["sim03"]
         assert not any(nodes[n].drained for n in ("sim01", "sim02", "sim04")), nodes
         assert _queue(slurm_lab) == ""
+
+
+
+def test_a_soak_whose_allocation_an_operator_cancels_stops_says_what_it_left_and_resumes(
+        slurm_lab: SlurmLab, tmp_path: Path) -> None:
+    """scancel (or a preemption) of the soak's allocation: no step can run there any more. The soak does not
+    sample nothing for the rest of its duration: it stops as an interrupted one does (exit 3, one line naming
+    the job's end, the checkpoint kept), names the files it shipped and could not remove (exactly those still on
+    the nodes), and --resume finishes it in a new allocation."""
+    slurm_lab.reset()
+    out = tmp_path / "soak"
+    shipped: set[str] = set()
+    with _under_load(slurm_lab, {}):
+        proc, err = _soak(slurm_lab, tmp_path, out)
+        try:
+            _wait_for_rounds(proc, out, 2, err)
+            (job,) = _job_ids(out)
+            shipped = {str(path) for path in Path("/tmp").glob(f"burnin-soak-{job}-*")}
+            assert shipped, "the soak shipped nothing to its nodes"
+            assert slurm_lab.client.run(["scancel", job]).ok
+            assert proc.wait(timeout=120) == 3, err.read_text()[-3000:]
+            said = [line for line in _lines(err) if not line.startswith("soak ")]
+            assert len(said) == 1 and said[0].startswith("burnin soak: the soak's allocation ended at +00:00:"), said
+            assert f": job {job} CANCELLED" in said[0] or f": job {job} is gone" in said[0], said
+            assert said[0].endswith(f"the checkpoint stays: burnin soak --resume {out} goes on in a new one"), said
+            state = json.loads((out / "soak-state.json").read_text())
+            assert not state["finished"] and state["now"] < DURATION_S / 2, state["now"]  # it did not sit it out
+            left = {str(path) for path in Path("/tmp").glob(f"burnin-soak-{job}-*")}
+            assert left == shipped  # no later job of the soak's could remove them
+            stdout = _lines(tmp_path / "soak.out")
+            assert stdout == [f"left on sim[01-04]: {len(left)} file(s) the soak shipped, its allocation ended "
+                              f"before removing them (slurm-commands.log): {' '.join(sorted(left))}"], stdout
+            assert _queue(slurm_lab) == ""
+            for path in shipped:  # what the operator, told, does
+                Path(path).unlink()
+
+            resumed = slurm_lab.burnin("soak", "--resume", str(out), timeout=600)
+            assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-2000:]
+            assert _gate(out)["admitted"] == "sim[01-04]"
+            assert len(set(_job_ids(out))) == 2 and _queue(slurm_lab) == ""
+            assert not [line for line in resumed.stdout.splitlines() if line.startswith("left on ")]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            for path in shipped:
+                Path(path).unlink(missing_ok=True)

@@ -11,6 +11,7 @@ import pytest
 from burnin.facts import Facts
 from burnin.soak.clock import SimClock
 from burnin.soak.monitor import Event, Limits
+from burnin.soak.nodes import HoldEnded
 from burnin.soak.plan import SoakSettings
 from burnin.soak.scheduler import Soak, SoakContext, View
 from burnin.soak.state import DONE, FAILED, RUNNING, NodeProgress, SoakState, Store
@@ -28,16 +29,29 @@ class FakeNodes:
     """Two GPU-less-than-real nodes: facts and gpu_burn outputs made up from the clock."""
 
     def __init__(self, clock: Callable[[], float], *, xid_at: dict[str, float] | None = None,
-                 reboot_at: dict[str, float] | None = None) -> None:
+                 reboot_at: dict[str, float] | None = None, lost_at: float | None = None,
+                 slurm_says: str | None = "job 7 CANCELLED") -> None:
+        """``lost_at``: from then on nothing reaches the nodes (their allocation was cancelled), and :meth:`ended`
+        answers ``slurm_says`` (None: Slurm could not say)."""
         self.nodes = ["n1", "n2"]
         self.clock = clock
         self.xid_at = xid_at or {}
         self.reboot_at = reboot_at or {}
+        self.lost_at = float("inf") if lost_at is None else lost_at
+        self.slurm_says = slurm_says
+        self.asked: list[float] = []
         self.commands: list[tuple[float, tuple[str, ...], tuple[str, ...]]] = []
+
+    def ended(self) -> str | None:
+        self.asked.append(self.clock())
+        return self.slurm_says if self.clock() >= self.lost_at else None
 
     def run(self, nodes: Sequence[str], argv: Sequence[str], *, timeout: float,
             stdin: bytes | None = None) -> dict[str, CommandResult]:
         self.commands.append((self.clock(), tuple(nodes), tuple(argv)))
+        if self.clock() >= self.lost_at:
+            return {n: CommandResult(n, tuple(argv), None, "", "", 0.1, error="srun: error: job 7 expired")
+                    for n in nodes}
         out = "GPU 0: H100 (UUID: GPU-1)\n" + "".join(
             f"{10 * k}.0%  proc'd: {k} (400000 Gflop/s)   errors: 0   temps: 60 C\n" for k in range(1, 11))
         out += "Tested 1 GPUs:\n\tGPU 0: OK\n"
@@ -45,6 +59,8 @@ class FakeNodes:
 
     def sample(self, *, timeout: float, nodes: Sequence[str] | None = None) -> dict[str, Facts]:
         t = self.clock()
+        if t >= self.lost_at:
+            return {n: Facts.unreachable_node(n, "srun: error: job 7 expired") for n in self.nodes}
         return {n: Facts(n, self._facts(n, t)) for n in self.nodes}
 
     def _facts(self, node: str, t: float) -> dict[str, Any]:
@@ -152,6 +168,30 @@ def test_a_killed_soak_resumes_to_the_same_end(tmp_path: Path) -> None:
     assert final == (tmp_path / "whole" / "samples.jsonl").read_text().splitlines()
     assert (tmp_path / "cut" / "results.jsonl").read_text() == (tmp_path / "whole" / "results.jsonl").read_text()
     assert [p.to_json() for p in resumed.state.nodes.values()] == [p.to_json() for p in whole.state.nodes.values()]
+
+
+def test_a_soak_whose_allocation_ended_stops_there_and_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    run, nodes, fatal = soak(tmp_path, lost_at=1800.0)
+    with pytest.raises(HoldEnded, match=r"^the soak's allocation ended at \+00:30:00 of 04:00:00: job 7 CANCELLED$"):
+        run.run()
+    assert nodes.asked == [1800.0]  # Slurm is asked once every node failed, not on every round
+    state = Store(tmp_path).load()
+    assert not state.finished and not fatal
+    assert [s.t for s in run.samples["n1"]] == [0.0, 600.0, 1200.0]  # the round that reached nobody is not kept
+    assert {p.status for p in state.nodes.values()} == {RUNNING}
+    resumed, _, _ = soak(tmp_path, state=state)  # a new allocation
+    resumed.run()
+    assert {p.status for p in resumed.state.nodes.values()} == {DONE} and resumed.state.finished
+    assert all(s.ok for s in resumed.samples["n1"])
+
+
+def test_a_soak_goes_on_while_slurm_cannot_say_its_allocation_ended(tmp_path: Path) -> None:
+    """Every node unreadable while the controller does not answer: the soak goes on (each round asks again), and
+    what it could not measure is incomplete at the end, never a pass."""
+    run, nodes, _ = soak(tmp_path, duration=HOUR, lost_at=1800.0, slurm_says=None)
+    run.run()
+    assert nodes.asked == [1800.0, 2400.0, 3000.0, 3600.0, 3600.0]  # each unread round, and the gpu stage's end
+    assert run.state.finished and not any(s.ok for s in run.samples["n1"] if s.t >= 1800.0)
 
 
 def test_lines_the_state_does_not_count_are_dropped_on_resume(tmp_path: Path) -> None:

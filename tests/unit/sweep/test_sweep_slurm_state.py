@@ -9,9 +9,9 @@ from burnin.sweep.slurm_state import (
     parse_host_names,
     parse_jobs_named,
     parse_partition,
-    parse_show_job,
 )
-from burnin.transport.slurm_jobs import SlurmNode
+from burnin.transport.base import CommandResult
+from burnin.transport.slurm_jobs import RunCommand, SlurmNode, job_ended, parse_show_job
 
 # As slurmctld 22.05 printed them in the lab (cut to the fields that matter and a few around them).
 PREEMPTED = ("JobId=1 JobName=burnin-sweep-x UserId=root(0) GroupId=root(0) Priority=4294901759 Nice=0 "
@@ -30,6 +30,30 @@ def test_job_state_of_the_asked_job_only() -> None:
     assert running is not None and running.running
     assert parse_show_job(text, "12") is None
     assert parse_show_job("slurm_load_jobs error: Invalid job id specified", "1") is None
+
+
+def _answer(stdout: str = "", stderr: str = "", status: int = 0) -> RunCommand:
+    def run(argv: list[str], timeout: float) -> CommandResult:
+        assert argv == ["scontrol", "--oneliner", "show", "job", "1"] and timeout > 0
+        return CommandResult("", tuple(argv), status, stdout, stderr, 0.01)
+    return run
+
+
+def test_a_job_ends_only_when_slurm_says_so() -> None:
+    """What stops a soak whose allocation went: a state no step runs in, or a job Slurm no longer knows; never
+    a controller that did not answer (that ends no job)."""
+    cancelled = PREEMPTED.replace("JobState=PREEMPTED", "JobState=CANCELLED")
+    assert job_ended(_answer(cancelled), "1") == "job 1 CANCELLED"
+    assert job_ended(_answer(PREEMPTED), "1") == "job 1 PREEMPTED"
+    completing = PREEMPTED.replace("JobState=PREEMPTED Reason=None", "JobState=COMPLETING Reason=TimeLimit")
+    assert job_ended(_answer(completing), "1") == "job 1 COMPLETING (TimeLimit)"
+    for live in ("RUNNING", "CONFIGURING", "SUSPENDED"):
+        assert job_ended(_answer(PREEMPTED.replace("JobState=PREEMPTED", f"JobState={live}")), "1") is None
+    gone = _answer(stderr="slurm_load_jobs error: Invalid job id specified\n", status=1)
+    assert job_ended(gone, "1") == "job 1 is gone (Slurm no longer knows it)"
+    down = _answer(stderr="slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n", status=1)
+    assert job_ended(down, "1") is None
+    assert job_ended(_answer(RUNNING), "1") is None  # another job's line is no answer about this one
 
 
 def test_partition_size_and_host_names() -> None:
