@@ -43,7 +43,7 @@ def judge_round(facts: Mapping[str, Facts], topology: Topology, t: float, attemp
             fatal[node] = events
             failures = tuple(e.reason for e in events)
         elif verdict.status is not Status.PASS:
-            errors = (verdict.reason,)
+            errors = (verdict.reason.removeprefix(f"{CHECK} "),)  # the soak's GPU-14 reason names the check once
         records.append(ChunkRecord(node, STAGE, t, t, attempts[node], errors=errors, failures=failures,
                                    details={"measured": verdict.measured}))
     return records, fatal
