@@ -166,6 +166,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     from burnin.cli.interrupt import raise_if_received
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary, say_left_on_nodes
+    from burnin.dispatch.base import left_on_nodes as shipped_and_left
     from burnin.errors import UsageError
     from burnin.session import SuiteError, execute
 
@@ -193,7 +194,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     finally:
         dispatcher.close()
     raise_if_received()
-    left_on_nodes = dispatcher.left_on_nodes()  # an allocation that ended before its clean-up step
+    left_on_nodes = shipped_and_left(dispatcher)  # an allocation that ended before its clean-up step
     from burnin.report.html import render
     from burnin.report.runinfo import write_run_json
 

@@ -239,6 +239,7 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
     topology = find_topology(command["topology"])
     gate = _gate(command["gate"])
     started = time.monotonic()
+    from burnin.dispatch.base import left_on_nodes as shipped_and_left
     from burnin.soak.nodes import HoldEnded
 
     left_on_nodes: dict[str, list[str]] = {}
@@ -265,7 +266,7 @@ def _run(args: argparse.Namespace, owned: contextlib.ExitStack) -> int:
             ended = exc
         finally:
             dispatcher.close()
-        left_on_nodes = dispatcher.left_on_nodes()  # an allocation that ended before its clean-up step
+        left_on_nodes = shipped_and_left(dispatcher)  # an allocation that ended before its clean-up step
     from burnin.cli.summary import say_left_on_nodes
 
     if ended is not None:  # as an interrupt: the checkpoint stays, --resume goes on in a new allocation

@@ -37,10 +37,6 @@ class Dispatcher(Protocol):
 
     def close(self) -> None: ...
 
-    def left_on_nodes(self) -> dict[str, list[str]]:
-        """After :meth:`close`: the files its jobs shipped to nodes and could not remove (the allocation ended
-        first: cancelled, preempted, timed out), node -> paths; empty where nothing is shipped as a file."""
-
 
 @dataclass(frozen=True)
 class DispatchContext:
@@ -53,6 +49,16 @@ class DispatchContext:
     state_dir: Path | None = None
     """Where a dispatcher keeps what its nodes are made of across runs (``burnin soak --resume``:
     the simulated rack); None: a scratch of its own, removed on close."""
+
+
+def left_on_nodes(dispatcher: Dispatcher) -> dict[str, list[str]]:
+    """After :meth:`Dispatcher.close`: the files its jobs shipped to nodes and could not remove (their allocation
+    ended first: cancelled, preempted, timed out), node -> paths. A dispatcher that ships files says so with a
+    ``left_on_nodes()`` method of its own (Slurm's); the others ship none (SSH streams the collector through
+    stdin, the simulator runs here), and a site's own dispatcher without one is taken at its word."""
+    said = getattr(dispatcher, "left_on_nodes", None)
+    left: dict[str, list[str]] = said() if callable(said) else {}
+    return left
 
 
 def preset_from_facts(facts: Mapping[str, Facts]) -> Preset:

@@ -246,9 +246,6 @@ class SimDispatcher:
         if self._owned:
             remove_scratch(self._state_dir)
 
-    def left_on_nodes(self) -> dict[str, list[str]]:
-        return {}  # the nodes' commands run here, nothing is shipped
-
 
 def sim_job_env(nodes: Sequence[str]) -> dict[str, str]:
     """What makes a command run on a simulated node a job over ``nodes``."""

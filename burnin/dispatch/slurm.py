@@ -213,4 +213,5 @@ class SlurmDispatcher:
             self.client.close()
 
     def left_on_nodes(self) -> dict[str, list[str]]:
+        """What the run's allocations shipped and could not remove (burnin.dispatch.base.left_on_nodes)."""
         return self._leftovers.remaining()

@@ -137,6 +137,3 @@ class SshDispatcher:
 
     def close(self) -> None:
         self._transport.close()
-
-    def left_on_nodes(self) -> dict[str, list[str]]:
-        return {}  # the collector and the phases' inputs go through the session's stdin, never as a file

@@ -45,9 +45,6 @@ class GatheredDispatcher:
     def close(self) -> None:
         return None
 
-    def left_on_nodes(self) -> dict[str, list[str]]:
-        return {}  # the sweep's own jobs shipped what they ran: Sweep.left_on_nodes says what they left
-
 
 def node_dir(out_dir: Path, node: str) -> Path:
     return out_dir / NODES_DIR / node
