@@ -165,7 +165,8 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
                topology: Topology, gate: Gate | None, phases: list[PhaseRun], suites: list[str]) -> int:
     from burnin.cli.interrupt import raise_if_received
     from burnin.cli.progress import Progress
-    from burnin.cli.summary import print_summary, say_left_on_nodes
+    from burnin.cli.summary import print_summary, say_hold_ended, say_left_on_nodes
+    from burnin.dispatch.base import hold_ended
     from burnin.dispatch.base import left_on_nodes as shipped_and_left
     from burnin.errors import UsageError
     from burnin.session import SuiteError, execute
@@ -195,6 +196,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
         dispatcher.close()
     raise_if_received()
     left_on_nodes = shipped_and_left(dispatcher)  # an allocation that ended before its clean-up step
+    ended = hold_ended(dispatcher)
     from burnin.report.html import render
     from burnin.report.runinfo import write_run_json
 
@@ -206,8 +208,9 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
         except UsageError as exc:
             refused = exc  # said after the reports: a partial run still writes them all
         else:
-            try:
-                gate.apply(result.decisions, dry_run=args.dry_run)
+            try:  # a node whose allocation ended before it was measured is left as it is (not its doing)
+                gate.apply({node: decision for node, decision in result.decisions.items() if node not in ended},
+                           dry_run=args.dry_run)
             except UsageError as exc:  # the gate's credentials may not act (Kubernetes RBAC): after the reports
                 refused = exc
     write_run_json(result.out_dir, argv=_command_line(), suites=suites, started=started_at, duration_s=duration,
@@ -218,6 +221,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
         print(f"burnin run: report.html not written: {exc.strerror or exc} ({result.out_dir / 'report.html'})",
               file=sys.stderr)
     print_summary(result, topology.name, duration)
+    say_hold_ended(ended, gated=gate is not None)
     say_left_on_nodes(left_on_nodes, shipped_by="the run", ended="its allocation ended",
                       recorded_in="run.json: left_on_nodes")
     if refused is not None:

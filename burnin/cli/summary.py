@@ -70,3 +70,12 @@ def say_left_on_nodes(left: Mapping[str, Sequence[str]], *, shipped_by: str, end
     paths = sorted({path for node_paths in left.values() for path in node_paths})
     _say(f"left on {fold(list(left))}: {len(paths)} file(s) {shipped_by} shipped, {ended} before removing them "
          f"({recorded_in}): {' '.join(paths[:4])}{' ...' if len(paths) > 4 else ''}")
+
+
+def say_hold_ended(ended: Mapping[str, str], *, gated: bool) -> None:
+    """One line for the nodes not measured because the run's allocation ended under it
+    (burnin.dispatch.base.hold_ended): incomplete for that, not for anything of theirs, and left out of the gate."""
+    for why in dict.fromkeys(ended.values()):
+        nodes = [node for node, reason in ended.items() if reason == why]
+        _say(f"not measured: {fold(nodes)}: the run's allocation ended under it ({why})"
+             + ("; the gate left them as they are" if gated else ""))

@@ -61,6 +61,16 @@ def left_on_nodes(dispatcher: Dispatcher) -> dict[str, list[str]]:
     return left
 
 
+def hold_ended(dispatcher: Dispatcher) -> dict[str, str]:
+    """The nodes not measured because the hold on them ended under the run (a Slurm allocation cancelled,
+    preempted, timed out before their collector answered), with why: their incomplete verdicts are not their
+    doing, so no gate acts on them. A dispatcher that holds nodes says so with a ``hold_ended()`` method of its
+    own (Slurm's); empty for the others."""
+    said = getattr(dispatcher, "hold_ended", None)
+    ended: dict[str, str] = said() if callable(said) else {}
+    return ended
+
+
 def preset_from_facts(facts: Mapping[str, Facts]) -> Preset:
     """``simulated`` when every reachable node's collector ran as a simulated node.
 

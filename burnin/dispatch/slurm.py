@@ -96,6 +96,8 @@ class SlurmDispatcher:
         from burnin.transport.slurm_jobs import Leftovers
 
         self._leftovers = Leftovers()  # what an allocation that ended early left on its nodes, for the next one
+        # node -> why its allocation ended under the gather before its collector answered (scancel, preemption)
+        self._ended: dict[str, str] = {}
         # The gather's launchers still holding an allocation: close() releases them from the main thread, so
         # an interrupt that ends the process never leaves a job behind a worker thread that did not get there.
         self._holding: set[SlurmLauncher] = set()
@@ -181,7 +183,13 @@ class SlurmDispatcher:
             failure = launcher.hold_triaged(group, how)
             if failure:
                 return {node: not_started(node, ("srun",), failure) for node in nodes}
-            return launcher.collect(nodes, args, timeout_s=timeout)
+            results = launcher.collect(nodes, args, timeout_s=timeout)
+            unanswered = [node for node, result in results.items() if not result.ok]
+            ended = launcher.ended() if unanswered else None  # asked before close, which forgets the job
+            if ended is not None:
+                with self._holding_lock:
+                    self._ended.update(dict.fromkeys(unanswered, ended))
+            return results
         finally:
             with self._holding_lock:
                 self._holding.discard(launcher)
@@ -211,6 +219,12 @@ class SlurmDispatcher:
                 launcher.close()
         finally:
             self.client.close()
+
+    def hold_ended(self) -> dict[str, str]:
+        """The nodes whose collector had not answered when their allocation ended under the gather, with why
+        (burnin.dispatch.base.hold_ended)."""
+        with self._holding_lock:
+            return dict(self._ended)
 
     def left_on_nodes(self) -> dict[str, list[str]]:
         """What the run's allocations shipped and could not remove (burnin.dispatch.base.left_on_nodes)."""

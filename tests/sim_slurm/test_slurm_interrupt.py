@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from simslurm_support import BURNIN, WAIT_S, SlurmLab
 
+from burnin.nodes import expand
+
 pytestmark = pytest.mark.sim_slurm
 
 
@@ -80,17 +82,21 @@ def test_sigterm_while_srun_collects_releases_the_allocation(slurm_lab: SlurmLab
     assert "No reservations" in slurm_lab.client.run(["scontrol", "show", "reservation"]).stdout
 
 
-def test_an_allocation_cancelled_while_srun_collects_says_what_it_left(slurm_lab: SlurmLab, tmp_path: Path) -> None:
-    """An operator's scancel of the run's allocation (a preemption does the same) ends the job before the step
-    that removes the collector it shipped: the run goes on, judges what it could, and says which file it left
-    on which nodes (the summary, run.json), exactly the one still there."""
+def test_an_allocation_cancelled_while_srun_collects_gates_only_the_measured_and_says_what_it_left(
+        slurm_lab: SlurmLab, tmp_path: Path) -> None:
+    """An operator's scancel of the run's allocation (a preemption does the same) while sim02's collector still
+    runs: sim02 was not measured, and not for anything of its own, so --gate slurm leaves it as it is (incomplete,
+    said in one line) while the measured nodes are gated as ever (sim03's port down drains it); the job
+    ended before the step that removes the collector it shipped: the run says which file it left on which nodes
+    (the summary, run.json), exactly the one still there."""
     slurm_lab.reset()
+    slurm_lab.fault("sim03", "ib-port-down")
     shim = slurm_lab.state / "nodes" / "sim02" / "bin" / "python3"
     shim.write_text("#!/bin/sh\nexec sleep 3600\n", encoding="utf-8")  # the step runs until the job is cancelled
     shim.chmod(0o755)
     out = tmp_path / "run"
     proc = subprocess.Popen([*BURNIN, "run", "--via", "slurm", "--nodes", "sim[01-04]", "--out", str(out),
-                             "--timeout", "3600"],
+                             "--timeout", "3600", "--gate", "slurm"],
                             env=slurm_lab.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     shipped: list[Path] = []
     try:
@@ -105,7 +111,22 @@ def test_an_allocation_cancelled_while_srun_collects_says_what_it_left(slurm_lab
         assert len(job) == 1 and len(shipped) == 1 and shipped[0].exists(), (job, shipped)
         assert slurm_lab.client.run(["scancel", job[0]]).ok
         stdout, err = proc.communicate(timeout=120)
-        assert proc.returncode == 1, err  # a node whose collector never answered is not admitted
+        assert proc.returncode == 1, err  # sim02 is not admitted: it could not be measured
+        said = [line for line in stdout.splitlines() if line.startswith("not measured: ")]
+        assert len(said) == 1 and said[0].endswith("; the gate left them as they are") and job[0] in said[0], said
+        # sim02 for certain; another node too when its collector's output had not come back before the scancel
+        unmeasured = set(expand(said[0].removeprefix("not measured: ").split(":")[0]))
+        assert "sim02" in unmeasured and "the run's allocation ended under it (job " in said[0], said
+        gate = json.loads((out / "gate.json").read_text())
+        nodes = slurm_lab.nodes()
+        for node in unmeasured:  # incomplete, and left as they were
+            assert gate["nodes"][node]["incomplete"] and not gate["nodes"][node]["failed"], gate["nodes"][node]
+            assert not nodes[node].drained, nodes[node]
+        if "sim03" not in unmeasured:  # measured: its port down fails IB-01, and the gate drains it as ever
+            assert "IB-01" in gate["nodes"]["sim03"]["failed"]
+            assert nodes["sim03"].drained and nodes["sim03"].reason.startswith("burnin: IB-01"), nodes["sim03"]
+        measured = {"sim01", "sim04"} - unmeasured
+        assert all(gate["nodes"][node]["admitted"] and not nodes[node].drained for node in measured), gate
         assert shipped[0].exists()  # no job of the run was left to remove it
         run = json.loads((out / "run.json").read_text())
         assert run["left_on_nodes"] == {f"sim0{n}": [str(shipped[0])] for n in range(1, 5)}
@@ -120,4 +141,4 @@ def test_an_allocation_cancelled_while_srun_collects_says_what_it_left(slurm_lab
             proc.kill()
         for path in shipped:  # what the operator, told, does
             path.unlink(missing_ok=True)
-    slurm_lab.wait_for("idle", lambda nodes: all(s.state == "IDLE" for s in nodes.values()))
+    slurm_lab.reset()  # sim03 healed and resumed, every node idle: the job is gone
