@@ -86,11 +86,11 @@ def test_an_allocation_cancelled_while_srun_collects_gates_only_the_measured_and
         slurm_lab: SlurmLab, tmp_path: Path) -> None:
     """An operator's scancel of the run's allocation (a preemption does the same) while sim02's collector still
     runs: sim02 was not measured, and not for anything of its own, so --gate slurm leaves it as it is (incomplete,
-    said in one line) while the measured nodes are gated as ever (sim03's port down drains it); the job
+    said in one line) while the measured nodes are gated as ever (sim03's ACS drains it); the job
     ended before the step that removes the collector it shipped: the run says which file it left on which nodes
     (the summary, run.json), exactly the one still there."""
     slurm_lab.reset()
-    slurm_lab.fault("sim03", "ib-port-down")
+    slurm_lab.fault("sim03", "acs-enabled")  # TOP-04: the run sees it; the lab's health-check probe does not drain
     shim = slurm_lab.state / "nodes" / "sim02" / "bin" / "python3"
     shim.write_text("#!/bin/sh\nexec sleep 3600\n", encoding="utf-8")  # the step runs until the job is cancelled
     shim.chmod(0o755)
@@ -122,9 +122,9 @@ def test_an_allocation_cancelled_while_srun_collects_gates_only_the_measured_and
         for node in unmeasured:  # incomplete, and left as they were
             assert gate["nodes"][node]["incomplete"] and not gate["nodes"][node]["failed"], gate["nodes"][node]
             assert not nodes[node].drained, nodes[node]
-        if "sim03" not in unmeasured:  # measured: its port down fails IB-01, and the gate drains it as ever
-            assert "IB-01" in gate["nodes"]["sim03"]["failed"]
-            assert nodes["sim03"].drained and nodes["sim03"].reason.startswith("burnin: IB-01"), nodes["sim03"]
+        if "sim03" not in unmeasured:  # measured: ACS on fails TOP-04, and the gate drains it as ever
+            assert "TOP-04" in gate["nodes"]["sim03"]["failed"]
+            assert nodes["sim03"].drained and nodes["sim03"].reason.startswith("burnin: TOP-04"), nodes["sim03"]
         measured = {"sim01", "sim04"} - unmeasured
         assert all(gate["nodes"][node]["admitted"] and not nodes[node].drained for node in measured), gate
         assert shipped[0].exists()  # no job of the run was left to remove it
