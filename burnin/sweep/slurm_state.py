@@ -12,18 +12,12 @@ from dataclasses import dataclass
 
 from burnin.nodes import fold
 from burnin.transport.slurm import QUICK_TIMEOUT, SlurmRunner, show_node_argv
-from burnin.transport.slurm_jobs import SlurmNode, parse_show_node
+from burnin.transport.slurm_jobs import SlurmNode, field_value, parse_show_node
 
-_FIELD = r"(?:^|\s){}=(\S*)"
 _NODE_LINE = re.compile(r"^NodeName=(\S+)")
 IDLE = "IDLE"
 """The one state a node the sweep may start on has: idle and nothing else (no drain, no reservation, not
 planned for a pending job, not powering up, responding: ``IDLE*`` is not)."""
-
-
-def _field(line: str, name: str) -> str | None:
-    match = re.search(_FIELD.format(re.escape(name)), line)
-    return match.group(1) if match else None
 
 
 def show_partition_argv(partition: str) -> list[str]:
@@ -41,9 +35,9 @@ class PartitionInfo:
 def parse_partition(text: str) -> PartitionInfo | None:
     """``TotalNodes`` and ``Nodes`` of a ``scontrol --oneliner show partition`` line (None: no such line)."""
     for line in text.splitlines():
-        size = _field(line, "TotalNodes")
+        size = field_value(line, "TotalNodes")
         if size is not None and size.isdigit():
-            return PartitionInfo(int(size), _field(line, "Nodes") or "")
+            return PartitionInfo(int(size), field_value(line, "Nodes") or "")
     return None
 
 
@@ -73,7 +67,7 @@ def parse_host_names(text: str) -> dict[str, str]:
     names: dict[str, str] = {}
     for line in text.splitlines():
         node = _NODE_LINE.match(line.strip())
-        host = _field(line, "NodeHostName")
+        host = field_value(line, "NodeHostName")
         if node and host:
             names[node.group(1)] = host
     return names

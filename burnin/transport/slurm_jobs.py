@@ -76,7 +76,8 @@ JOB_LIVE_STATES = frozenset({"RUNNING", "CONFIGURING", "SUSPENDED", "RESIZING"})
 """States of a job whose allocation still holds its nodes (steps may run, or will once it is resumed)."""
 
 
-def _job_field(line: str, name: str) -> str | None:
+def field_value(line: str, name: str) -> str | None:
+    """``NAME=value`` of a ``scontrol --oneliner show`` line (None: no such field)."""
     match = re.search(_JOB_FIELD.format(re.escape(name)), line)
     return match.group(1) if match else None
 
@@ -102,9 +103,9 @@ def show_job_argv(job_id: str) -> list[str]:
 def parse_show_job(text: str, job_id: str) -> JobInfo | None:
     """The job ``job_id`` from ``scontrol --oneliner show job`` output (None: not there)."""
     for line in text.splitlines():
-        if _job_field(line, "JobId") == job_id:
-            return JobInfo(job_id, _job_field(line, "JobState") or "UNKNOWN", _job_field(line, "NodeList") or "",
-                           _job_field(line, "Reason") or "")
+        if field_value(line, "JobId") == job_id:
+            return JobInfo(job_id, field_value(line, "JobState") or "UNKNOWN", field_value(line, "NodeList") or "",
+                           field_value(line, "Reason") or "")
     return None
 
 
