@@ -12,7 +12,10 @@ from burnin.argtypes import positive_int, seconds
 from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from burnin.dispatch.base import Dispatcher
+    from burnin.gate.decide import NodeDecision
     from burnin.gate.registry import Gate
     from burnin.outdir import Ownership
     from burnin.phases import PhaseRun
@@ -196,7 +199,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
         dispatcher.close()
     raise_if_received()
     left_on_nodes = shipped_and_left(dispatcher)  # an allocation that ended before its clean-up step
-    ended = hold_ended(dispatcher)
+    ended = _not_measured(hold_ended(dispatcher), result.decisions)
     from burnin.report.html import render
     from burnin.report.runinfo import write_run_json
 
@@ -227,6 +230,13 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     if refused is not None:
         raise refused
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED
+
+
+def _not_measured(ended: dict[str, str], decisions: Mapping[str, NodeDecision]) -> dict[str, str]:
+    """The nodes the gate leaves as they are: those whose allocation ended under the run (a scancel, a
+    preemption) and that failed nothing it measured. What was not measured is not their doing; a check that
+    failed before the end was measured, and its node is gated as ever."""
+    return {node: why for node, why in ended.items() if node in decisions and not decisions[node].failed}
 
 
 def _gate(name: str) -> Gate | None:

@@ -98,6 +98,7 @@ class SlurmDispatcher:
         self._leftovers = Leftovers()  # what an allocation that ended early left on its nodes, for the next one
         # node -> why its allocation ended under the gather before its collector answered (scancel, preemption)
         self._ended: dict[str, str] = {}
+        self._phase_launchers: list[SlurmLauncher] = []  # handed out by launcher(): their allocations may end too
         # The gather's launchers still holding an allocation: close() releases them from the main thread, so
         # an interrupt that ends the process never leaves a job behind a worker thread that did not get there.
         self._holding: set[SlurmLauncher] = set()
@@ -184,16 +185,15 @@ class SlurmDispatcher:
             if failure:
                 return {node: not_started(node, ("srun",), failure) for node in nodes}
             results = launcher.collect(nodes, args, timeout_s=timeout)
-            unanswered = [node for node, result in results.items() if not result.ok]
-            ended = launcher.ended() if unanswered else None  # asked before close, which forgets the job
-            if ended is not None:
-                with self._holding_lock:
-                    self._ended.update(dict.fromkeys(unanswered, ended))
-            return results
         finally:
             with self._holding_lock:
                 self._holding.discard(launcher)
-            launcher.close()
+            launcher.close()  # asks Slurm whether the allocation ended, when a step failed
+        ended = launcher.ended_under()
+        with self._holding_lock:  # the nodes whose collector had not answered when it ended
+            self._ended.update({node: ended[node] for node, result in results.items()
+                                if not result.ok and node in ended})
+        return results
 
     def _jobs(self) -> SlurmJobs:
         from burnin.transport.slurm_jobs import SlurmJobs
@@ -207,8 +207,11 @@ class SlurmDispatcher:
         from burnin.dispatch.base import preset_from_facts
         from burnin.launch.slurm import SlurmLauncher
 
-        return SlurmLauncher(self._jobs(), preset=preset_from_facts(facts), log=log or self._log,
-                             stage_dir=self.stage_dir)
+        launcher = SlurmLauncher(self._jobs(), preset=preset_from_facts(facts), log=log or self._log,
+                                 stage_dir=self.stage_dir)
+        with self._holding_lock:
+            self._phase_launchers.append(launcher)
+        return launcher
 
 
     def close(self) -> None:
@@ -221,10 +224,16 @@ class SlurmDispatcher:
             self.client.close()
 
     def hold_ended(self) -> dict[str, str]:
-        """The nodes whose collector had not answered when their allocation ended under the gather, with why
+        """The nodes whose collector had not answered when their allocation ended under the gather, and those of
+        a phase's allocation that ended under its steps (``job 5 CANCELLED during the fabric phase``), with why
         (burnin.dispatch.base.hold_ended)."""
         with self._holding_lock:
-            return dict(self._ended)
+            ended = dict(self._ended)
+            launchers = list(self._phase_launchers)
+        for launcher in launchers:
+            for node, why in launcher.ended_under().items():
+                ended.setdefault(node, why)
+        return ended
 
     def left_on_nodes(self) -> dict[str, list[str]]:
         """What the run's allocations shipped and could not remove (burnin.dispatch.base.left_on_nodes)."""

@@ -172,6 +172,9 @@ class SlurmLauncher:
         self._label = "job"
         self._refused: dict[str, str] = {}
         self._usable: list[str] = []
+        self._purpose = ""
+        self._step_failed = False  # some step of the allocation held failed (its end is asked about on release)
+        self._ended: dict[str, str] = {}  # node -> why: allocations of this launcher that ended under its steps
         self._shipped: dict[str, str] = {}  # digest -> path on the nodes
         # Job ids are no names: they start again at 1 after slurmctld loses its state, and two clusters (or
         # containers) may share a node's /tmp; another run's clean-up must never remove this run's file.
@@ -201,6 +204,7 @@ class SlurmLauncher:
         """Allocate the usable and rechecked nodes of ``nodes`` (sorted by :func:`triage`); why not, on failure."""
         self.release()
         self._label = how.label
+        self._purpose = how.purpose
         self._refused = dict(nodes.refused)
         self._usable = [*nodes.usable, *nodes.recheck]
         if not self._usable:
@@ -225,8 +229,11 @@ class SlurmLauncher:
     def release(self) -> None:
         with self._releasing:  # once, whichever thread gets here first (a worker, or close() after an interrupt)
             allocation, self._allocation = self._allocation, None
+            step_failed, self._step_failed = self._step_failed, False
         try:
             if allocation is not None and allocation.job_id:
+                if step_failed and allocation.job_id != self.jobs.job_id:  # ours: did it end under the steps?
+                    self._note_ended(allocation.job_id)
                 self._remove_shipped(allocation.job_id, allocation.name)
         finally:
             self._shipped.clear()
@@ -235,6 +242,20 @@ class SlurmLauncher:
 
     def close(self) -> None:
         self.release()
+
+    def ended_under(self) -> dict[str, str]:
+        """The nodes of every allocation this launcher held that ended under its steps (cancelled, preempted,
+        timed out while some step failed), with why: what those steps did not measure is not the nodes' doing."""
+        with self._lock:
+            return dict(self._ended)
+
+    def _note_ended(self, job_id: str) -> None:
+        why = job_ended(self._client_run, job_id)
+        if why is None:
+            return
+        self.note(f"the allocation ended: {why}")
+        with self._lock:
+            self._ended.update(dict.fromkeys(self._usable, f"{why} during {self._purpose}" if self._purpose else why))
 
     def ended(self) -> str | None:
         """Asks Slurm (``scontrol show job``) only when called: callers do once their commands all failed."""
@@ -274,6 +295,8 @@ class SlurmLauncher:
     def _client_run(self, argv: list[str], timeout: float) -> CommandResult:
         result = run_guarded("", argv, lambda: self.jobs.client.run(argv, timeout=timeout))
         self._log.command("", argv, result)
+        if not result.ok and argv[:1] == ["srun"]:
+            self._step_failed = True
         return result
 
     def _why_not(self, node: str) -> str | None:

@@ -286,3 +286,48 @@ def test_a_task_cut_off_keeps_what_it_printed_and_says_srun_timed_out() -> None:
     split = SlurmLauncher(SlurmJobs(fake, job_id="5")).everywhere(["sim01"], ["all_reduce_perf"], timeout_s=60)
     assert split["sim01"].exit_status is None and split["sim01"].timed_out
     assert "row 2" in split["sim01"].stdout and "srun timed out" in (split["sim01"].error or "")
+
+
+class _CancelledSlurm(FakeSlurm):
+    """Job 42 cancelled under its steps: every step fails, ``scontrol show job 42`` says CANCELLED."""
+
+    cancelled = True
+
+    def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult:
+        if argv[:3] == ["scontrol", "show", "job"] or argv[:4] == ["scontrol", "--oneliner", "show", "job"]:
+            self.calls.append(list(argv))
+            state = "CANCELLED" if self.cancelled else "RUNNING"
+            return CommandResult("", tuple(argv), 0, f"JobId=42 JobName=burnin-fabric JobState={state} "
+                                 "Reason=None Dependency=(null)\n", "", 0.1)
+        if self.cancelled and argv[0] == "srun":
+            self.calls.append(list(argv))
+            return CommandResult("", tuple(argv), 1, "", "srun: error: Slurm job 42 has expired", 0.1)
+        return super().run(argv, timeout=timeout)
+
+
+def test_an_allocation_that_ended_under_failed_steps_is_said_once_per_hold_with_its_nodes(tmp_path: Path) -> None:
+    fake = _CancelledSlurm(STATES)
+    launcher, failure = _held(fake, tmp_path, ("n1", "n2"), Hold("fabric", "the fabric phase", 600))
+    assert failure is None
+    assert not launcher.per_node([NodeCommand("n1", ("ib_write_bw",), 5)])["n1"].ok
+    assert launcher.ended_under() == {}  # asked when the hold is released, not at every failed step
+    launcher.close()
+    asked = [call for call in fake.calls if call[0] == "scontrol" and "job" in call]
+    assert len(asked) == 1, fake.calls
+    assert launcher.ended_under() == dict.fromkeys(("n1", "n2"), "job 42 CANCELLED during the fabric phase")
+    assert "# the allocation ended: job 42 CANCELLED" in (tmp_path / "slurm-commands.log").read_text()
+
+
+def test_a_hold_whose_steps_all_answered_or_whose_job_still_runs_ended_nothing(tmp_path: Path) -> None:
+    fake = _CancelledSlurm(STATES)
+    fake.cancelled = False  # every step answers: Slurm is not asked
+    launcher, _ = _held(fake, tmp_path, ("n1", "n2"), Hold("fabric", "the fabric phase", 600))
+    assert launcher.per_node([NodeCommand("n1", ("true",), 5)])["n1"].ok
+    launcher.close()
+    assert launcher.ended_under() == {} and not [c for c in fake.calls if c[0] == "scontrol" and "job" in c]
+    failing = _CancelledSlurm(STATES)  # a step failed on its own; the job still runs when asked
+    launcher, _ = _held(failing, tmp_path, ("n1", "n2"), Hold("fabric", "the fabric phase", 600))
+    assert not launcher.per_node([NodeCommand("n1", ("false",), 5)])["n1"].ok
+    failing.cancelled = False
+    launcher.close()
+    assert launcher.ended_under() == {} and [c for c in failing.calls if c[0] == "scontrol" and "job" in c]

@@ -216,3 +216,16 @@ def test_a_history_that_cannot_be_written_costs_the_drain_one_line(tmp_path: Pat
                    err=err)
     assert client.calls[-1][:3] == ("scontrol", "update", "NodeName=sim01")
     assert err.getvalue().count("\n") == 1 and "1 gate action(s) not recorded" in err.getvalue()
+
+
+def test_a_node_whose_allocation_ended_is_left_alone_unless_it_failed_what_was_measured() -> None:
+    from burnin.cli.run_cmd import _not_measured
+
+    ended = {"n1": "job 5 CANCELLED during the fabric phase", "n2": "job 5 CANCELLED during the fabric phase",
+             "n9": "job 5 CANCELLED"}
+    decisions = {
+        "n1": NodeDecision("n1", False, incomplete=("NCCL-03",)),  # not measured: not its doing
+        "n2": NodeDecision("n2", False, failed=("TOP-04",), incomplete=("NCCL-03",)),  # measured before the end
+        "n3": NodeDecision("n3", True),
+    }
+    assert _not_measured(ended, decisions) == {"n1": "job 5 CANCELLED during the fabric phase"}
