@@ -375,6 +375,7 @@ def _soak(state: SoakState, store: Any, dispatcher: Dispatcher, advance: Callabl
                     if progress.status == RUNNING:
                         restart(progress, state.now, f"the soak was not monitored for {_hms(gap)} "
                                                      "(controller down)")
+        store.save(state)  # a checkpoint before the first step: an allocation that ends at once can be resumed
         soak = Soak(nodes, state, store, clock, context, sink=progress_for(), on_fatal=on_fatal, samples=samples,
                     results=results)
         soak.run()

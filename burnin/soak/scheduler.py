@@ -280,6 +280,8 @@ class Soak:
             return
         facts = self.nodes.sample(timeout=max(SDC_TIMEOUT_S, self.ctx.sample_timeout_s), nodes=names,
                                   sources=f"{SDC_SOURCES},sdc-size={topology.sdc.size}")
+        if all(facts.get(name) is None or facts[name].unreachable for name in names):
+            self._stop_if_ended(t)  # before its record: a round the allocation's end cut short runs again
         records, fatal = judge_round(facts, topology, t, {n: self.state.nodes[n].attempt for n in names})
         self._keep_records(records)
         for name, events in fatal.items():
@@ -334,6 +336,10 @@ class Soak:
             chunk = plan.disk_chunk(devices)
             for name, steps in execute(self.nodes, chunk, names).items():
                 outputs[name] = steps
+        answered = [name for name in active if any(result.ok for _, result in outputs[name])
+                    or (name in listing and listing[name].ok)]
+        if active and not answered:
+            self._stop_if_ended(now)  # before its record: the step the allocation's end cut short runs again
         records = []
         for name in active:
             progress = self.state.nodes[name]

@@ -95,7 +95,8 @@ class Recorder:
 
 
 def soak(tmp_path: Path, *, duration: float = 4 * HOUR, interval: float = 600.0, stop_at: float | None = None,
-         state: SoakState | None = None, **faults: Any) -> tuple[Soak, FakeNodes, list[tuple[str, list[Event]]]]:
+         state: SoakState | None = None, ctx: SoakContext = CTX,
+         **faults: Any) -> tuple[Soak, FakeNodes, list[tuple[str, list[Event]]]]:
     store = Store(tmp_path)
     state = state or SoakState(command={}, duration_s=duration, interval_s=interval,
                                nodes={n: NodeProgress(n) for n in ("n1", "n2")})
@@ -108,7 +109,7 @@ def soak(tmp_path: Path, *, duration: float = 4 * HOUR, interval: float = 600.0,
     nodes = FakeNodes(clock.now, **faults)
     fatal: list[tuple[str, list[Event]]] = []
     samples, results = store.samples(state), store.results(state)
-    run = Soak(nodes, state, store, clock, CTX, sink=Recorder(), on_fatal=lambda n, e: fatal.append((n, e)),
+    run = Soak(nodes, state, store, clock, ctx, sink=Recorder(), on_fatal=lambda n, e: fatal.append((n, e)),
                samples=samples, results=results)
     return run, nodes, fatal
 
@@ -183,6 +184,27 @@ def test_a_soak_whose_allocation_ended_stops_there_and_resumes_from_its_checkpoi
     resumed.run()
     assert {p.status for p in resumed.state.nodes.values()} == {DONE} and resumed.state.finished
     assert all(s.ok for s in resumed.samples["n1"])
+
+
+def test_a_disk_step_the_allocation_s_end_cut_short_is_not_kept_and_runs_again(tmp_path: Path) -> None:
+    """The allocation ends before the disk step (the first of the rotation): every node's smart-log fails, Slurm
+    says why, and the soak stops before keeping the step's errors: resumed, it runs the step again."""
+    disk = SoakSettings.model_validate({"dcgm": {"enabled": False}, "nccl": {"enabled": False},
+                                        "cpu": {"enabled": False}, "disk": {"devices": ["/dev/nvme0"]}})
+    ctx = SoakContext(settings=disk, limits=Limits(), gpu_names=("gpu0",), bus_names={"0000:1b:00": "gpu0"},
+                      compute_hcas=(), sockets={0: 2})
+    run, nodes, _ = soak(tmp_path, duration=HOUR, lost_at=0.0, ctx=ctx)
+    Store(tmp_path).save(run.state)  # as `burnin soak` saves it before its first step
+    with pytest.raises(HoldEnded, match=r"ended at \+00:00:00 of 01:00:00: job 7 CANCELLED$"):
+        run.run()
+    assert nodes.asked == [0.0] and nodes.commands[0][2][:2] == ("nvme", "smart-log")
+    results = tmp_path / "results.jsonl"
+    assert run.results == {"n1": [], "n2": []} and not (results.exists() and results.read_text().strip())
+    resumed, again, _ = soak(tmp_path, duration=HOUR, state=Store(tmp_path).load(), ctx=ctx)
+    resumed.run()
+    assert again.commands[0][2][:2] == ("nvme", "smart-log")  # the step, run again
+    assert resumed.results["n1"][0].stage == "disk"
+    assert not [e for r in resumed.results["n1"] for e in r.errors if "expired" in e]
 
 
 def test_a_soak_goes_on_while_slurm_cannot_say_its_allocation_ended(tmp_path: Path) -> None:
