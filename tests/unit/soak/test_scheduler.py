@@ -207,6 +207,45 @@ def test_a_disk_step_the_allocation_s_end_cut_short_is_not_kept_and_runs_again(t
     assert not [e for r in resumed.results["n1"] for e in r.errors if "expired" in e]
 
 
+class _SdcCutShort(FakeNodes):
+    """The allocation ends as the first GPU stage ends: that stage's commands answered, its SDC round reaches
+    nobody (and from then on Slurm says the job was cancelled)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        super().__init__(clock)
+        self.gone = False
+
+    def ended(self) -> str | None:
+        self.asked.append(self.clock())
+        return "job 7 CANCELLED" if self.gone else None
+
+    def sample(self, *, timeout: float, nodes: Sequence[str] | None = None, sources: str | None = None
+               ) -> dict[str, Facts]:
+        if sources is not None and "sdc" in sources:
+            self.gone = True
+        if self.gone:
+            return {n: Facts.unreachable_node(n, "srun: error: job 7 expired") for n in nodes or self.nodes}
+        return super().sample(timeout=timeout, nodes=nodes)
+
+
+def test_an_sdc_round_the_allocation_s_end_cut_short_is_not_kept(tmp_path: Path) -> None:
+    from burnin.topology import find_topology
+
+    sdc = CTX.settings.model_copy(update={"gpu": CTX.settings.gpu.model_copy(update={"sdc": True})})
+    ctx = SoakContext(settings=sdc, limits=Limits(), gpu_names=("gpu0",), bus_names={"0000:1b:00": "gpu0"},
+                      compute_hcas=(), sockets={0: 2}, topology=find_topology("hgx-h100-8gpu"))
+    state = SoakState(command={}, duration_s=2 * HOUR, interval_s=600.0,
+                      nodes={n: NodeProgress(n) for n in ("n1", "n2")})
+    clock = SimClock(state.now, lambda t: None)
+    nodes = _SdcCutShort(clock.now)
+    run = Soak(nodes, state, Store(tmp_path), clock, ctx, sink=Recorder(),
+               samples=Store(tmp_path).samples(state), results=Store(tmp_path).results(state))
+    with pytest.raises(HoldEnded, match=r"ended at \+01:00:00 of 02:00:00: job 7 CANCELLED$"):
+        run.run()
+    assert nodes.asked == [HOUR]  # asked once, by the round that reached nobody
+    assert [r.stage for r in run.results["n1"]] == ["gpu"]  # the stage measured before the end; no GPU-14 record
+
+
 def test_a_soak_goes_on_while_slurm_cannot_say_its_allocation_ended(tmp_path: Path) -> None:
     """Every node unreadable while the controller does not answer: the soak goes on (each round asks again), and
     what it could not measure is incomplete at the end, never a pass."""
