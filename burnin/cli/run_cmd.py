@@ -217,7 +217,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
             except UsageError as exc:  # the gate's credentials may not act (Kubernetes RBAC): after the reports
                 refused = exc
     write_run_json(result.out_dir, argv=_command_line(), suites=suites, started=started_at, duration_s=duration,
-                   left_on_nodes=left_on_nodes)
+                   left_on_nodes=left_on_nodes, not_measured=ended)
     try:
         render(result.out_dir)
     except OSError as exc:  # the verdicts, gate.json and the gate's actions stand; only the page is missing

@@ -38,9 +38,11 @@ class RunInfo:
 
 
 def write_run_json(out_dir: Path, *, argv: Sequence[str], suites: Sequence[str], started: float,
-                   duration_s: float, left_on_nodes: Mapping[str, Sequence[str]] | None = None) -> Path:
+                   duration_s: float, left_on_nodes: Mapping[str, Sequence[str]] | None = None,
+                   not_measured: Mapping[str, str] | None = None) -> Path:
     """Write ``out_dir/run.json`` (atomically) for report.html's metadata; ``started`` is Unix time.
-    ``left_on_nodes``: node -> the files the run shipped there and could not remove (written when any)."""
+    ``left_on_nodes``: node -> the files the run shipped there and could not remove; ``not_measured``: node -> why
+    its allocation ended under the run, so that no gate acted on it (each written when any)."""
     from burnin import __version__
 
     document: dict[str, object] = {"argv": list(argv), "suites": list(suites),
@@ -48,6 +50,8 @@ def write_run_json(out_dir: Path, *, argv: Sequence[str], suites: Sequence[str],
                                    "duration_s": round(duration_s, 3), "version": __version__}
     if left_on_nodes:
         document["left_on_nodes"] = {node: list(paths) for node, paths in sorted(left_on_nodes.items())}
+    if not_measured:
+        document["not_measured"] = dict(sorted(not_measured.items()))
     path = out_dir / RUN_META_FILE
     write_text_atomic(path, json.dumps(document, indent=1) + "\n")
     return path

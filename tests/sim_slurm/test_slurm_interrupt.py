@@ -130,6 +130,7 @@ def test_an_allocation_cancelled_while_srun_collects_gates_only_the_measured_and
         assert shipped[0].exists()  # no job of the run was left to remove it
         run = json.loads((out / "run.json").read_text())
         assert run["left_on_nodes"] == {f"sim0{n}": [str(shipped[0])] for n in range(1, 5)}
+        assert set(run["not_measured"]) == unmeasured
         said = [line for line in stdout.splitlines() if line.startswith("left on ")]
         assert said == [f"left on sim[01-04]: 1 file(s) the run shipped, its allocation ended before removing "
                         f"them (run.json: left_on_nodes): {shipped[0]}"], stdout

@@ -102,6 +102,8 @@ def test_an_allocation_cancelled_during_the_fabric_phase_drains_no_node_for_it(
     said = [line for line in stdout.splitlines() if line.startswith("not measured: ")]
     assert said == [f"not measured: sim[01-03,05]: the run's allocation ended under it (job {fabric[0]} CANCELLED "
                     f"during the fabric phase); the gate left them as they are"], stdout
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["not_measured"] == dict.fromkeys(nodes, f"job {fabric[0]} CANCELLED during the fabric phase")
     gate = json.loads((tmp_path / "gate.json").read_text())
     for node in nodes:
         decision = gate["nodes"][node]
