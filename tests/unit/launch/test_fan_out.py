@@ -30,6 +30,8 @@ def test_every_thread_runs_before_the_first_item_goes_out() -> None:
     assert seen == [8] * 20  # the first item already saw all eight threads
     assert fan_out([1, 2, 3], call, workers=8) == [2, 4, 6]  # never more threads than items
     assert seen[20:] == [3] * 3
+    assert fan_out([1, 2], call, workers=2) == [2, 4]
+    assert seen[23:] == [2, 2]
 
 
 def test_one_item_or_one_worker_starts_nothing_ahead() -> None:

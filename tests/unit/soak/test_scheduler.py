@@ -228,6 +228,42 @@ class _SdcCutShort(FakeNodes):
         return super().sample(timeout=timeout, nodes=nodes)
 
 
+class _SdcMissesOne(FakeNodes):
+    """Every SDC round misses n2 (its own trouble: the allocation holds)."""
+
+    def sample(self, *, timeout: float, nodes: Sequence[str] | None = None, sources: str | None = None
+               ) -> dict[str, Facts]:
+        facts = super().sample(timeout=timeout, nodes=nodes)
+        if sources is not None and "sdc" in sources:
+            facts["n2"] = Facts.unreachable_node("n2", "the collector timed out")
+        return facts
+
+
+def _sdc_and_disk_context() -> SoakContext:
+    from burnin.topology import find_topology
+
+    settings = SoakSettings.model_validate({"dcgm": {"enabled": False}, "nccl": {"enabled": False},
+                                            "cpu": {"enabled": False}, "disk": {"devices": ["/dev/nvme0"]}})
+    return SoakContext(settings=settings, limits=Limits(), gpu_names=("gpu0",), bus_names={"0000:1b:00": "gpu0"},
+                       compute_hcas=(), sockets={0: 2}, topology=find_topology("hgx-h100-8gpu"))
+
+
+def test_steps_that_reached_some_node_ask_slurm_nothing(tmp_path: Path) -> None:
+    """Disk steps that every node answered (their smart-log unreadable: the node's own trouble, kept as an error)
+    and SDC rounds that one node missed: the allocation holds, and Slurm is never asked."""
+    state = SoakState(command={}, duration_s=3 * HOUR, interval_s=600.0,
+                      nodes={n: NodeProgress(n) for n in ("n1", "n2")})
+    clock = SimClock(state.now, lambda t: None)
+    nodes = _SdcMissesOne(clock.now)
+    store = Store(tmp_path)
+    run = Soak(nodes, state, store, clock, _sdc_and_disk_context(), sink=Recorder(),
+               samples=store.samples(state), results=store.results(state))
+    run.run()
+    assert run.state.finished and nodes.asked == []
+    stages = [r.stage for r in run.results["n2"]]
+    assert "disk" in stages and "sdc" in stages and "gpu" in stages, stages
+
+
 def test_an_sdc_round_the_allocation_s_end_cut_short_is_not_kept(tmp_path: Path) -> None:
     from burnin.topology import find_topology
 
