@@ -232,7 +232,7 @@ class SlurmLauncher:
             step_failed, self._step_failed = self._step_failed, False
         try:
             if allocation is not None and allocation.job_id:
-                if step_failed and allocation.job_id != self.jobs.job_id:  # ours: did it end under the steps?
+                if step_failed:  # did it end under the steps (ours, or the one burnin runs in)?
                     self._note_ended(allocation.job_id)
                 self._remove_shipped(allocation.job_id, allocation.name)
         finally:

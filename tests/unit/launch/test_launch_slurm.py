@@ -331,3 +331,15 @@ def test_a_hold_whose_steps_all_answered_or_whose_job_still_runs_ended_nothing(t
     failing.cancelled = False
     launcher.close()
     assert launcher.ended_under() == {} and [c for c in failing.calls if c[0] == "scontrol" and "job" in c]
+
+
+def test_the_allocation_burnin_runs_in_that_ended_under_its_steps_is_said_too(tmp_path: Path) -> None:
+    """Inside salloc/sbatch (job 42 is the one burnin runs in): cancelled under the steps, it is asked about as
+    one burnin took itself."""
+    fake = _CancelledSlurm(STATES)
+    launcher = SlurmLauncher(SlurmJobs(fake, job_id="42"), log=CommandLog(tmp_path / "slurm-commands.log"))
+    assert launcher.hold(["n1", "n2"], Hold("fabric", "the fabric phase", 600)) is None
+    assert "salloc" not in fake.tools()
+    assert not launcher.per_node([NodeCommand("n2", ("ib_write_bw",), 5)])["n2"].ok
+    launcher.close()
+    assert launcher.ended_under() == dict.fromkeys(("n1", "n2"), "job 42 CANCELLED during the fabric phase")
