@@ -169,7 +169,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     from burnin.cli.interrupt import raise_if_received
     from burnin.cli.progress import Progress
     from burnin.cli.summary import print_summary, say_hold_ended, say_left_on_nodes
-    from burnin.dispatch.base import hold_ended
+    from burnin.dispatch.base import hold_ended, phase_ended
     from burnin.dispatch.base import left_on_nodes as shipped_and_left
     from burnin.errors import UsageError
     from burnin.session import SuiteError, execute
@@ -199,7 +199,7 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
         dispatcher.close()
     raise_if_received()
     left_on_nodes = shipped_and_left(dispatcher)  # an allocation that ended before its clean-up step
-    ended = _not_measured(hold_ended(dispatcher), result.decisions)
+    ended = _not_measured(hold_ended(dispatcher), phase_ended(dispatcher), result.decisions)
     from burnin.report.html import render
     from burnin.report.runinfo import write_run_json
 
@@ -232,11 +232,30 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED
 
 
-def _not_measured(ended: dict[str, str], decisions: Mapping[str, NodeDecision]) -> dict[str, str]:
-    """The nodes the gate leaves as they are: those whose allocation ended under the run (a scancel, a
-    preemption) and that failed nothing it measured. What was not measured is not their doing; a check that
-    failed before the end was measured, and its node is gated as ever."""
-    return {node: why for node, why in ended.items() if node in decisions and not decisions[node].failed}
+def _not_measured(gathered: Mapping[str, str], phases: Mapping[str, str],
+                  decisions: Mapping[str, NodeDecision]) -> dict[str, str]:
+    """The nodes the gate leaves as they are, with why: those whose allocation ended under the run (a scancel, a
+    preemption) and that failed nothing it measured. ``gathered``: nodes whose collector had not answered when
+    it ended (nothing of theirs was measured); ``phases``: nodes of a phase's allocation that ended, left alone
+    only when every check they are incomplete for is a phase's (what the gather could not read, an NVML that
+    did not answer, still rejects them as ever). A check that failed before the end was measured: gated."""
+    from burnin.checks import LAUNCHED_PHASE_SOURCES, load_all
+
+    registry = load_all()
+
+    def phase_check(check_id: str) -> bool:
+        spec = registry.get(check_id)
+        return spec is not None and not set(spec.sources).isdisjoint(LAUNCHED_PHASE_SOURCES)
+
+    left: dict[str, str] = {}
+    for node, decision in decisions.items():
+        if decision.failed:
+            continue
+        if node in gathered:
+            left[node] = gathered[node]
+        elif node in phases and all(phase_check(check) for check in decision.incomplete):
+            left[node] = phases[node]
+    return left
 
 
 def _gate(name: str) -> Gate | None:

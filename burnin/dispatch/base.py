@@ -71,6 +71,16 @@ def hold_ended(dispatcher: Dispatcher) -> dict[str, str]:
     return ended
 
 
+def phase_ended(dispatcher: Dispatcher) -> dict[str, str]:
+    """The nodes of a phase's hold (the fabric, storage or Megatron suite's Slurm allocation) that ended under its
+    steps, with why (``job 7 CANCELLED during the fabric phase``): the phase's checks on them were not measured,
+    and that is not their doing; what the gather measured stands. A dispatcher whose phases hold nodes says so
+    with a ``phase_ended()`` method of its own (Slurm's); empty for the others."""
+    said = getattr(dispatcher, "phase_ended", None)
+    ended: dict[str, str] = said() if callable(said) else {}
+    return ended
+
+
 def preset_from_facts(facts: Mapping[str, Facts]) -> Preset:
     """``simulated`` when every reachable node's collector ran as a simulated node.
 

@@ -224,12 +224,17 @@ class SlurmDispatcher:
             self.client.close()
 
     def hold_ended(self) -> dict[str, str]:
-        """The nodes whose collector had not answered when their allocation ended under the gather, and those of
-        a phase's allocation that ended under its steps (``job 5 CANCELLED during the fabric phase``), with why
+        """The nodes whose collector had not answered when their allocation ended under the gather, with why
         (burnin.dispatch.base.hold_ended)."""
         with self._holding_lock:
-            ended = dict(self._ended)
+            return dict(self._ended)
+
+    def phase_ended(self) -> dict[str, str]:
+        """The nodes of a phase's allocation that ended under its steps (``job 5 CANCELLED during the fabric
+        phase``), with why (burnin.dispatch.base.phase_ended)."""
+        with self._holding_lock:
             launchers = list(self._phase_launchers)
+        ended: dict[str, str] = {}
         for launcher in launchers:
             for node, why in launcher.ended_under().items():
                 ended.setdefault(node, why)

@@ -221,11 +221,17 @@ def test_a_history_that_cannot_be_written_costs_the_drain_one_line(tmp_path: Pat
 def test_a_node_whose_allocation_ended_is_left_alone_unless_it_failed_what_was_measured() -> None:
     from burnin.cli.run_cmd import _not_measured
 
-    ended = {"n1": "job 5 CANCELLED during the fabric phase", "n2": "job 5 CANCELLED during the fabric phase",
-             "n9": "job 5 CANCELLED"}
+    fabric = "job 5 CANCELLED during the fabric phase"
+    phases = {"n1": fabric, "n2": fabric, "n4": fabric, "n5": fabric, "n8": fabric}
+    gathered = {"n6": "job 3 CANCELLED", "n7": "job 3 CANCELLED", "n9": "job 3 CANCELLED"}
     decisions = {
-        "n1": NodeDecision("n1", False, incomplete=("NCCL-03",)),  # not measured: not its doing
+        "n1": NodeDecision("n1", False, incomplete=("NCCL-03", "NVL-04")),  # the phase's checks: not its doing
         "n2": NodeDecision("n2", False, failed=("TOP-04",), incomplete=("NCCL-03",)),  # measured before the end
         "n3": NodeDecision("n3", True),
+        "n4": NodeDecision("n4", False, incomplete=("GPU-06", "NCCL-03")),  # the gather could not read its GPUs
+        "n5": NodeDecision("n5", False, incomplete=("SITE-01",)),  # a site's own check: not known to be a phase's
+        "n6": NodeDecision("n6", False, incomplete=("GPU-06", "TOP-04")),  # its collector never answered
+        "n7": NodeDecision("n7", False, failed=("GPU-06",)),
+        "n8": NodeDecision("n8", False, incomplete=("GPU-14",)),  # the SDC size the collector could not read
     }
-    assert _not_measured(ended, decisions) == {"n1": "job 5 CANCELLED during the fabric phase"}
+    assert _not_measured(gathered, phases, decisions) == {"n1": fabric, "n6": "job 3 CANCELLED"}
