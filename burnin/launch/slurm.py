@@ -175,6 +175,7 @@ class SlurmLauncher:
         self._purpose = ""
         self._step_failed = False  # some step of the allocation held failed (its end is asked about on release)
         self._ended: dict[str, str] = {}  # node -> why: allocations of this launcher that ended under its steps
+        self._end_found: tuple[str, str] | None = None  # (job id, why) once Slurm said the held job ended
         self._shipped: dict[str, str] = {}  # digest -> path on the nodes
         # Job ids are no names: they start again at 1 after slurmctld loses its state, and two clusters (or
         # containers) may share a node's /tmp; another run's clean-up must never remove this run's file.
@@ -205,6 +206,7 @@ class SlurmLauncher:
         self.release()
         self._label = how.label
         self._purpose = how.purpose
+        self._end_found = None  # job ids start again at 1 after slurmctld loses its state: asked afresh
         self._refused = dict(nodes.refused)
         self._usable = [*nodes.usable, *nodes.recheck]
         if not self._usable:
@@ -233,7 +235,7 @@ class SlurmLauncher:
         try:
             if allocation is not None and allocation.job_id:
                 if step_failed:  # did it end under the steps (ours, or the one burnin runs in)?
-                    self._note_ended(allocation.job_id)
+                    self._ask_ended(allocation.job_id)
                 self._remove_shipped(allocation.job_id, allocation.name)
         finally:
             self._shipped.clear()
@@ -249,22 +251,23 @@ class SlurmLauncher:
         with self._lock:
             return dict(self._ended)
 
-    def _note_ended(self, job_id: str) -> None:
-        why = job_ended(self._client_run, job_id)
-        if why is None:
-            return
-        self.note(f"the allocation ended: {why}")
-        with self._lock:
-            self._ended.update(dict.fromkeys(self._usable, f"{why} during {self._purpose}" if self._purpose else why))
-
     def ended(self) -> str | None:
         """Asks Slurm (``scontrol show job``) only when called: callers do once their commands all failed."""
         job_id = self.job_id
-        if job_id is None:
-            return None
+        return None if job_id is None else self._ask_ended(job_id)
+
+    def _ask_ended(self, job_id: str) -> str | None:
+        """Why ``job_id`` ended (None: it runs, or Slurm could not say), noted once and kept for its nodes
+        (:meth:`ended_under`); an ended job stays ended, so Slurm is asked again only while it has not."""
+        if self._end_found is not None and self._end_found[0] == job_id:
+            return self._end_found[1]
         why = job_ended(self._client_run, job_id)
-        if why is not None:
-            self.note(f"the allocation ended: {why}")
+        if why is None:
+            return None
+        self._end_found = (job_id, why)
+        self.note(f"the allocation ended: {why}")
+        with self._lock:
+            self._ended.update(dict.fromkeys(self._usable, f"{why} during {self._purpose}" if self._purpose else why))
         return why
 
     def _remove_shipped(self, job_id: str, job_name: str) -> None:

@@ -343,3 +343,16 @@ def test_the_allocation_burnin_runs_in_that_ended_under_its_steps_is_said_too(tm
     assert not launcher.per_node([NodeCommand("n2", ("ib_write_bw",), 5)])["n2"].ok
     launcher.close()
     assert launcher.ended_under() == dict.fromkeys(("n1", "n2"), "job 42 CANCELLED during the fabric phase")
+
+
+def test_an_end_the_caller_already_asked_about_is_not_asked_again_on_release(tmp_path: Path) -> None:
+    """The soak asks (`ended()`) once a round reached nobody, then closes its launcher: one `scontrol show job`,
+    one note in the log."""
+    fake = _CancelledSlurm(STATES)
+    launcher, _ = _held(fake, tmp_path, ("n1", "n2"), Hold("soak", "the soak", 600))
+    assert not launcher.per_node([NodeCommand("n1", ("gpu_burn",), 5)])["n1"].ok
+    assert launcher.ended() == "job 42 CANCELLED"
+    launcher.close()
+    assert len([call for call in fake.calls if call[0] == "scontrol" and "job" in call]) == 1, fake.calls
+    assert (tmp_path / "slurm-commands.log").read_text().count("# the allocation ended:") == 1
+    assert launcher.ended_under() == dict.fromkeys(("n1", "n2"), "job 42 CANCELLED during the soak")
