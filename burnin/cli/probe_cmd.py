@@ -17,19 +17,24 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--topology", default=os.environ.get("BURNIN_TOPOLOGY", "hgx-h100-8gpu"),
-                        metavar="NAME|FILE", help="node type (default: $BURNIN_TOPOLOGY or hgx-h100-8gpu)")
+    # The defaults are the resident probe's client's (burnin.cli.probe_ask): both must judge alike.
+    from burnin.cli.probe_ask import DEFAULT_GATE, DEFAULT_TIMEOUT_S, DEFAULT_TOPOLOGY, TOPOLOGY_ENV
+
+    parser.add_argument("--topology", default=os.environ.get(TOPOLOGY_ENV) or DEFAULT_TOPOLOGY,
+                        metavar="NAME|FILE", help=f"node type (default: ${TOPOLOGY_ENV} or {DEFAULT_TOPOLOGY})")
     from burnin.argtypes import seconds
 
-    parser.add_argument("--timeout", type=seconds, default=5.0, metavar="S", help="per-source timeout (default 5)")
+    parser.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
+                        help=f"per-source timeout (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--drain", action="store_true",
                         help="on a failure, take this node out of the pool (Slurm: drain it with reason "
                              "'burnin: <ids> <cause>')")
     parser.add_argument("--undrain", action="store_true",
                         help="when healthy, put this node back, but only from a drain that burnin set for "
                              "checks the probe runs")
-    parser.add_argument("--gate", default="slurm", metavar="NAME",
-                        help="the gate --drain and --undrain act through (default slurm; see burnin.gate.registry)")
+    parser.add_argument("--gate", default=DEFAULT_GATE, metavar="NAME",
+                        help=f"the gate --drain and --undrain act through (default {DEFAULT_GATE}; see "
+                             "burnin.gate.registry)")
     parser.add_argument("--json", action="store_true", help="print every verdict as JSON instead of one line")
     parser.add_argument("--format", choices=("line", "json", "npd"), default=None,
                         help="line (default), json (as --json), or npd: node-problem-detector's custom plugin "

@@ -15,6 +15,11 @@ Protocol, one request per connection on 127.0.0.1 (a port the kernel picks):
   anything else (``stale``, ``refused``, ``error ...``, nothing, a closed connection, a
   timeout) makes the client run the one-shot probe instead, which judges the node itself.
 
+``burnin probe`` itself asks in ``burnin-probe/2`` (burnin.cli.probe_ask): the request is
+signed with the token instead of carrying it, names the options it would probe with (the
+server refuses other ones: ``refused other options``), and the answer ``EXIT MAC LINE`` is
+signed over the request's nonce, so that only this server can answer it.
+
 Fail closed: a request is served only by code that is still the code on disk (an upgraded
 burnin answers ``stale`` and the server exits, for systemd to start the new one); a probe
 in which a source timed out is answered, then the server exits, so no abandoned thread
@@ -36,6 +41,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from burnin.cli.probe_ask import ADDRESS_ENV, DEFAULT_ADDRESS_FILE, FLAGS, options_key, reply_line, sign
+
 if TYPE_CHECKING:
     from burnin.probe import ProbeResult
     from burnin.topology.model import Topology
@@ -48,11 +55,10 @@ class Act(Protocol):
                  metrics: Path | None, record: bool = False) -> None: ...
 
 PROTOCOL = "burnin-probe/1"
-FLAGS = ("drain", "undrain")
-DEFAULT_ADDRESS_FILE = "/run/burnin/probe.addr"
+PROTOCOL_SIGNED = "burnin-probe/2"
 REQUEST_TIMEOUT_S = 2.0
 """How long a connected client may take to send its request line (the server serves one at a time)."""
-MAX_REQUEST = 256
+MAX_REQUEST = 512
 
 
 class _Stop(Exception):
@@ -65,7 +71,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> NoReturn:
 
 def address_file(value: Path | None) -> Path:
     """--address-file, or ``$BURNIN_PROBE_ADDRESS``, or /run/burnin/probe.addr."""
-    return value or Path(os.environ.get("BURNIN_PROBE_ADDRESS") or DEFAULT_ADDRESS_FILE)
+    return value or Path(os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS_FILE)
 
 
 def parse_request(line: bytes, token: str) -> tuple[str, ...] | str:
@@ -83,6 +89,26 @@ def parse_request(line: bytes, token: str) -> tuple[str, ...] | str:
     if unknown:
         return f"unknown flag {unknown[0][:20]!r}"
     return flags
+
+
+def parse_signed_request(line: bytes, token: str, options: str) -> tuple[str, tuple[str, ...]] | str:
+    """The nonce and flags of a ``burnin-probe/2`` request signed with the token for these options, else why it
+    is refused."""
+    try:
+        words = line.decode("ascii").split()
+    except UnicodeDecodeError:
+        return "not ASCII"
+    if len(words) < 4 or words[0] != PROTOCOL_SIGNED:
+        return f"not a {PROTOCOL_SIGNED} request"
+    mac, nonce, asked, flags = words[1], words[2], words[3], tuple(words[4:])
+    if not hmac.compare_digest(mac.encode(), sign(token, " ".join(words[2:])).encode()):
+        return "wrong signature"
+    unknown = [flag for flag in flags if flag not in FLAGS]
+    if unknown:
+        return f"unknown flag {unknown[0][:20]!r}"
+    if asked != options:
+        return "other options"  # the one-shot probe would judge, or act, otherwise: it runs instead
+    return nonce, flags
 
 
 class CodeStamp:
@@ -136,6 +162,10 @@ class Server:
         self.act = act
         self.listener = listener
         self.token = token
+        self.options = options_key(topology=args.topology, timeout=args.timeout, gate=args.gate,
+                                   metrics=str(args.metrics) if args.metrics is not None else None,
+                                   record=bool(getattr(args, "record", False)), environ=os.environ)
+        """What ``burnin probe`` must ask with to be answered here (burnin.cli.probe_ask.options_key)."""
         self.topology = TopologyFile(args.topology)
         self.code: CodeStamp | None = None
         self.served = 0
@@ -156,22 +186,32 @@ class Server:
                 line = _read_line(connection)
             except OSError:
                 return True
-            request = parse_request(line, self.token)
-            if isinstance(request, str):
-                _send(connection, f"refused {request}")
-                return True
+            nonce: str | None = None
+            if line.startswith(PROTOCOL_SIGNED.encode()):
+                signed = parse_signed_request(line, self.token, self.options)
+                if isinstance(signed, str):
+                    _send(connection, f"refused {signed}")
+                    return True
+                nonce, request = signed
+            else:
+                plain = parse_request(line, self.token)
+                if isinstance(plain, str):
+                    _send(connection, f"refused {plain}")
+                    return True
+                request = plain
             if self.code is not None and self.code.changed():
                 _send(connection, "stale burnin changed on disk: restart the server")
                 return False
             try:
-                reply, keep = self._probe(request)
+                code, text, keep = self._probe(request)
+                reply = f"{code} {text}" if nonce is None else reply_line(self.token, nonce, code, text)
             except Exception as exc:  # noqa: BLE001 - the client falls back to the one-shot probe, which reports it
                 reply, keep = f"error {type(exc).__name__}", True
             _send(connection, reply)
             self.served += 1
             return keep
 
-    def _probe(self, flags: tuple[str, ...]) -> tuple[str, bool]:
+    def _probe(self, flags: tuple[str, ...]) -> tuple[int, str, bool]:
         from burnin.probe import run_probe
         from burnin.text import printable
 
@@ -181,7 +221,7 @@ class Server:
         line = printable(result.line()).replace("\n", " ")
         # A source that outlived its timeout was abandoned in its thread, or a tool it ran was killed at its
         # timeout (whose thread may or may not be back yet): the server goes with it either way.
-        return f"{result.exit_code} {line}", not timed_out(result.facts) and threading.active_count() == 1
+        return result.exit_code, line, not timed_out(result.facts) and threading.active_count() == 1
 
 
 def timed_out(facts: Mapping[str, Any]) -> bool:
