@@ -17,9 +17,6 @@ from burnin.topology.model import Topology
 
 PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic", "fleet", "sdc_fleet")
 """Fact sources that are a measurement phase's records, not something the collector reads."""
-LAUNCHED_PHASE_SOURCES = ("fabric", "megatron", "placement", "storage_traffic")
-"""Those of them measured by work the phase launches on the nodes (in an allocation of its own under Slurm); the
-fleet's counts and the SDC comparison are computed from what the collector gathered."""
 
 
 def probe_check_ids(cheap_sources: Iterable[str]) -> list[str]:
@@ -42,5 +39,5 @@ def unjudgeable_checks(topology: Topology) -> dict[str, str]:
     return out
 
 
-__all__ = ["CHECKS", "LAUNCHED_PHASE_SOURCES", "PHASE_SOURCES", "CheckSpec", "evaluate", "load_all",
+__all__ = ["CHECKS", "PHASE_SOURCES", "CheckSpec", "evaluate", "load_all",
            "probe_check_ids", "unjudgeable_checks"]

@@ -65,13 +65,14 @@ def not_applicable_reason(check_id: str, topology: Topology) -> str | None:
 
 
 def check(check_id: str, title: str, *, sources: tuple[str, ...], references: tuple[str, ...] = (),
-          fast: bool = True) -> Callable[[CheckFunction], CheckFunction]:
+          fast: bool = True, evidence: tuple[str, ...] = ()) -> Callable[[CheckFunction], CheckFunction]:
     """Register a check function under its catalog id, with what it needs.
 
     ``sources``: the fact sources it reads (collector source names, or the phase
     that records its measurements); ``references``: the topology references it
     reads. A topology that lacks one of them makes the check incomplete with that
-    cause before it looks at any fact (burnin.checks.references).
+    cause before it looks at any fact (burnin.checks.references); ``evidence``: the
+    facts sections of a suite's phase it also judges when they are there.
     """
     if not sources:
         raise RuntimeError(f"check {check_id} declares no fact source")
@@ -90,7 +91,8 @@ def check(check_id: str, title: str, *, sources: tuple[str, ...], references: tu
             except Unmeasurable as exc:
                 return incomplete(check_id, facts.node, exc.reason)
 
-        CHECKS[check_id] = CheckSpec(check_id, title, fast, guarded, tuple(references), tuple(sources))
+        CHECKS[check_id] = CheckSpec(check_id, title, fast, guarded, tuple(references), tuple(sources),
+                                     tuple(evidence))
         return guarded
 
     return register

@@ -28,6 +28,9 @@ class CheckSpec:
     """Names in ``topology.references`` the check reads (burnin.checks.references)."""
     sources: tuple[str, ...] = ()
     """Where its facts come from: collector sources (``nvml``, ``pci``, ``dmesg``...) or a phase (``fabric``)."""
+    evidence: tuple[str, ...] = ()
+    """Facts sections a suite's phase adds, which the check also judges when they are there (STO-04 the storage
+    suite's pings, ``storage_pathmtu``) without needing them to judge at all (the probe judges it without)."""
 
 
 CHECKS: dict[str, CheckSpec] = {}

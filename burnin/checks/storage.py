@@ -37,7 +37,9 @@ from burnin.errors import ParseError
 from burnin.evaluate.verdict import Finding, Unmeasurable, Verdict, roll_up
 from burnin.facts import Facts
 from burnin.storage.nccl_runtime import EXPECTED as RUNTIME_EXPECTED
+from burnin.storage.nccl_runtime import SECTION as RUNTIME_SECTION
 from burnin.storage.nccl_runtime import runtime_findings
+from burnin.storage.pathmtu_judge import SECTION as PATH_MTU_SECTION
 from burnin.topology.model import StorageFabric, StorageNetdev, Topology
 
 STO_CHECKS = ("STO-01", "STO-02", "STO-04", "STO-05", "STO-06", "STO-07")
@@ -294,7 +296,8 @@ def _storage_rdma(data: dict[str, Any], topology: Topology, fabric: StorageFabri
     return out
 
 
-@check("STO-02", "NCCL configured for compute HCAs only, never storage devices", sources=("storage",))
+@check("STO-02", "NCCL configured for compute HCAs only, never storage devices", sources=("storage",),
+       evidence=(RUNTIME_SECTION,))
 def nccl_config(facts: Facts, topology: Topology) -> Verdict:
     fabric = _fabric(topology)
     compute = list(fabric.nccl_ib_hca or (h.name for h in topology.compute_hcas))
@@ -347,7 +350,8 @@ def nccl_config(facts: Facts, topology: Topology) -> Verdict:
 # ------------------------------------------------------------------ STO-04
 
 
-@check("STO-04", "BlueField netdev MTU; path MTU to every storage target (storage suite)", sources=("storage",))
+@check("STO-04", "BlueField netdev MTU; path MTU to every storage target (storage suite)", sources=("storage",),
+       evidence=(PATH_MTU_SECTION,))
 def storage_mtu(facts: Facts, topology: Topology) -> Verdict:
     """The BlueField netdevs' MTU; where the storage suite's phase pinged the targets, the path MTU too."""
     from burnin.storage.pathmtu_judge import expected_text, path_mtu_findings, path_mtu_section

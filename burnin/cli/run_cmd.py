@@ -14,7 +14,7 @@ from burnin.cli.main import EXIT_INTERNAL, EXIT_OK, EXIT_REJECTED
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from burnin.dispatch.base import Dispatcher
+    from burnin.dispatch.base import Dispatcher, PhaseEnded
     from burnin.gate.decide import NodeDecision
     from burnin.gate.registry import Gate
     from burnin.outdir import Ownership
@@ -232,20 +232,21 @@ def _run_owned(args: argparse.Namespace, out_dir: Path, created: list[Path], own
     return EXIT_OK if all(d.admitted for d in result.decisions.values()) else EXIT_REJECTED
 
 
-def _not_measured(gathered: Mapping[str, str], phases: Mapping[str, str],
+def _not_measured(gathered: Mapping[str, str], phases: Mapping[str, PhaseEnded],
                   decisions: Mapping[str, NodeDecision]) -> dict[str, str]:
     """The nodes the gate leaves as they are, with why: those whose allocation ended under the run (a scancel, a
     preemption) and that failed nothing it measured. ``gathered``: nodes whose collector had not answered when
     it ended (nothing of theirs was measured); ``phases``: nodes of a phase's allocation that ended, left alone
-    only when every check they are incomplete for is a phase's (what the gather could not read, an NVML that
-    did not answer, still rejects them as ever). A check that failed before the end was measured: gated."""
-    from burnin.checks import LAUNCHED_PHASE_SOURCES, load_all
+    only when every check they are incomplete for reads what an ended phase was to measure there (its
+    ``Hold.measures``: a fabric phase cut short excuses NCCL-03, not a Megatron run's MEG-01 nor what the gather
+    could not read). A check that failed before the end was measured: gated."""
+    from burnin.checks import load_all
 
     registry = load_all()
 
-    def phase_check(check_id: str) -> bool:
+    def unmeasured_by(check_id: str, ended: PhaseEnded) -> bool:
         spec = registry.get(check_id)
-        return spec is not None and not set(spec.sources).isdisjoint(LAUNCHED_PHASE_SOURCES)
+        return spec is not None and not ended.measures.isdisjoint((*spec.sources, *spec.evidence))
 
     left: dict[str, str] = {}
     for node, decision in decisions.items():
@@ -253,8 +254,8 @@ def _not_measured(gathered: Mapping[str, str], phases: Mapping[str, str],
             continue
         if node in gathered:
             left[node] = gathered[node]
-        elif node in phases and all(phase_check(check) for check in decision.incomplete):
-            left[node] = phases[node]
+        elif node in phases and all(unmeasured_by(check, phases[node]) for check in decision.incomplete):
+            left[node] = phases[node].why
     return left
 
 

@@ -71,13 +71,23 @@ def hold_ended(dispatcher: Dispatcher) -> dict[str, str]:
     return ended
 
 
-def phase_ended(dispatcher: Dispatcher) -> dict[str, str]:
+@dataclass(frozen=True, slots=True)
+class PhaseEnded:
+    """Why a phase's hold on a node ended under its steps (``job 7 CANCELLED during the fabric phase``), and the
+    facts sections it was to fill there (:attr:`burnin.launch.base.Hold.measures`): the checks that read them
+    went unmeasured."""
+
+    why: str
+    measures: frozenset[str]
+
+
+def phase_ended(dispatcher: Dispatcher) -> dict[str, PhaseEnded]:
     """The nodes of a phase's hold (the fabric, storage or Megatron suite's Slurm allocation) that ended under its
-    steps, with why (``job 7 CANCELLED during the fabric phase``): the phase's checks on them were not measured,
-    and that is not their doing; what the gather measured stands. A dispatcher whose phases hold nodes says so
-    with a ``phase_ended()`` method of its own (Slurm's); empty for the others."""
+    steps: the checks of what that phase measures on them were not measured, and that is not their doing; what
+    the gather and the other phases measured stands. A dispatcher whose phases hold nodes says so with a
+    ``phase_ended()`` method of its own (Slurm's); empty for the others."""
     said = getattr(dispatcher, "phase_ended", None)
-    ended: dict[str, str] = said() if callable(said) else {}
+    ended: dict[str, PhaseEnded] = said() if callable(said) else {}
     return ended
 
 

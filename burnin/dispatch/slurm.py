@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from burnin.errors import UsageError
 
 if TYPE_CHECKING:  # `burnin run --help` reads add_arguments only: the dispatcher's machinery is imported when used
-    from burnin.dispatch.base import DispatchContext
+    from burnin.dispatch.base import DispatchContext, PhaseEnded
     from burnin.facts import Facts
     from burnin.launch.log import CommandLog
     from burnin.launch.slurm import SlurmLauncher, Triage
@@ -229,16 +229,21 @@ class SlurmDispatcher:
         with self._holding_lock:
             return dict(self._ended)
 
-    def phase_ended(self) -> dict[str, str]:
-        """The nodes of a phase's allocation that ended under its steps (``job 5 CANCELLED during the fabric
-        phase``), with why (burnin.dispatch.base.phase_ended)."""
+    def phase_ended(self) -> dict[str, PhaseEnded]:
+        """The nodes of a phase's allocation that ended under its steps, with why (``job 5 CANCELLED during the
+        fabric phase``) and what those phases were to measure there (burnin.dispatch.base.phase_ended)."""
         with self._holding_lock:
             launchers = list(self._phase_launchers)
-        ended: dict[str, str] = {}
+        from burnin.dispatch.base import PhaseEnded
+
+        why_by_node: dict[str, str] = {}
+        measures: dict[str, frozenset[str]] = {}
         for launcher in launchers:
+            ended_measures = launcher.ended_measures()
             for node, why in launcher.ended_under().items():
-                ended.setdefault(node, why)
-        return ended
+                why_by_node.setdefault(node, why)
+                measures[node] = measures.get(node, frozenset()) | ended_measures.get(node, frozenset())
+        return {node: PhaseEnded(why, measures[node]) for node, why in why_by_node.items()}
 
     def left_on_nodes(self) -> dict[str, list[str]]:
         """What the run's allocations shipped and could not remove (burnin.dispatch.base.left_on_nodes)."""

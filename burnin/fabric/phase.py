@@ -63,6 +63,8 @@ from burnin.launch.gather import collector_args, facts_from_result
 from burnin.topology.model import Topology
 from burnin.transport.base import CommandResult
 
+MEASURES = ("fabric", nccl_evidence.SECTION)
+"""The facts sections this phase fills on each node (:attr:`burnin.launch.base.Hold.measures`)."""
 FABRIC_FILE = "fabric.json"
 LOG_FILE = "fabric-commands.log"
 FailedAlone = Callable[[Facts, Topology], list[Verdict]]
@@ -131,7 +133,7 @@ class Phase:
     def hold(self) -> Hold:
         """Whole nodes for single-node runs per collective, nvbandwidth, the group, localisation and rail rounds."""
         return Hold("fabric", "the fabric phase", time_limit_s=40 * (self.timeout + SLACK_S),
-                    wait_s=min(ALLOC_WAIT_S, self.timeout))
+                    wait_s=min(ALLOC_WAIT_S, self.timeout), measures=MEASURES)
 
     def run(self, nodes: list[str]) -> PhaseResult:
         result = PhaseResult(nodes, self.settings, self.launcher.name,

@@ -158,6 +158,9 @@ class Hold:
     collects: bool = False
     """The caller runs the collector in what it holds: what the collector needs on the nodes goes there now,
     so a failure to put it there is the hold's."""
+    measures: tuple[str, ...] = ()
+    """The facts sections that what runs in this hold fills (the fabric phase's ``fabric``): when the hold ends
+    under its steps (a scancel, a preemption), the checks that read them are what went unmeasured on its nodes."""
 
 
 @dataclass(frozen=True, slots=True)

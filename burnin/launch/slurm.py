@@ -175,6 +175,8 @@ class SlurmLauncher:
         self._purpose = ""
         self._step_failed = False  # some step of the allocation held failed (its end is asked about on release)
         self._ended: dict[str, str] = {}  # node -> why: allocations of this launcher that ended under its steps
+        self._measures: tuple[str, ...] = ()  # the held allocation's Hold.measures
+        self._ended_measures: dict[str, frozenset[str]] = {}  # node -> what the ended allocations were to measure
         self._end_found: tuple[str, str] | None = None  # (job id, why) once Slurm said the held job ended
         self._shipped: dict[str, str] = {}  # digest -> path on the nodes
         # Job ids are no names: they start again at 1 after slurmctld loses its state, and two clusters (or
@@ -206,6 +208,7 @@ class SlurmLauncher:
         self.release()
         self._label = how.label
         self._purpose = how.purpose
+        self._measures = how.measures
         self._end_found = None  # job ids start again at 1 after slurmctld loses its state: asked afresh
         self._refused = dict(nodes.refused)
         self._usable = [*nodes.usable, *nodes.recheck]
@@ -251,6 +254,12 @@ class SlurmLauncher:
         with self._lock:
             return dict(self._ended)
 
+    def ended_measures(self) -> dict[str, frozenset[str]]:
+        """For the nodes of :meth:`ended_under`: the facts sections their ended allocations were to fill
+        (:attr:`burnin.launch.base.Hold.measures`), whose checks went unmeasured."""
+        with self._lock:
+            return dict(self._ended_measures)
+
     def ended(self) -> str | None:
         """Asks Slurm (``scontrol show job``) only when called: callers do once their commands all failed."""
         job_id = self.job_id
@@ -268,6 +277,8 @@ class SlurmLauncher:
         self.note(f"the allocation ended: {why}")
         with self._lock:
             self._ended.update(dict.fromkeys(self._usable, f"{why} during {self._purpose}" if self._purpose else why))
+            for node in self._usable:
+                self._ended_measures[node] = self._ended_measures.get(node, frozenset()) | frozenset(self._measures)
         return why
 
     def _remove_shipped(self, job_id: str, job_name: str) -> None:

@@ -81,7 +81,8 @@ def hold(settings: MegatronSettings) -> Hold:
     runs = 2 if settings.multi_node_run else 1
     limit = (settings.probe_timeout_s + slack(settings.probe_timeout_s)
              + runs * (settings.timeout_s + slack(settings.timeout_s)) + 120.0)
-    return Hold("megatron", "the megatron phase", time_limit_s=limit, wait_s=min(ALLOC_WAIT_S, settings.timeout_s))
+    return Hold("megatron", "the megatron phase", time_limit_s=limit, wait_s=min(ALLOC_WAIT_S, settings.timeout_s),
+                measures=("megatron", "placement"))  # burnin.megatron.measure.Measurement's sections
 
 
 def write_logs(out_dir: Path, logs: Mapping[str, str]) -> None:

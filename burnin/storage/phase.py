@@ -32,7 +32,7 @@ def run_storage_phase(launcher: Launcher, facts: Mapping[str, Facts], nodes: Seq
         if not nodes:
             return
         how = Hold("storage", "the storage suite", time_limit_s=phase_time_limit(topology, settings),
-                   wait_s=HOLD_WAIT_S, exclusive=False, tasks_per_node=1)
+                   wait_s=HOLD_WAIT_S, exclusive=False, tasks_per_node=1, measures=(PATHMTU, SECTION))
         plan = [*pathmtu.plan(nodes, fabric), *traffic_plan(nodes, topology, fabric, settings)]
         failure = launcher.hold(nodes, how, plan)
         if failure is not None:

@@ -307,7 +307,8 @@ class _CancelledSlurm(FakeSlurm):
 
 def test_an_allocation_that_ended_under_failed_steps_is_said_once_per_hold_with_its_nodes(tmp_path: Path) -> None:
     fake = _CancelledSlurm(STATES)
-    launcher, failure = _held(fake, tmp_path, ("n1", "n2"), Hold("fabric", "the fabric phase", 600))
+    launcher, failure = _held(fake, tmp_path, ("n1", "n2"), Hold("fabric", "the fabric phase", 600,
+                                                                 measures=("fabric", "nccl_runtime")))
     assert failure is None
     assert not launcher.per_node([NodeCommand("n1", ("ib_write_bw",), 5)])["n1"].ok
     assert launcher.ended_under() == {}  # asked when the hold is released, not at every failed step
@@ -315,6 +316,15 @@ def test_an_allocation_that_ended_under_failed_steps_is_said_once_per_hold_with_
     asked = [call for call in fake.calls if call[0] == "scontrol" and "job" in call]
     assert len(asked) == 1, fake.calls
     assert launcher.ended_under() == dict.fromkeys(("n1", "n2"), "job 42 CANCELLED during the fabric phase")
+    assert launcher.ended_measures() == dict.fromkeys(("n1", "n2"), frozenset({"fabric", "nccl_runtime"}))
+    # the next hold of the same launcher measures something else, and ends too: each node keeps both
+    fake.calls.clear()
+    launcher2_failure = launcher.hold(["n2"], Hold("megatron", "the megatron phase", 600, measures=("megatron",)))
+    assert launcher2_failure is None
+    assert not launcher.per_node([NodeCommand("n2", ("torchrun",), 5)])["n2"].ok
+    launcher.close()
+    assert launcher.ended_measures() == {"n1": frozenset({"fabric", "nccl_runtime"}),
+                                         "n2": frozenset({"fabric", "nccl_runtime", "megatron"})}
     assert "# the allocation ended: job 42 CANCELLED" in (tmp_path / "slurm-commands.log").read_text()
 
 

@@ -220,9 +220,11 @@ def test_a_history_that_cannot_be_written_costs_the_drain_one_line(tmp_path: Pat
 
 def test_a_node_whose_allocation_ended_is_left_alone_unless_it_failed_what_was_measured() -> None:
     from burnin.cli.run_cmd import _not_measured
+    from burnin.dispatch.base import PhaseEnded
+    from burnin.fabric.phase import MEASURES
 
     fabric = "job 5 CANCELLED during the fabric phase"
-    phases = {"n1": fabric, "n2": fabric, "n4": fabric, "n5": fabric, "n8": fabric}
+    phases = dict.fromkeys(("n1", "n2", "n4", "n5", "n8"), PhaseEnded(fabric, frozenset(MEASURES)))
     gathered = {"n6": "job 3 CANCELLED", "n7": "job 3 CANCELLED", "n9": "job 3 CANCELLED"}
     decisions = {
         "n1": NodeDecision("n1", False, incomplete=("NCCL-03", "NVL-04")),  # the phase's checks: not its doing
@@ -235,3 +237,30 @@ def test_a_node_whose_allocation_ended_is_left_alone_unless_it_failed_what_was_m
         "n8": NodeDecision("n8", False, incomplete=("GPU-14",)),  # the SDC size the collector could not read
     }
     assert _not_measured(gathered, phases, decisions) == {"n1": fabric, "n6": "job 3 CANCELLED"}
+
+
+def test_an_ended_phase_excuses_only_the_checks_of_what_it_was_to_measure() -> None:
+    """A Megatron allocation cancelled does not excuse NCCL-03 that the fabric phase left incomplete for the node's
+    own reasons; the storage suite's end excuses STO-04's pings and STO-03, the fabric phase's STO-02's runtime
+    evidence (checks that read a phase's section as evidence, not as their source)."""
+    from burnin.cli.run_cmd import _not_measured
+    from burnin.dispatch.base import PhaseEnded
+    from burnin.fabric.phase import MEASURES as FABRIC
+    from burnin.storage.measure import SECTION as TRAFFIC
+    from burnin.storage.pathmtu_judge import SECTION as PATH_MTU
+
+    megatron = PhaseEnded("job 9 CANCELLED during the megatron phase", frozenset({"megatron", "placement"}))
+    storage = PhaseEnded("job 8 PREEMPTED during the storage suite", frozenset({TRAFFIC, PATH_MTU}))
+    fabric = PhaseEnded("job 7 TIMEOUT during the fabric phase", frozenset(FABRIC))
+    both = PhaseEnded(megatron.why, megatron.measures | fabric.measures)
+    phases = {"m1": megatron, "m2": megatron, "s1": storage, "s2": storage, "f1": fabric, "b1": both}
+    decisions = {
+        "m1": NodeDecision("m1", False, incomplete=("MEG-01", "PIN-02")),
+        "m2": NodeDecision("m2", False, incomplete=("MEG-01", "NCCL-03")),  # NCCL-03: no megatron measure
+        "s1": NodeDecision("s1", False, incomplete=("STO-03", "STO-04")),
+        "s2": NodeDecision("s2", False, incomplete=("STO-04", "NCCL-01")),
+        "f1": NodeDecision("f1", False, incomplete=("NCCL-03", "NVL-04", "IB-08", "STO-02")),
+        "b1": NodeDecision("b1", False, incomplete=("MEG-04", "NCCL-03")),  # both phases ended on it
+    }
+    assert _not_measured({}, phases, decisions) == {"m1": megatron.why, "s1": storage.why, "f1": fabric.why,
+                                                    "b1": megatron.why}
