@@ -190,13 +190,13 @@ class Server:
             if line.startswith(PROTOCOL_SIGNED.encode()):
                 signed = parse_signed_request(line, self.token, self.options)
                 if isinstance(signed, str):
-                    _send(connection, f"refused {signed}")
+                    _refuse(connection, signed)
                     return True
                 nonce, request = signed
             else:
                 plain = parse_request(line, self.token)
                 if isinstance(plain, str):
-                    _send(connection, f"refused {plain}")
+                    _refuse(connection, plain)
                     return True
                 request = plain
             if self.code is not None and self.code.changed():
@@ -244,6 +244,13 @@ def _read_line(connection: socket.socket) -> bytes:
             break
         data += chunk
     return data.partition(b"\n")[0]
+
+
+def _refuse(connection: socket.socket, why: str) -> None:
+    """Say no, to the client (which runs the one-shot probe) and in the service's log: a ``burnin probe`` that is
+    never served (its options are not the service's) costs a one-shot probe each time, and this says why."""
+    _send(connection, f"refused {why}")
+    print(f"burnin probe: refused a request: {why}", flush=True)
 
 
 def _send(connection: socket.socket, text: str) -> None:

@@ -108,7 +108,7 @@ class Rack:
     def stop(self) -> None:
         if self.server is not None and self.server.poll() is None:
             self.server.terminate()
-            self.server.communicate(timeout=WAIT_S)
+            self.server.wait(timeout=WAIT_S)
 
 
 @pytest.fixture
@@ -147,6 +147,10 @@ def test_a_probe_with_other_options_or_of_another_node_is_judged_by_the_one_shot
     assert other_node.code == 1 and other_node.stdout.startswith("burnin: FAIL GPU-04 ") and "gpu5" in other_node.stdout
     same = rack.probe("--timeout", SOURCE_TIMEOUT)  # and the server still answers its own node
     assert same.by_server and same.code == 0
+    rack.stop()
+    assert rack.server is not None and rack.server.stdout is not None
+    log = rack.server.stdout.read()
+    assert log.count("burnin probe: refused a request: other options") == 2, log  # why they were not served
 
 
 class Impostor:
