@@ -180,16 +180,20 @@ def ask_resident(argv: list[str]) -> tuple[int, str] | None:
     options = client_options_key(values)
     if options is None:
         return None
-    try:
-        wait = float(os.environ.get(WAIT_ENV) or DEFAULT_WAIT_S)
-    except ValueError:
-        wait = DEFAULT_WAIT_S
-    if not 0 < wait < 7 * 24 * 3600:
-        wait = DEFAULT_WAIT_S
     port, token = address
     nonce = os.urandom(16).hex()
-    reply = _exchange(port, request_line(token, nonce, options, flags) + "\n", wait)
+    reply = _exchange(port, request_line(token, nonce, options, flags) + "\n", wait_seconds(os.environ.get(WAIT_ENV)))
     return None if reply is None else read_reply(reply, token, nonce)
+
+
+def wait_seconds(text: str | None) -> float:
+    """``$BURNIN_PROBE_WAIT``: how long to wait for the resident probe's answer; the default (60 s) for anything
+    but a positive number of seconds under a week."""
+    try:
+        wait = float(text or DEFAULT_WAIT_S)
+    except ValueError:
+        return DEFAULT_WAIT_S
+    return wait if 0 < wait < 7 * 24 * 3600 else DEFAULT_WAIT_S
 
 
 def _exchange(port: int, request: str, wait: float) -> str | None:

@@ -16,10 +16,12 @@ from burnin.cli.probe_ask import (
     client_options_key,
     options_key,
     parse_command_line,
+    read_address,
     read_reply,
     reply_line,
     request_line,
     sign,
+    wait_seconds,
 )
 from burnin.cli.probe_serve import parse_signed_request
 
@@ -73,6 +75,8 @@ def test_only_the_words_the_resident_probe_serves_are_understood(
     ([], ["--topology", "hgx-h100-8gpu", "--gate", "slurm"]),  # the defaults, spelled out
     (["--metrics", "out/burnin.prom"], ["--metrics", "./out/../out/burnin.prom"]),
     (["--topology", "site/h100.yaml"], ["--topology", "./site/h100.yaml"]),
+    (["--topology", "h100.yaml"], ["--topology", "./h100.yaml"]),   # a file in this folder, however spelled
+    (["--topology", "site/h100"], ["--topology", "./site/h100"]),   # a path, whatever its suffix
 ])
 def test_the_same_probe_is_the_same_key(server: list[str], client: list[str]) -> None:
     assert _client_key(client) == _server_key(server)
@@ -155,3 +159,20 @@ def test_relative_paths_are_the_servers_folder_made_absolute(tmp_path: Path, mon
     monkeypatch.chdir(tmp_path / "elsewhere")
     assert _client_key(["--metrics", "burnin.prom"]) != server                # another file
     assert _client_key(["--metrics", str(tmp_path / "burnin.prom")]) == server
+
+
+@pytest.mark.parametrize(("text", "port"), [("1 t0ken", 1), ("65535 t0ken\n", 65535), ("0 t0ken", None),
+                                            ("65536 t0ken", None), ("-1 t0ken", None), ("80", None),
+                                            ("80 tok-en", None), ("", None), ("x80 token", None)])
+def test_the_address_file_names_a_port_and_a_token(tmp_path: Path, text: str, port: int | None) -> None:
+    address = tmp_path / "probe.addr"
+    address.write_text(text, encoding="utf-8")
+    address.chmod(0o600)
+    assert read_address(str(address)) == (None if port is None else (port, "t0ken"))
+
+
+@pytest.mark.parametrize(("text", "seconds"), [(None, 60.0), ("", 60.0), ("1", 1.0), ("0.5", 0.5), ("0", 60.0),
+                                               ("-3", 60.0), ("nan", 60.0), ("inf", 60.0), ("soon", 60.0),
+                                               ("604799", 604799.0), ("604800", 60.0)])
+def test_the_wait_for_an_answer_is_a_positive_number_of_seconds(text: str | None, seconds: float) -> None:
+    assert wait_seconds(text) == seconds
