@@ -27,14 +27,22 @@ def main() -> int:
             _exit(3)
         if answer is not None:
             code, line = answer
-            try:
-                print(line)
-            except OSError:  # the reader went away: the exit code is the answer
-                pass
+            _print(line)
             _exit(code)
     from burnin.cli.main import main as run_command
 
     return run_command()
+
+
+def _print(line: str) -> None:
+    """The answer's line on stdout; a character stdout cannot encode as ``\\uXXXX``; a reader gone: nothing."""
+    try:
+        try:
+            print(line)
+        except UnicodeEncodeError:
+            sys.stdout.buffer.write(line.encode("ascii", "backslashreplace") + b"\n")
+    except (OSError, ValueError):  # the reader went away: the exit code is the answer
+        pass
 
 
 def _exit(code: int) -> NoReturn:

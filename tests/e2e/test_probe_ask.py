@@ -15,12 +15,12 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from burnin.cli.probe_ask import sign
+from burnin.cli.probe_ask import reply_line, sign
 from burnin.sim import SimNode, apply_fault, build_rack, parse_fault_spec
 from burnin.topology.model import Topology
 
@@ -156,7 +156,7 @@ def test_a_probe_with_other_options_or_of_another_node_is_judged_by_the_one_shot
 class Impostor:
     """A process that took the port: it reads the request and answers ``reply(request)``."""
 
-    def __init__(self, reply: str) -> None:
+    def __init__(self, reply: str | Callable[[str], str]) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.reply = reply
@@ -170,7 +170,8 @@ class Impostor:
             request = connection.makefile("r", encoding="ascii").readline()
             self.requests.append(request)
             nonce = request.split()[2] if len(request.split()) > 2 else ""
-            connection.sendall(self.reply.replace("NONCE", nonce).encode() + b"\n")
+            reply = self.reply(request) if callable(self.reply) else self.reply.replace("NONCE", nonce)
+            connection.sendall(reply.encode() + b"\n")
 
     def close(self) -> None:
         self.thread.join(timeout=WAIT_S)
@@ -223,3 +224,19 @@ def test_an_address_file_the_client_cannot_trust_is_not_used(rack: Rack, tamper:
         with pytest.raises(BlockingIOError):  # the client never connected: nothing waits to be accepted
             listener.accept()
         listener.close()
+
+
+def test_an_answer_signed_for_the_request_is_printed_as_it_came_whatever_stdout_can_encode(rack: Rack) -> None:
+    """Who holds the token answers: its line and exit code are the command's, a character stdout cannot encode
+    written escaped (not a traceback)."""
+    token = "0123456789abcdef0123456789abcdef"
+    line = "burnin: FAIL GPU-04 gpu2: Xid 79 \u2014 fallen off the bus"
+    server = Impostor(lambda request: reply_line(token, request.split()[2], 1, line))
+    rack.address.parent.mkdir(parents=True, exist_ok=True)
+    rack.address.write_text(f"{server.port} {token}\n", encoding="utf-8")
+    rack.address.chmod(0o600)
+    proc = subprocess.run([str(CONSOLE_SCRIPT), "probe"], env={**rack.env(), "PYTHONIOENCODING": "ascii"},
+                          cwd=rack.tmp, capture_output=True, text=True, timeout=WAIT_S, check=False)
+    server.close()
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == "burnin: FAIL GPU-04 gpu2: Xid 79 \\u2014 fallen off the bus\n" and proc.stderr == ""
