@@ -446,3 +446,31 @@ def test_summary_folds_what_a_stopped_node_could_not_show() -> None:
     xid = "GPU-04 gpu3 Xid 79 at +01:30:00"
     reasons = (xid, f"BRN-02 {why}", f"BRN-03 {why}", "BRN-06 soak stopped", f"BRN-05 {why}")
     assert _condense(reasons) == [xid, f"BRN-02,BRN-03,BRN-05 {why}", "BRN-06 soak stopped"]
+
+
+def test_a_soak_whose_allocation_ends_before_its_first_step_can_be_resumed(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          h100_topology: Any) -> None:
+    """`burnin soak` checkpoints before its first step: an allocation cancelled at once stops the soak (exit 3,
+    `--resume` promised), and the checkpoint `--resume` reads is there, nothing soaked yet."""
+    import burnin.soak.nodes
+    from burnin.cli.soak_cmd import _soak
+
+    nodes = FakeNodes(lambda: 0.0, lost_at=0.0)  # nothing reaches the nodes from the start: Slurm says it ended
+
+    class Dispatcher:
+        def __init__(self) -> None:
+            self.nodes = ["n1", "n2"]
+
+        def launcher(self, facts: dict[str, Facts]) -> object:
+            return object()  # open_nodes (below) holds nothing through it
+
+    monkeypatch.setattr(burnin.soak.nodes, "open_nodes", lambda launcher, names, **kw: (nodes, None))
+    state = SoakState(command={"sample_timeout": 30.0, "dry_run": False}, duration_s=4 * HOUR, interval_s=600.0,
+                      nodes={})
+    with pytest.raises(HoldEnded, match=r"ended at \+00:00:00 of 04:00:00: job 7 CANCELLED$"):
+        _soak(state, Store(tmp_path), Dispatcher(), lambda t: None, SETTINGS,  # type: ignore[arg-type]
+              h100_topology, tmp_path, on_fatal=None)
+    saved = Store(tmp_path).load()
+    assert saved.now == 0.0 and not saved.finished
+    assert {name: progress.status for name, progress in saved.nodes.items()} == {"n1": RUNNING, "n2": RUNNING}
