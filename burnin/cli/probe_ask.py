@@ -84,6 +84,8 @@ def parse_command_line(argv: list[str]) -> tuple[dict[str, str], tuple[str, ...]
             if following is None:
                 return None
             value = following
+        if not value:  # argparse takes an empty value as given; the one-shot probe judges what it means
+            return None
         values[name] = value
     return values, tuple(flags)
 
@@ -124,7 +126,7 @@ def client_options_key(values: dict[str, str]) -> str | None:
 def sign(token: str, text: str) -> str:
     """Keyed BLAKE2b of ``text`` with the server's token: who does not hold the token cannot make one."""
     return blake2b(text.encode("utf-8", "surrogateescape"), key=token.encode("ascii")[:64],
-                           digest_size=32).hexdigest()
+                   digest_size=32).hexdigest()
 
 
 def request_line(token: str, nonce: str, options: str, flags: tuple[str, ...]) -> str:

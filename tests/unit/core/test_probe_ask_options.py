@@ -59,6 +59,8 @@ def _client_key(argv: list[str]) -> str | None:
     (["--top", "x"], None),           # argparse's abbreviations are its parser's to judge
     (["--drain=yes"], None),
     (["--timeout"], None),            # a missing value
+    (["--topology="], None),          # an empty one: not the default, whatever argparse makes of it
+    (["--metrics", ""], None),
     (["extra"], None),
     (["--"], None),
 ])
