@@ -74,38 +74,45 @@ def address_file(value: Path | None) -> Path:
     return value or Path(os.environ.get(ADDRESS_ENV) or DEFAULT_ADDRESS_FILE)
 
 
-def parse_request(line: bytes, token: str) -> tuple[str, ...] | str:
-    """The flags of a well-formed request with the right token, else why it is refused."""
+def _words(line: bytes, protocol: str, at_least: int) -> list[str] | str:
+    """The words of a request line in ``protocol`` (at least ``at_least``), else why it is refused."""
     try:
         words = line.decode("ascii").split()
     except UnicodeDecodeError:
         return "not ASCII"
-    if len(words) < 2 or words[0] != PROTOCOL:
-        return f"not a {PROTOCOL} request"
+    if len(words) < at_least or words[0] != protocol:
+        return f"not a {protocol} request"
+    return words
+
+
+def _unknown_flag(flags: tuple[str, ...]) -> str | None:
+    unknown = [flag for flag in flags if flag not in FLAGS]
+    return f"unknown flag {unknown[0][:20]!r}" if unknown else None
+
+
+def parse_request(line: bytes, token: str) -> tuple[str, ...] | str:
+    """The flags of a well-formed request with the right token, else why it is refused."""
+    words = _words(line, PROTOCOL, 2)
+    if isinstance(words, str):
+        return words
     if not hmac.compare_digest(words[1].encode(), token.encode()):
         return "wrong token"
     flags = tuple(words[2:])
-    unknown = [flag for flag in flags if flag not in FLAGS]
-    if unknown:
-        return f"unknown flag {unknown[0][:20]!r}"
-    return flags
+    return _unknown_flag(flags) or flags
 
 
 def parse_signed_request(line: bytes, token: str, options: str) -> tuple[str, tuple[str, ...]] | str:
     """The nonce and flags of a ``burnin-probe/2`` request signed with the token for these options, else why it
     is refused."""
-    try:
-        words = line.decode("ascii").split()
-    except UnicodeDecodeError:
-        return "not ASCII"
-    if len(words) < 4 or words[0] != PROTOCOL_SIGNED:
-        return f"not a {PROTOCOL_SIGNED} request"
+    words = _words(line, PROTOCOL_SIGNED, 4)
+    if isinstance(words, str):
+        return words
     mac, nonce, asked, flags = words[1], words[2], words[3], tuple(words[4:])
     if not hmac.compare_digest(mac.encode(), sign(token, " ".join(words[2:])).encode()):
         return "wrong signature"
-    unknown = [flag for flag in flags if flag not in FLAGS]
-    if unknown:
-        return f"unknown flag {unknown[0][:20]!r}"
+    unknown = _unknown_flag(flags)
+    if unknown is not None:
+        return unknown
     if asked != options:
         return "other options"  # the one-shot probe would judge, or act, otherwise: it runs instead
     return nonce, flags

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from probe_gate_support import DRIVER, write_gate
 
 from burnin.cli.probe_ask import reply_line, sign
 from burnin.sim import SimNode, apply_fault, build_rack, parse_fault_spec
@@ -27,33 +28,6 @@ from burnin.topology.model import Topology
 SOURCE_TIMEOUT = "60"  # a failure limit on a loaded machine, not a measurement
 WAIT_S = 300  # how long a server or a client may take (a failure limit on a loaded machine, not a measurement)
 CONSOLE_SCRIPT = Path(sys.executable).with_name("burnin")  # as installed (pyproject's [project.scripts])
-
-RECORDING_GATE = '''
-import json, os
-
-class RecordingGate:
-    name = "recording"
-
-    def drain(self, node, reason, *, dry_run=False):
-        with open(os.environ["PROBE_GATE_LOG"], "a", encoding="utf-8") as log:
-            log.write(json.dumps({"node": node, "reason": reason}) + "\\n")
-        return True
-
-    def resume(self, node, *, passed=(), dry_run=False):
-        return False
-
-    def apply(self, decisions, *, dry_run, out=None, err=None):
-        return True
-'''
-
-SERVER = """
-import sys
-sys.path.insert(0, sys.argv.pop(1))
-from burnin.gate.registry import GATES
-GATES["recording"] = "recording_gate:RecordingGate"
-from burnin.cli.main import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 class Asked:
@@ -78,8 +52,7 @@ class Rack:
         self.nodes = {node.name: node for node in nodes}
         self.address = tmp / "run" / "probe.addr"
         self.gate_log = tmp / "drains.jsonl"
-        (tmp / "gates").mkdir()
-        (tmp / "gates" / "recording_gate.py").write_text(RECORDING_GATE, encoding="utf-8")
+        write_gate(tmp / "gates")
         self.server: subprocess.Popen[str] | None = None
 
     def env(self, node: str = "sim01") -> dict[str, str]:
@@ -87,7 +60,7 @@ class Rack:
                 "BURNIN_PROBE_ADDRESS": str(self.address), "XDG_CACHE_HOME": str(self.tmp / "cache")}
 
     def serve(self, *args: str) -> None:
-        self.server = subprocess.Popen([sys.executable, "-c", SERVER, str(self.tmp / "gates"), "probe", "--serve",
+        self.server = subprocess.Popen([sys.executable, "-c", DRIVER, str(self.tmp / "gates"), "probe", "--serve",
                                         "--address-file", str(self.address), *args],
                                        env=self.env(), cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                        text=True)

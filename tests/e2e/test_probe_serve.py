@@ -16,39 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from probe_gate_support import DRIVER, write_gate
 
 from burnin.sim import SimNode, apply_fault, build_rack, parse_fault_spec
 from burnin.topology.model import Topology
 
 SOURCE_TIMEOUT = "60"  # a failure limit on a loaded machine, not a measurement
 WAIT_S = 300  # how long a server may take to end (a failure limit on a loaded machine, not a measurement)
-
-RECORDING_GATE = '''
-import json, os
-
-class RecordingGate:
-    name = "recording"
-
-    def drain(self, node, reason, *, dry_run=False):
-        with open(os.environ["PROBE_GATE_LOG"], "a", encoding="utf-8") as log:
-            log.write(json.dumps({"node": node, "reason": reason}) + "\\n")
-        return True
-
-    def resume(self, node, *, passed=(), dry_run=False):
-        return False
-
-    def apply(self, decisions, *, dry_run, out=None, err=None):
-        return True
-'''
-
-DRIVER = """
-import sys
-sys.path.insert(0, sys.argv.pop(1))
-from burnin.gate.registry import GATES
-GATES["recording"] = "recording_gate:RecordingGate"
-from burnin.cli.main import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 class Lab:
@@ -60,8 +34,7 @@ class Lab:
         self.address = tmp_path / "run" / "probe.addr"
         self.gate_log = tmp_path / "drains.jsonl"
         self.one_shots = tmp_path / "one-shots.log"
-        (tmp_path / "gates").mkdir()
-        (tmp_path / "gates" / "recording_gate.py").write_text(RECORDING_GATE, encoding="utf-8")
+        write_gate(tmp_path / "gates")
         one_shot = tmp_path / "burnin-one-shot"
         driver = tmp_path / "gates" / "driver.py"
         driver.write_text(DRIVER, encoding="utf-8")
